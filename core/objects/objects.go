@@ -1,0 +1,87 @@
+// Package objects defines the SwarmOps data model: blobs, trees and
+// changesets, their canonical encodings and their BLAKE3-256 ids.
+package objects
+
+import (
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// ID is a BLAKE3-256 object id over a type tag and a canonical encoding.
+type ID [32]byte
+
+// Hash is a BLAKE3-256 digest that is not an object id (a delta hash).
+type Hash [32]byte
+
+// ZeroID is the absent id: a ref that does not exist, a tree with no entries
+// before it is written, a CAS that expects absence.
+var ZeroID ID
+
+// ErrBadID is returned for a string that is not 64 lowercase hex digits.
+var ErrBadID = errors.New("objects: malformed id")
+
+// String returns the id as 64 lowercase hex digits.
+func (id ID) String() string { return hex.EncodeToString(id[:]) }
+
+// IsZero reports whether id is ZeroID.
+func (id ID) IsZero() bool { return id == ZeroID }
+
+// String returns the hash as 64 lowercase hex digits.
+func (h Hash) String() string { return hex.EncodeToString(h[:]) }
+
+// ParseID parses 64 hex digits.
+func ParseID(s string) (ID, error) {
+	var id ID
+	if len(s) != 64 {
+		return id, fmt.Errorf("%w: %q has %d characters, want 64", ErrBadID, s, len(s))
+	}
+	if _, err := hex.Decode(id[:], []byte(s)); err != nil {
+		return id, fmt.Errorf("%w: %q: %w", ErrBadID, s, err)
+	}
+	return id, nil
+}
+
+// Kind is an object's type tag.
+type Kind uint8
+
+// Object kinds. The values are part of the on-disk format.
+const (
+	KindBlob      Kind = 1
+	KindTree      Kind = 2
+	KindChangeset Kind = 3
+)
+
+// Mode is a tree entry's mode.
+type Mode uint32
+
+// Entry modes. The values are part of the on-disk format.
+const (
+	ModeFile Mode = 0o100644
+	ModeExec Mode = 0o100755
+	ModeDir  Mode = 0o040000
+)
+
+// Entry is one name in a tree.
+type Entry struct {
+	Name string
+	Mode Mode
+	ID   ID
+}
+
+// Tree is a sorted list of entries (sorted by Name, bytewise, no duplicates).
+type Tree struct {
+	Entries []Entry
+}
+
+// Changeset is one commit.
+type Changeset struct {
+	Parents    []ID
+	Root       ID   // root tree
+	Delta      Hash // hash of the sorted path changes against Parents[0]
+	Generation uint64
+	Agent      string
+	Message    string
+	Time       time.Time // UTC, nanoseconds
+}
