@@ -15,9 +15,6 @@ func Recover(dir string, o Options) (*RecoverReport, error) { return nil, errNot
 func (s *Store) Close() error                               { return errNotImplemented }
 func (s *Store) Commit(req CommitRequest) (ID, error)       { return ID{}, errNotImplemented }
 func (s *Store) UpdateRefs(u ...RefUpdate) error            { return errNotImplemented }
-func (s *Store) Land(change ID, onto string, o LandOptions) (*LandResult, error) {
-	return nil, errNotImplemented
-}
 func (s *Store) Snapshot() (*Snapshot, error) { return nil, errNotImplemented }
 func (s *Store) Verify(deep bool, progress func(done, total int)) (*VerifyReport, error) {
 	return nil, errNotImplemented

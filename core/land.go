@@ -1,0 +1,345 @@
+package core
+
+import (
+	"bytes"
+	"container/heap"
+	"errors"
+	"fmt"
+
+	"github.com/swarmops/swarmops/core/objects"
+)
+
+// DefaultLandAttempts bounds Land's retries after lost races when
+// LandOptions.MaxAttempts is zero.
+const DefaultLandAttempts = 16
+
+// TestHookLandBeforeCommit, when non-nil, is called by Land after it has
+// computed a merge and before it tries to commit it, with the 1-based attempt
+// number. It exists so tests can make a race happen on purpose (the CLI sets
+// it only from SWARMOPS_TEST_LAND_PAUSE). It is nil in normal operation.
+var TestHookLandBeforeCommit func(attempt int)
+
+// Land applies the change made by the changeset change onto the head of the
+// ref onto, and moves the ref.
+//
+// Its contract, in order of precedence:
+//
+//   - If onto's first-parent history already holds a changeset with change's
+//     delta hash (change itself, an earlier land of it, or any changeset that
+//     made exactly the same change), or a merge whose parent is change, Land
+//     does nothing and reports NoOp with Changeset = the head. Retrying a land
+//     after a crash therefore never applies a change twice.
+//   - If the head is change's first parent, onto is fast-forwarded to change
+//     (one compare-and-swap, no new changeset).
+//   - Otherwise Land merges three ways: base is the nearest common ancestor of
+//     the head and change (highest generation; the empty tree if none), and
+//     every path change made between base and change is applied to the head.
+//     A path that both sides changed differently, or a file that would land
+//     where the other side has a directory, is a conflict: Land fails with a
+//     *MergeConflictError listing every such path and writes nothing. If every
+//     path already has change's value, there is nothing to record and Land
+//     reports NoOp. Otherwise it commits one changeset with Parents [head,
+//     change] that advances onto in the same journal frame.
+//
+// When the compare-and-swap loses (another writer moved onto first), Land
+// re-merges only the paths the target gained between the head it merged
+// against and the new head (LandResult.Remerged records how many, per
+// retry), and tries again, at most o.MaxAttempts times in all (0:
+// DefaultLandAttempts). Running out of attempts is ErrBusy: the target is
+// contended, and trying later is the remedy.
+//
+// The NoOp check walks onto's first-parent history down to the oldest
+// changeset sharing change's delta hash, so its cost grows with how far back
+// such a changeset is, never with the store's size.
+func (s *Store) Land(change ID, onto string, o LandOptions) (*LandResult, error) {
+	maxAttempts := o.MaxAttempts
+	if maxAttempts <= 0 {
+		maxAttempts = DefaultLandAttempts
+	}
+	fail := func(err error) (*LandResult, error) {
+		return nil, fmt.Errorf("land %s onto %q: %w", short(change), onto, err)
+	}
+	sn, err := s.Snapshot()
+	if err != nil {
+		return fail(err)
+	}
+	cs, err := sn.Changeset(change)
+	if err != nil {
+		return fail(err)
+	}
+	head, err := sn.Ref(onto)
+	if err != nil {
+		return fail(err)
+	}
+	res := &LandResult{}
+	agent := o.Agent
+	if agent == "" {
+		agent = cs.Agent
+	}
+	msg := o.Message
+	if msg == "" {
+		msg = fmt.Sprintf("land %s onto %s", short(change), onto)
+	}
+
+	var (
+		m        *pathMerge
+		base     ID
+		prevHead ID
+		blobs    = make(map[ID][]byte)
+	)
+	for attempt := 1; attempt <= maxAttempts; attempt++ {
+		res.Attempts = attempt
+		if head.IsZero() {
+			return fail(fmt.Errorf("%w: ref %q was deleted", ErrNotFound, onto))
+		}
+		done, err := landed(sn, cs, change, head, prevHead)
+		if err != nil {
+			return fail(err)
+		}
+		if done {
+			res.NoOp, res.Changeset = true, head
+			return res, nil
+		}
+		if len(cs.Parents) > 0 && cs.Parents[0] == head {
+			if attempt > 1 {
+				res.Remerged = append(res.Remerged, 0)
+			}
+			err := s.UpdateRefs(RefUpdate{Name: onto, Old: head, New: change})
+			if err == nil {
+				res.Changeset = change
+				return res, nil
+			}
+			cur, lost := lostRace(err, onto)
+			if !lost {
+				return fail(err)
+			}
+			prevHead, head = head, cur
+			if sn, err = s.Snapshot(); err != nil {
+				return fail(err)
+			}
+			continue
+		}
+
+		nb, err := mergeBase(sn, head, change)
+		if err != nil {
+			return fail(err)
+		}
+		switch {
+		case m == nil || nb != base:
+			base = nb
+			if m, err = buildMerge(sn, base, head, change); err != nil {
+				return fail(err)
+			}
+			if attempt > 1 {
+				res.Remerged = append(res.Remerged, len(m.paths))
+			}
+		case prevHead != head:
+			pcs, err := sn.Diff(prevHead, head)
+			if err != nil {
+				return fail(err)
+			}
+			edits := make([]headEdit, len(pcs))
+			for i, pc := range pcs {
+				edits[i] = headEdit{Path: pc.Path, Delete: pc.Op == "delete", Entry: pc.New}
+			}
+			res.Remerged = append(res.Remerged, m.advanceHead(edits))
+		case attempt > 1:
+			res.Remerged = append(res.Remerged, 0)
+		}
+
+		edits, conflicts := m.result()
+		if len(conflicts) > 0 {
+			return fail(&MergeConflictError{Paths: conflicts})
+		}
+		if len(edits) == 0 {
+			res.NoOp, res.Changeset = true, head
+			return res, nil
+		}
+		changes := make([]Change, len(edits))
+		for i, e := range edits {
+			changes[i] = Change{Path: e.Path, Delete: e.Delete, Mode: e.Entry.Mode}
+			if e.Delete {
+				continue
+			}
+			data, ok := blobs[e.Entry.ID]
+			if !ok {
+				if data, err = sn.Blob(e.Entry.ID); err != nil {
+					return fail(fmt.Errorf("path %q: %w", e.Path, err))
+				}
+				blobs[e.Entry.ID] = data
+			}
+			changes[i].Data = data
+		}
+		if TestHookLandBeforeCommit != nil {
+			TestHookLandBeforeCommit(attempt)
+		}
+		id, err := s.Commit(CommitRequest{
+			Parents: []ID{head, change},
+			Changes: changes,
+			Agent:   agent,
+			Message: msg,
+			Advance: onto,
+		})
+		if err == nil {
+			res.Changeset = id
+			return res, nil
+		}
+		cur, lost := lostRace(err, onto)
+		if !lost {
+			return fail(err)
+		}
+		prevHead, head = head, cur
+		if sn, err = s.Snapshot(); err != nil {
+			return fail(err)
+		}
+	}
+	return fail(fmt.Errorf("%w: the target moved during each of %d attempts", ErrBusy, maxAttempts))
+}
+
+// lostRace reports whether err is a failed compare-and-swap of ref, and the
+// ref's current value.
+func lostRace(err error, ref string) (ID, bool) {
+	var ce *ConflictError
+	if errors.As(err, &ce) && ce.Ref == ref {
+		return ce.Current, true
+	}
+	return ID{}, false
+}
+
+// buildMerge flattens the three trees and decides every path.
+func buildMerge(sn *Snapshot, base, head, change ID) (*pathMerge, error) {
+	flat := func(id ID) (map[string]objects.Entry, error) {
+		if id.IsZero() {
+			return map[string]objects.Entry{}, nil
+		}
+		return sn.Flatten(id)
+	}
+	b, err := flat(base)
+	if err != nil {
+		return nil, err
+	}
+	h, err := flat(head)
+	if err != nil {
+		return nil, err
+	}
+	t, err := flat(change)
+	if err != nil {
+		return nil, err
+	}
+	return newPathMerge(b, h, t), nil
+}
+
+// landed reports whether head's first-parent history holds change's delta
+// hash or a merge of change. The walk stops at stop (a head already checked)
+// or below the oldest candidate's generation.
+func landed(sn *Snapshot, cs *objects.Changeset, change, head, stop ID) (bool, error) {
+	cands, err := sn.ByDelta(cs.Delta)
+	if err != nil && !errors.Is(err, ErrNotFound) {
+		return false, err
+	}
+	want := map[ID]bool{change: true}
+	minGen := cs.Generation
+	for _, c := range cands {
+		want[c] = true
+		ccs, err := sn.Changeset(c)
+		if err != nil {
+			return false, err
+		}
+		if ccs.Generation < minGen {
+			minGen = ccs.Generation
+		}
+	}
+	for id := head; !id.IsZero() && id != stop; {
+		if want[id] {
+			return true, nil
+		}
+		hcs, err := sn.Changeset(id)
+		if err != nil {
+			return false, err
+		}
+		if hcs.Generation <= minGen {
+			return false, nil
+		}
+		for _, p := range hcs.Parents[min(1, len(hcs.Parents)):] {
+			if p == change {
+				return true, nil
+			}
+		}
+		if len(hcs.Parents) == 0 {
+			return false, nil
+		}
+		id = hcs.Parents[0]
+	}
+	return false, nil
+}
+
+// mergeBase returns the common ancestor of a and b with the highest
+// generation (ties broken by the smaller id), or ZeroID if they share none.
+//
+// It walks both histories at once in decreasing generation order. A
+// changeset's generation exceeds each parent's, so every descendant of a
+// changeset is visited before it: when a changeset comes off the queue, it
+// carries every mark it will ever get, and the first one marked from both
+// sides is the nearest common ancestor.
+func mergeBase(sn *Snapshot, a, b ID) (ID, error) {
+	const fromA, fromB = 1, 2
+	marks := make(map[ID]uint8)
+	q := &genQueue{}
+	push := func(id ID, mark uint8) error {
+		old, seen := marks[id]
+		marks[id] = old | mark
+		if seen {
+			return nil
+		}
+		cs, err := sn.Changeset(id)
+		if err != nil {
+			return err
+		}
+		heap.Push(q, genItem{id: id, gen: cs.Generation, parents: cs.Parents})
+		return nil
+	}
+	if err := push(a, fromA); err != nil {
+		return ID{}, err
+	}
+	if err := push(b, fromB); err != nil {
+		return ID{}, err
+	}
+	for q.Len() > 0 {
+		it := heap.Pop(q).(genItem)
+		mk := marks[it.id]
+		if mk == fromA|fromB {
+			return it.id, nil
+		}
+		for _, p := range it.parents {
+			if err := push(p, mk); err != nil {
+				return ID{}, err
+			}
+		}
+	}
+	return ID{}, nil
+}
+
+type genItem struct {
+	id      ID
+	gen     uint64
+	parents []ID
+}
+
+// genQueue is a max-heap by generation, then min by id.
+type genQueue []genItem
+
+func (q genQueue) Len() int { return len(q) }
+func (q genQueue) Less(i, j int) bool {
+	if q[i].gen != q[j].gen {
+		return q[i].gen > q[j].gen
+	}
+	return bytes.Compare(q[i].id[:], q[j].id[:]) < 0
+}
+func (q genQueue) Swap(i, j int) { q[i], q[j] = q[j], q[i] }
+func (q *genQueue) Push(x any)   { *q = append(*q, x.(genItem)) }
+func (q *genQueue) Pop() any {
+	old := *q
+	it := old[len(old)-1]
+	*q = old[:len(old)-1]
+	return it
+}

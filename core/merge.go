@@ -1,0 +1,210 @@
+package core
+
+import (
+	"sort"
+	"strings"
+
+	"github.com/swarmops/swarmops/core/objects"
+)
+
+// This file is the pure half of Land: a three-way merge over flattened trees
+// (path → entry maps), with no store access, so it can be tested exhaustively
+// without a store.
+//
+// The merge applies "theirs" (the change being landed) onto "head" (the
+// target ref's head) relative to "base" (their nearest common ancestor).
+// Only the paths theirs changed since base are decided; every other path
+// keeps head's value. For each such path p:
+//
+//	head[p] == theirs[p]          keep  (already there, or both deleted it)
+//	head[p] == base[p]            put theirs[p], or delete it
+//	otherwise                     conflict
+//
+// The merge keeps its decisions so that, after a lost compare-and-swap, only
+// the paths the target gained in the meantime are decided again
+// (advanceHead); that is what makes a retry cost proportional to the race,
+// not to the change.
+
+// mergeOp is the decision for one path.
+type mergeOp uint8
+
+const (
+	opKeep     mergeOp = iota // head already holds theirs' value
+	opPut                     // write theirs' entry
+	opDelete                  // delete the path
+	opConflict                // head and theirs both changed it, differently
+)
+
+// pathMerge is a three-way merge in progress. The maps are owned by it.
+type pathMerge struct {
+	base, head, theirs map[string]objects.Entry
+	paths              []string // sorted: the paths theirs changed since base
+	inTheirs           map[string]bool
+	decision           map[string]mergeOp
+	dirs               map[string]int // for each directory, the number of head files below it
+}
+
+// sameEntry reports whether two optional entries are the same file.
+func sameEntry(a objects.Entry, aok bool, b objects.Entry, bok bool) bool {
+	if aok != bok {
+		return false
+	}
+	return !aok || (a.Mode == b.Mode && a.ID == b.ID)
+}
+
+// changedPaths lists, sorted, the paths whose entries differ between a and b.
+func changedPaths(a, b map[string]objects.Entry) []string {
+	var out []string
+	for p, ea := range a {
+		eb, ok := b[p]
+		if !sameEntry(ea, true, eb, ok) {
+			out = append(out, p)
+		}
+	}
+	for p := range b {
+		if _, ok := a[p]; !ok {
+			out = append(out, p)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// newPathMerge decides every path theirs changed since base against head.
+func newPathMerge(base, head, theirs map[string]objects.Entry) *pathMerge {
+	m := &pathMerge{
+		base:     base,
+		head:     head,
+		theirs:   theirs,
+		paths:    changedPaths(base, theirs),
+		decision: make(map[string]mergeOp),
+		dirs:     make(map[string]int),
+	}
+	m.inTheirs = make(map[string]bool, len(m.paths))
+	for _, p := range m.paths {
+		m.inTheirs[p] = true
+		m.decide(p)
+	}
+	for p := range head {
+		forEachDir(p, func(d string) { m.dirs[d]++ })
+	}
+	return m
+}
+
+// decide (re)computes the decision for p, one of the paths theirs changed.
+func (m *pathMerge) decide(p string) {
+	b, bok := m.base[p]
+	t, tok := m.theirs[p]
+	h, hok := m.head[p]
+	switch {
+	case sameEntry(h, hok, t, tok):
+		m.decision[p] = opKeep
+	case sameEntry(h, hok, b, bok) && tok:
+		m.decision[p] = opPut
+	case sameEntry(h, hok, b, bok):
+		m.decision[p] = opDelete
+	default:
+		m.decision[p] = opConflict
+	}
+}
+
+// headEdit is one change of the target's head between two attempts.
+type headEdit struct {
+	Path   string
+	Delete bool
+	Entry  objects.Entry
+}
+
+// advanceHead moves the merge onto a newer head that differs from the old
+// one by edits, re-deciding only the edited paths that theirs also changed.
+// It returns the number of paths re-merged (every edited path: each one is
+// either re-decided or checked against theirs' directory layout).
+func (m *pathMerge) advanceHead(edits []headEdit) int {
+	for _, e := range edits {
+		_, had := m.head[e.Path]
+		if e.Delete {
+			if had {
+				delete(m.head, e.Path)
+				forEachDir(e.Path, func(d string) { m.dirs[d]-- })
+			}
+		} else {
+			m.head[e.Path] = e.Entry
+			if !had {
+				forEachDir(e.Path, func(d string) { m.dirs[d]++ })
+			}
+		}
+		if m.inTheirs[e.Path] {
+			m.decide(e.Path)
+		}
+	}
+	return len(edits)
+}
+
+// resultEntry returns the merged value of path p.
+func (m *pathMerge) resultEntry(p string) (objects.Entry, bool) {
+	switch m.decision[p] {
+	case opPut:
+		e := m.theirs[p]
+		return e, true
+	case opDelete:
+		return objects.Entry{}, false
+	}
+	e, ok := m.head[p]
+	return e, ok
+}
+
+// result lists the edits to apply to head, sorted by path, or the
+// conflicting paths. A put is also a conflict when the merged tree would
+// hold a file where it needs a directory (or the reverse), which neither
+// side alone could have produced.
+func (m *pathMerge) result() (edits []headEdit, conflicts []string) {
+	// adj[d] corrects dirs[d] for the files the decisions add or remove.
+	adj := make(map[string]int)
+	for _, p := range m.paths {
+		_, had := m.head[p]
+		switch m.decision[p] {
+		case opPut:
+			if !had {
+				forEachDir(p, func(d string) { adj[d]++ })
+			}
+		case opDelete:
+			if had {
+				forEachDir(p, func(d string) { adj[d]-- })
+			}
+		}
+	}
+	for _, p := range m.paths {
+		switch m.decision[p] {
+		case opConflict:
+			conflicts = append(conflicts, p)
+		case opPut:
+			clash := m.dirs[p]+adj[p] > 0
+			forEachDir(p, func(d string) {
+				if _, isFile := m.resultEntry(d); isFile {
+					clash = true
+				}
+			})
+			if clash {
+				conflicts = append(conflicts, p)
+				continue
+			}
+			edits = append(edits, headEdit{Path: p, Entry: m.theirs[p]})
+		case opDelete:
+			edits = append(edits, headEdit{Path: p, Delete: true})
+		}
+	}
+	return edits, conflicts
+}
+
+// forEachDir calls f for every proper ancestor directory of the slash path p
+// ("a" and "a/b" for "a/b/c").
+func forEachDir(p string, f func(dir string)) {
+	for i := strings.IndexByte(p, '/'); i >= 0; {
+		f(p[:i])
+		j := strings.IndexByte(p[i+1:], '/')
+		if j < 0 {
+			return
+		}
+		i += 1 + j
+	}
+}
