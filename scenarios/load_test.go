@@ -1,0 +1,86 @@
+package scenarios
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+// TestShippedScenariosLoad guards the embedded files: a scenario that does not
+// load would silently drop a write path from every sweep.
+func TestShippedScenariosLoad(t *testing.T) {
+	all, err := All()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all) < 14 {
+		t.Fatalf("got %d scenarios, want at least 14 (one per write path)", len(all))
+	}
+	for _, s := range all {
+		if s.Ops() < 1 || s.Steps[0].Kind != KindInit {
+			t.Errorf("%s: %d ops, first step %s", s.Name, s.Ops(), s.Steps[0].Kind)
+		}
+	}
+}
+
+// TestLoaderErrorsNameFileAndLine checks that every kind of malformed input
+// is rejected with ErrInvalid and a message carrying file:line:col and what
+// is wrong.
+func TestLoaderErrorsNameFileAndLine(t *testing.T) {
+	cases := []struct {
+		name, src, want string
+	}{
+		{"unknown top key", "name: x\nclaims: [C1]\nsteps:\n  - init:\ncolour: red\n", "bad.yaml:5:1: scenario: unknown key \"colour\""},
+		{"unknown claim", "name: x\nclaims: [C1, C5]\nsteps:\n  - init:\n", "bad.yaml:2:14: unknown claim \"C5\""},
+		{"unknown label", "name: x\nclaims: [C1]\nsteps:\n  - init:\n  - commit: {parents: [nope], files: {a: b}}\n", "bad.yaml:5:24: parent: unknown label \"nope\""},
+		{"unknown step", "name: x\nclaims: [C1]\nsteps:\n  - init:\n  - fly: {}\n", "bad.yaml:5:5: unknown step kind \"fly\""},
+		{"unknown step key", "name: x\nclaims: [C1]\nsteps:\n  - init:\n  - commit: {files: {a: b}, colour: red}\n", "bad.yaml:5:29: commit: unknown key \"colour\""},
+		{"malformed yaml", "name: x\nclaims: [C1\nsteps:\n", "bad.yaml:1:1: malformed YAML: did not find expected ',' or ']'"},
+		{"missing init", "name: x\nclaims: [C1]\nsteps:\n  - read:\n", "bad.yaml:4:5: read before init"},
+		{"bad times", "name: x\nclaims: [C1]\nsteps:\n  - init:\n  - repeat: {times: -1, steps: [read: ]}\n", "bad.yaml:5:21: times = -1 is out of range"},
+		{"bad outcome", "name: x\nclaims: [C1]\nsteps:\n  - init:\n  - commit: {files: {a: b}, outcome: maybe}\n", "outcome \"maybe\" is not one of ok, conflict"},
+		{"race same writer", "name: x\nclaims: [C1]\nsteps:\n  - init:\n  - race: {at: LOCK, first: {commit: {files: {a: b}}}, second: {commit: {files: {a: c}}}}\n", "two sides must use different writers"},
+		{"bad path", "name: x\nclaims: [C1]\nsteps:\n  - init:\n  - commit: {files: {../etc: b}}\n", "path \"../etc\" must be relative and clean"},
+		{"string size", "name: x\nclaims: [C1]\nsteps:\n  - init:\n  - commit: {files: {a: {size: big}}}\n", "size must be an integer"},
+		{"empty", "", "empty scenario file"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := Load("bad.yaml", []byte(c.src))
+			if err == nil {
+				t.Fatalf("loaded; want error containing %q", c.want)
+			}
+			if !errors.Is(err, ErrInvalid) {
+				t.Errorf("error %v does not wrap ErrInvalid", err)
+			}
+			if !strings.Contains(err.Error(), c.want) {
+				t.Errorf("got  %q\nwant it to contain %q", err.Error(), c.want)
+			}
+		})
+	}
+}
+
+func TestSelectRejectsEmptyMatchAndBadPattern(t *testing.T) {
+	all, err := All()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Select(all, "nothing-*"); !errors.Is(err, ErrInvalid) {
+		t.Errorf("empty match: got %v", err)
+	}
+	if _, err := Select(all, "[a"); !errors.Is(err, ErrInvalid) {
+		t.Errorf("bad pattern: got %v", err)
+	}
+	got, err := Select(all, "land-*")
+	if err != nil || len(got) != 4 {
+		t.Errorf("land-*: got %d, %v; want 4", len(got), err)
+	}
+}
+
+func TestGeneratedContentIsDeterministic(t *testing.T) {
+	f := File{Size: 1001, Seed: 9, Gen: true}
+	a, b := f.Data(), f.Data()
+	if string(a) != string(b) || len(a) != 1001 {
+		t.Fatal("generated content differs between calls")
+	}
+}
