@@ -1,5 +1,3 @@
-// Package objects defines the SwarmOps data model: blobs, trees and
-// changesets, their canonical encodings and their BLAKE3-256 ids.
 package objects
 
 import (
@@ -19,7 +17,7 @@ type Hash [32]byte
 // before it is written, a CAS that expects absence.
 var ZeroID ID
 
-// ErrBadID is returned for a string that is not 64 lowercase hex digits.
+// ErrBadID is returned for a string that is not 64 hex digits.
 var ErrBadID = errors.New("objects: malformed id")
 
 // String returns the id as 64 lowercase hex digits.
@@ -31,7 +29,10 @@ func (id ID) IsZero() bool { return id == ZeroID }
 // String returns the hash as 64 lowercase hex digits.
 func (h Hash) String() string { return hex.EncodeToString(h[:]) }
 
-// ParseID parses 64 hex digits.
+// IsZero reports whether h is the all-zero hash.
+func (h Hash) IsZero() bool { return h == Hash{} }
+
+// ParseID parses 64 hex digits (either case).
 func ParseID(s string) (ID, error) {
 	var id ID
 	if len(s) != 64 {
@@ -43,25 +44,54 @@ func ParseID(s string) (ID, error) {
 	return id, nil
 }
 
+// ParseHash parses 64 hex digits (either case) as a Hash.
+func ParseHash(s string) (Hash, error) {
+	id, err := ParseID(s)
+	return Hash(id), err
+}
+
 // Kind is an object's type tag.
 type Kind uint8
 
-// Object kinds. The values are part of the on-disk format.
+// Object kinds. The values are part of the on-disk format and of every id.
 const (
 	KindBlob      Kind = 1
 	KindTree      Kind = 2
 	KindChangeset Kind = 3
 )
 
+// Valid reports whether k is one of the defined kinds.
+func (k Kind) Valid() bool { return k >= KindBlob && k <= KindChangeset }
+
+// String returns "blob", "tree", "changeset" or "kind(N)".
+func (k Kind) String() string {
+	switch k {
+	case KindBlob:
+		return "blob"
+	case KindTree:
+		return "tree"
+	case KindChangeset:
+		return "changeset"
+	}
+	return fmt.Sprintf("kind(%d)", uint8(k))
+}
+
 // Mode is a tree entry's mode.
 type Mode uint32
 
-// Entry modes. The values are part of the on-disk format.
+// Entry modes. The values are part of the on-disk format. No other mode is
+// valid, so each file kind has exactly one encoding.
 const (
 	ModeFile Mode = 0o100644
 	ModeExec Mode = 0o100755
 	ModeDir  Mode = 0o040000
 )
+
+// Valid reports whether m is ModeFile, ModeExec or ModeDir.
+func (m Mode) Valid() bool { return m == ModeFile || m == ModeExec || m == ModeDir }
+
+// IsDir reports whether m is ModeDir (the entry's id names a tree).
+func (m Mode) IsDir() bool { return m == ModeDir }
 
 // Entry is one name in a tree.
 type Entry struct {
@@ -85,3 +115,6 @@ type Changeset struct {
 	Message    string
 	Time       time.Time // UTC, nanoseconds
 }
+
+// Blob is file content. Its encoding is the content itself.
+type Blob []byte
