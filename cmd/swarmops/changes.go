@@ -1,0 +1,260 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/swarmops/swarmops/core"
+	"github.com/swarmops/swarmops/core/objects"
+)
+
+// The change-list format read by `swarmops commit -F FILE` (docs/cli.md has
+// the user's version). One statement per line; blank lines and lines whose
+// first token starts with '#' are ignored; a '#' starting a token ends the
+// line as a comment.
+//
+//	put    PATH < SOURCE     regular file (0644), content of the local file SOURCE
+//	put    PATH = "TEXT"     regular file, inline content
+//	exec   PATH < SOURCE     executable file (0755)
+//	exec   PATH = "TEXT"
+//	delete PATH
+//
+// PATH and SOURCE are bare tokens (no whitespace, not starting with '"' or
+// '#') or quoted strings. A quoted string may hold the escapes \\ \" \n \t
+// \r \0 and \xHH (any byte). SOURCE is relative to the current directory.
+// Every error names the list, the line and the byte column (both 1-based).
+
+// changeLine is one parsed statement.
+type changeLine struct {
+	Line   int
+	Path   string
+	Delete bool
+	Exec   bool
+	Inline bool   // content is Text; otherwise it is read from Source
+	Text   []byte // inline content
+	Source string // local file
+}
+
+// listError is a change-list error with its position.
+type listError struct {
+	Name      string
+	Line, Col int
+	Msg       string
+}
+
+func (e *listError) Error() string {
+	return fmt.Sprintf("%s:%d:%d: %s", e.Name, e.Line, e.Col, e.Msg)
+}
+
+// token is a lexical token of a line.
+type token struct {
+	text   string
+	col    int // 1-based byte column
+	quoted bool
+}
+
+// lexLine splits a line into tokens, stopping at a comment.
+func lexLine(line string, errAt func(col int, format string, args ...any) error) ([]token, error) {
+	var toks []token
+	i := 0
+	for i < len(line) {
+		c := line[i]
+		if c == ' ' || c == '\t' || c == '\r' {
+			i++
+			continue
+		}
+		if c == '#' {
+			break
+		}
+		start := i
+		if c != '"' {
+			for i < len(line) && line[i] != ' ' && line[i] != '\t' && line[i] != '\r' {
+				if line[i] == '"' {
+					return nil, errAt(i+1, "unexpected '\"' inside a bare word (quote the whole word)")
+				}
+				i++
+			}
+			toks = append(toks, token{text: line[start:i], col: start + 1})
+			continue
+		}
+		var b strings.Builder
+		i++
+		closed := false
+		for i < len(line) {
+			c := line[i]
+			if c == '"' {
+				i++
+				closed = true
+				break
+			}
+			if c != '\\' {
+				b.WriteByte(c)
+				i++
+				continue
+			}
+			if i+1 >= len(line) {
+				return nil, errAt(i+1, "backslash at end of line")
+			}
+			switch e := line[i+1]; e {
+			case '\\', '"':
+				b.WriteByte(e)
+			case 'n':
+				b.WriteByte('\n')
+			case 't':
+				b.WriteByte('\t')
+			case 'r':
+				b.WriteByte('\r')
+			case '0':
+				b.WriteByte(0)
+			case 'x':
+				if i+3 >= len(line) || !isHex(line[i+2:i+4]) {
+					return nil, errAt(i+1, "\\x needs two hex digits")
+				}
+				var v byte
+				fmt.Sscanf(line[i+2:i+4], "%02x", &v)
+				b.WriteByte(v)
+				i += 2
+			default:
+				return nil, errAt(i+1, "unknown escape \\%c (use \\\\ \\\" \\n \\t \\r \\0 \\xHH)", e)
+			}
+			i += 2
+		}
+		if !closed {
+			return nil, errAt(start+1, "unterminated quoted string")
+		}
+		if i < len(line) && line[i] != ' ' && line[i] != '\t' && line[i] != '\r' {
+			return nil, errAt(i+1, "expected a space after the closing quote")
+		}
+		toks = append(toks, token{text: b.String(), col: start + 1, quoted: true})
+	}
+	return toks, nil
+}
+
+// parseChanges parses a change list. name labels errors ("-" reads as
+// "<stdin>").
+func parseChanges(name string, src []byte) ([]changeLine, error) {
+	if name == "-" {
+		name = "<stdin>"
+	}
+	var out []changeLine
+	seen := make(map[string]int)
+	for n, line := range strings.Split(string(src), "\n") {
+		lineNo := n + 1
+		errAt := func(col int, format string, args ...any) error {
+			return &listError{Name: name, Line: lineNo, Col: col, Msg: fmt.Sprintf(format, args...)}
+		}
+		if !utf8.ValidString(line) {
+			// Paths must be UTF-8; quoted content may use \xHH for raw bytes.
+			for i := 0; i < len(line); {
+				r, size := utf8.DecodeRuneInString(line[i:])
+				if r == utf8.RuneError && size == 1 {
+					return nil, errAt(i+1, "invalid UTF-8 (write raw bytes as \\xHH inside quotes)")
+				}
+				i += size
+			}
+		}
+		toks, err := lexLine(line, errAt)
+		if err != nil {
+			return nil, err
+		}
+		if len(toks) == 0 {
+			continue
+		}
+		verb := toks[0]
+		cl := changeLine{Line: lineNo}
+		switch {
+		case verb.quoted:
+			return nil, errAt(verb.col, "expected put, exec or delete, got a quoted string")
+		case verb.text == "put":
+		case verb.text == "exec":
+			cl.Exec = true
+		case verb.text == "delete":
+			cl.Delete = true
+		default:
+			return nil, errAt(verb.col, "unknown statement %q (expected put, exec or delete)", verb.text)
+		}
+		if len(toks) < 2 {
+			return nil, errAt(len(line)+1, "%s needs a path", verb.text)
+		}
+		pt := toks[1]
+		if err := checkPath(pt.text); err != nil {
+			return nil, errAt(pt.col, "%v", err)
+		}
+		cl.Path = pt.text
+		if prev, dup := seen[cl.Path]; dup {
+			return nil, errAt(pt.col, "path %q is already changed on line %d", cl.Path, prev)
+		}
+		seen[cl.Path] = lineNo
+		if cl.Delete {
+			if len(toks) > 2 {
+				return nil, errAt(toks[2].col, "unexpected %q after delete PATH", toks[2].text)
+			}
+			out = append(out, cl)
+			continue
+		}
+		if len(toks) < 3 {
+			return nil, errAt(len(line)+1, "expected '<' SOURCE or '=' \"TEXT\" after the path")
+		}
+		op := toks[2]
+		if op.quoted || (op.text != "<" && op.text != "=") {
+			return nil, errAt(op.col, "expected '<' or '=' after the path, got %q", op.text)
+		}
+		if len(toks) < 4 {
+			return nil, errAt(len(line)+1, "expected %s after %q", map[string]string{"<": "a source file", "=": "a quoted string"}[op.text], op.text)
+		}
+		arg := toks[3]
+		if len(toks) > 4 {
+			return nil, errAt(toks[4].col, "unexpected %q after the statement", toks[4].text)
+		}
+		if op.text == "=" {
+			if !arg.quoted {
+				return nil, errAt(arg.col, "inline content must be a quoted string, like \"text\\n\"")
+			}
+			cl.Inline, cl.Text = true, []byte(arg.text)
+		} else {
+			if arg.text == "" || strings.IndexByte(arg.text, 0) >= 0 {
+				return nil, errAt(arg.col, "source file name is empty or contains NUL")
+			}
+			cl.Source = arg.text
+		}
+		out = append(out, cl)
+	}
+	return out, nil
+}
+
+// loadChanges turns parsed lines into store changes, reading source files
+// with readFile.
+func loadChanges(name string, lines []changeLine, readFile func(string) ([]byte, error)) ([]core.Change, error) {
+	if name == "-" {
+		name = "<stdin>"
+	}
+	out := make([]core.Change, 0, len(lines))
+	for _, cl := range lines {
+		c := core.Change{Path: cl.Path, Delete: cl.Delete}
+		if cl.Exec {
+			c.Mode = objects.ModeExec
+		}
+		switch {
+		case cl.Delete:
+		case cl.Inline:
+			c.Data = bytes.Clone(cl.Text)
+		default:
+			data, err := readFile(cl.Source)
+			if err != nil {
+				var pe *fs.PathError
+				msg := err.Error()
+				if errors.As(err, &pe) {
+					msg = pe.Err.Error()
+				}
+				return nil, usagef("%s:%d: put %s: source %q: %s", name, cl.Line, cl.Path, cl.Source, msg)
+			}
+			c.Data = data
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}

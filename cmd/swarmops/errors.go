@@ -1,0 +1,145 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"text/tabwriter"
+
+	"github.com/swarmops/swarmops/core"
+	"github.com/swarmops/swarmops/core/objects"
+)
+
+// errorKind is one row of the CLI's error table: a stable code for programs,
+// a distinct exit status, and whether the same command may succeed if it is
+// simply run again.
+type errorKind struct {
+	Code      string `json:"code"`
+	Exit      int    `json:"exit"`
+	Retryable bool   `json:"retryable"`
+	Meaning   string `json:"meaning"`
+}
+
+// The error table. It is the single source of the codes and statuses: docs/cli.md
+// and `swarmops help` print it, and classify maps every error onto it. The
+// statuses are stable; new rows get new numbers.
+var (
+	kindUsage     = errorKind{"E_USAGE", 2, false, "bad command line, flag, environment value, path, revision syntax or change list"}
+	kindNotFound  = errorKind{"E_NOT_FOUND", 3, false, "a revision, ref, path or object does not exist"}
+	kindConflict  = errorKind{"E_CONFLICT", 4, false, "a ref compare-and-swap failed (\"current\" holds the value) or a land conflicted (\"paths\")"}
+	kindBusy      = errorKind{"E_BUSY", 5, true, "the writer lock was not free within --lock-timeout, or land lost every race; run it again"}
+	kindCorrupt   = errorKind{"E_CORRUPT", 6, false, "a checksum or structural check failed; the store refuses to guess (run verify, recover)"}
+	kindIO        = errorKind{"E_IO", 7, false, "an I/O error from the filesystem"}
+	kindNoSpace   = errorKind{"E_NO_SPACE", 8, false, "the filesystem is full; nothing was acknowledged"}
+	kindAmbiguous = errorKind{"E_AMBIGUOUS", 9, false, "an id prefix matches several objects (\"candidates\")"}
+	kindExists    = errorKind{"E_EXISTS", 10, false, "init found a store or other files in the directory"}
+	kindNotStore  = errorKind{"E_NOT_STORE", 11, false, "the store directory is not a SwarmOps store"}
+	kindRepaired  = errorKind{"E_REPAIRED", 12, false, "recover cut a torn tail (unacknowledged bytes); the store is consistent now"}
+	kindInternal  = errorKind{"E_INTERNAL", 70, false, "a bug: an error the table does not know"}
+	kindCrashed   = errorKind{"E_CRASHED", crashExitStatus, false, "a simulated crash (SWARMOPS_TEST_CRASH_AT); tests only"}
+)
+
+// errorTable lists every row, ordered by exit status.
+func errorTable() []errorKind {
+	t := []errorKind{kindUsage, kindNotFound, kindConflict, kindBusy, kindCorrupt, kindIO,
+		kindNoSpace, kindAmbiguous, kindExists, kindNotStore, kindRepaired, kindInternal, kindCrashed}
+	sort.Slice(t, func(i, j int) bool { return t[i].Exit < t[j].Exit })
+	return t
+}
+
+// writeErrorTable prints the table for humans.
+func writeErrorTable(w io.Writer) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "CODE\tEXIT\tRETRYABLE\tMEANING")
+	for _, k := range errorTable() {
+		fmt.Fprintf(tw, "%s\t%d\t%v\t%s\n", k.Code, k.Exit, k.Retryable, k.Meaning)
+	}
+	tw.Flush()
+}
+
+// cliError is an error already placed in the table, with the extra fields
+// the JSON envelope carries ("current", "paths", "candidates", ...).
+type cliError struct {
+	kind  errorKind
+	err   error
+	extra map[string]any
+}
+
+func (e *cliError) Error() string { return e.err.Error() }
+func (e *cliError) Unwrap() error { return e.err }
+
+// usagef makes an E_USAGE error.
+func usagef(format string, args ...any) error {
+	return &cliError{kind: kindUsage, err: fmt.Errorf(format, args...)}
+}
+
+// classify places err in the table. Sentinels are matched with errors.Is, in
+// an order where the more specific wins (a merge conflict is a conflict, a
+// simulated crash beats whatever I/O error surfaced it).
+func classify(err error) *cliError {
+	var ce *cliError
+	if errors.As(err, &ce) {
+		return ce
+	}
+	out := &cliError{err: err, extra: map[string]any{}}
+	var (
+		conflict  *core.ConflictError
+		merge     *core.MergeConflictError
+		ambiguous *core.AmbiguousError
+		corrupt   *core.CorruptError
+	)
+	switch {
+	case errors.Is(err, core.ErrCrashed):
+		out.kind = kindCrashed
+	case errors.Is(err, core.ErrBusy):
+		out.kind = kindBusy
+	case errors.As(err, &merge):
+		out.kind = kindConflict
+		out.extra["paths"] = merge.Paths
+	case errors.As(err, &conflict):
+		out.kind = kindConflict
+		out.extra["ref"] = conflict.Ref
+		out.extra["current"] = idOrNull(conflict.Current)
+	case errors.Is(err, core.ErrConflict):
+		out.kind = kindConflict
+	case errors.As(err, &ambiguous):
+		out.kind = kindAmbiguous
+		c := make([]string, len(ambiguous.Candidates))
+		for i, id := range ambiguous.Candidates {
+			c[i] = id.String()
+		}
+		out.extra["candidates"] = c
+	case errors.Is(err, core.ErrAmbiguous):
+		out.kind = kindAmbiguous
+	case errors.As(err, &corrupt):
+		out.kind = kindCorrupt
+		out.extra["file"] = corrupt.File
+		out.extra["offset"] = corrupt.Offset
+	case errors.Is(err, core.ErrCorrupt):
+		out.kind = kindCorrupt
+	case errors.Is(err, core.ErrNotStore):
+		out.kind = kindNotStore
+	case errors.Is(err, core.ErrExist):
+		out.kind = kindExists
+	case errors.Is(err, core.ErrNotFound):
+		out.kind = kindNotFound
+	case errors.Is(err, core.ErrInvalid), errors.Is(err, objects.ErrBadID):
+		out.kind = kindUsage
+	case errors.Is(err, core.ErrNoSpace):
+		out.kind = kindNoSpace
+	case errors.Is(err, core.ErrIO), errors.Is(err, core.ErrClosed):
+		out.kind = kindIO
+	default:
+		out.kind = kindInternal
+	}
+	return out
+}
+
+// idOrNull renders an id for JSON, null when absent.
+func idOrNull(id core.ID) any {
+	if id.IsZero() {
+		return nil
+	}
+	return id.String()
+}

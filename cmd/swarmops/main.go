@@ -1,0 +1,219 @@
+// Command swarmops is the command-line interface to a SwarmOps store: the
+// tool agents and their orchestrators use for real work, many processes at
+// once. Every command prints human text, or with --json (or SWARMOPS_JSON=1)
+// exactly one JSON envelope on stdout, errors included; every failure has a
+// code and exit status from one table (errors.go, docs/cli.md).
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/swarmops/swarmops/core"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr, os.Getenv))
+}
+
+// app is one invocation: its streams, global flags and result.
+type app struct {
+	stdin          io.Reader
+	stdout, stderr io.Writer
+	getenv         func(string) string
+	start          time.Time
+
+	storeFlag   string
+	jsonOut     bool
+	lockTimeout time.Duration
+
+	data any             // the JSON "data" of a success
+	text func(io.Writer) // the human rendering of a success
+	fail *cliError       // a command's non-error failure outcome (recover, verify)
+}
+
+// run executes one command line and returns the exit status.
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
+	a := &app{stdin: stdin, stdout: stdout, stderr: stderr, getenv: getenv, start: time.Now()}
+	// --json is looked for before parsing so that a usage error in the same
+	// command line is already reported as JSON.
+	for _, arg := range args {
+		if arg == "--" {
+			break
+		}
+		if arg == "--json" || arg == "--json=true" || arg == "--json=1" {
+			a.jsonOut = true
+		}
+	}
+	if v := getenv("SWARMOPS_JSON"); v != "" {
+		on, err := strconv.ParseBool(v)
+		if err != nil {
+			return a.finish(usagef("SWARMOPS_JSON=%q: want 1, 0, true or false", v))
+		}
+		a.jsonOut = a.jsonOut || on
+	}
+	root := a.rootCmd()
+	root.SetArgs(args)
+	root.SetIn(stdin)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	err := root.Execute()
+	return a.finish(err)
+}
+
+// finish prints the outcome and returns the exit status. Any error that is
+// not already in the table came from cobra's parsing (unknown command or
+// flag, wrong argument count) and is a usage error.
+func (a *app) finish(err error) int {
+	var ce *cliError
+	switch {
+	case err != nil:
+		if e, ok := err.(*cliError); ok {
+			ce = e
+		} else {
+			ce = &cliError{kind: kindUsage, err: err}
+		}
+	case a.fail != nil:
+		ce = a.fail
+	}
+	elapsed := float64(time.Since(a.start).Microseconds()) / 1000
+	if ce == nil {
+		if a.jsonOut {
+			a.writeJSON(map[string]any{"ok": true, "data": a.data, "meta": map[string]any{"elapsed_ms": elapsed}})
+		} else if a.text != nil {
+			a.text(a.stdout)
+		}
+		return 0
+	}
+	if a.jsonOut {
+		e := map[string]any{}
+		for k, v := range ce.extra {
+			e[k] = v
+		}
+		e["code"] = ce.kind.Code
+		e["message"] = ce.Error()
+		e["retryable"] = ce.kind.Retryable
+		a.writeJSON(map[string]any{"ok": false, "error": e, "meta": map[string]any{"elapsed_ms": elapsed}})
+	} else {
+		fmt.Fprintf(a.stderr, "swarmops: %s: %s\n", ce.kind.Code, ce.Error())
+		keys := make([]string, 0, len(ce.extra))
+		for k := range ce.extra {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			fmt.Fprintf(a.stderr, "  %s: %s\n", k, humanValue(ce.extra[k]))
+		}
+		if ce.kind == kindUsage {
+			fmt.Fprintln(a.stderr, "Run 'swarmops help' for usage.")
+		}
+	}
+	return ce.kind.Exit
+}
+
+// humanValue renders an error extra for a terminal.
+func humanValue(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return "(absent)"
+	case []string:
+		return strings.Join(x, ", ")
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return strings.Trim(string(b), `"`)
+}
+
+func (a *app) writeJSON(v any) {
+	enc := json.NewEncoder(a.stdout)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		fmt.Fprintf(a.stderr, "swarmops: writing JSON: %v\n", err)
+	}
+}
+
+// storeDir returns the store directory: --store, else SWARMOPS_STORE, else
+// ".swarmops" in the current directory.
+func (a *app) storeDir() string {
+	if a.storeFlag != "" {
+		return a.storeFlag
+	}
+	if v := a.getenv("SWARMOPS_STORE"); v != "" {
+		return v
+	}
+	return ".swarmops"
+}
+
+// options builds the store options, wrapping the OS filesystem for crash
+// tests when SWARMOPS_TEST_CRASH_AT is set.
+func (a *app) options() (core.Options, error) {
+	o := core.Options{LockTimeout: a.lockTimeout}
+	fsys, err := crashFS(a.getenv)
+	if err != nil {
+		return o, err
+	}
+	o.FS = fsys
+	return o, nil
+}
+
+// open opens the store for a command.
+func (a *app) open() (*core.Store, error) {
+	o, err := a.options()
+	if err != nil {
+		return nil, err
+	}
+	dir := a.storeDir()
+	s, err := core.Open(dir, o)
+	if err != nil {
+		return nil, fmt.Errorf("open store %q: %w", dir, err)
+	}
+	return s, nil
+}
+
+// withStore runs f on an open store and a fresh snapshot.
+func (a *app) withStore(f func(s *core.Store, sn *core.Snapshot) error) error {
+	s, err := a.open()
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	sn, err := s.Snapshot()
+	if err != nil {
+		return err
+	}
+	return f(s, sn)
+}
+
+// ok records a success.
+func (a *app) ok(data any, text func(io.Writer)) {
+	a.data, a.text = data, text
+}
+
+// lines is a text renderer of fixed lines.
+func lines(ls ...string) func(io.Writer) {
+	return func(w io.Writer) {
+		for _, l := range ls {
+			fmt.Fprintln(w, l)
+		}
+	}
+}
+
+// runE adapts a command body so every error it returns is classified.
+func runE(f func(cmd *cobra.Command, args []string) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		if err := f(cmd, args); err != nil {
+			return classify(err)
+		}
+		return nil
+	}
+}

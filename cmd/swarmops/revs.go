@@ -1,0 +1,137 @@
+package main
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// Revision syntax (resolution is the store's: Snapshot.Resolve):
+//
+//	rev     = base { "~" [digits] }
+//	base    = hex id (4..64 lowercase hex digits) | ref name
+//	refname = components of [A-Za-z0-9._-] joined by "/", no component
+//	          empty, "." or "..", not starting with "-"
+//
+// "~" alone means "~1". A base that is both a valid ref name and hex (for
+// example "beef") is left to Resolve, which prefers the ref. The checks here
+// only reject what can never resolve, so that a typo is E_USAGE, not
+// E_NOT_FOUND, and nothing reaches the store.
+
+// maxBack bounds N in REV~N; a larger walk is never what was meant.
+const maxBack = 1 << 30
+
+// checkRev validates the syntax of a revision.
+func checkRev(rev string) error {
+	if rev == "" {
+		return fmt.Errorf("empty revision")
+	}
+	base := rev
+	if i := strings.IndexByte(rev, '~'); i >= 0 {
+		base = rev[:i]
+		rest := rev[i:]
+		for rest != "" {
+			// rest starts with '~'
+			rest = rest[1:]
+			j := strings.IndexByte(rest, '~')
+			num := rest
+			if j >= 0 {
+				num, rest = rest[:j], rest[j:]
+			} else {
+				rest = ""
+			}
+			if num == "" {
+				continue
+			}
+			n, err := strconv.Atoi(num)
+			if err != nil || n < 0 || n > maxBack || num[0] == '+' || num[0] == '-' {
+				return fmt.Errorf("revision %q: %q after '~' is not a count (0..%d)", rev, num, maxBack)
+			}
+		}
+	}
+	if base == "" {
+		return fmt.Errorf("revision %q: nothing before '~'", rev)
+	}
+	if err := checkRefName(base); err != nil {
+		return fmt.Errorf("revision %q: not an id or a ref name: %w", rev, err)
+	}
+	return nil
+}
+
+// isHex reports whether s is lowercase or uppercase hex.
+func isHex(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// checkRefName validates a ref name (see the grammar above).
+func checkRefName(name string) error {
+	if name == "" {
+		return fmt.Errorf("empty ref name")
+	}
+	if len(name) > 255 {
+		return fmt.Errorf("ref name of %d bytes exceeds 255", len(name))
+	}
+	if name[0] == '-' {
+		return fmt.Errorf("ref name %q starts with '-'", name)
+	}
+	for _, comp := range strings.Split(name, "/") {
+		if comp == "" || comp == "." || comp == ".." {
+			return fmt.Errorf("ref name %q has an empty, \".\" or \"..\" component", name)
+		}
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		ok := 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' ||
+			c == '.' || c == '_' || c == '-' || c == '/'
+		if !ok {
+			return fmt.Errorf("ref name %q contains %q at byte %d (allowed: letters, digits, . _ - /)", name, c, i)
+		}
+	}
+	return nil
+}
+
+// splitRevPath splits "REV:PATH". The path part may be absent (allowPath
+// false forbids it... callers that require it check themselves).
+func splitRevPath(arg string) (rev, path string, hasPath bool) {
+	if i := strings.IndexByte(arg, ':'); i >= 0 {
+		return arg[:i], arg[i+1:], true
+	}
+	return arg, "", false
+}
+
+// checkPath validates a store path: relative, slash-separated, canonical,
+// no NUL, valid UTF-8. Paths are rejected, never cleaned, so that what is
+// written is exactly what was asked for.
+func checkPath(p string) error {
+	switch {
+	case p == "":
+		return fmt.Errorf("empty path")
+	case strings.IndexByte(p, 0) >= 0:
+		return fmt.Errorf("path %q contains a NUL byte", p)
+	case !utf8.ValidString(p):
+		return fmt.Errorf("path %q is not valid UTF-8", p)
+	case p[0] == '/':
+		return fmt.Errorf("path %q is absolute", p)
+	case len(p) > 4096:
+		return fmt.Errorf("path of %d bytes exceeds 4096", len(p))
+	}
+	for _, comp := range strings.Split(p, "/") {
+		switch comp {
+		case "":
+			return fmt.Errorf("path %q has an empty component (a leading, doubled or trailing '/')", p)
+		case ".", "..":
+			return fmt.Errorf("path %q has a %q component", p, comp)
+		}
+		if len(comp) > 255 {
+			return fmt.Errorf("path %q has a component of %d bytes (max 255)", p, len(comp))
+		}
+	}
+	return nil
+}
