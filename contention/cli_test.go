@@ -1,0 +1,334 @@
+package contention
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"github.com/onsi/gomega/gexec"
+
+	"github.com/swarmops/swarmops/core"
+	"github.com/swarmops/swarmops/core/vfs"
+)
+
+// envelope is the CLI's --json output.
+type envelope struct {
+	OK    bool            `json:"ok"`
+	Data  json.RawMessage `json:"data"`
+	Error *struct {
+		Code      string  `json:"code"`
+		Message   string  `json:"message"`
+		Retryable bool    `json:"retryable"`
+		Current   *string `json:"current"`
+	} `json:"error"`
+}
+
+// cliWriter is one agent driving the real swarmops binary: every operation
+// is one process, as an orchestrator's agents run it.
+type cliWriter struct {
+	bin, store string
+	w          int
+	seq        int64
+	sink       *Sink
+	last       string // head of the private chain
+}
+
+// exec runs one swarmops command and records it. For the ref operations
+// (read, cas, advance) a call record goes out first, for the history.
+func (c *cliWriter) exec(rec Record, stdin string, args ...string) (envelope, Record) {
+	c.seq++
+	rec.W, rec.Seq = c.w, c.seq
+	full := append([]string{"--store", c.store, "--json", "--lock-timeout", knobs.LockTimeout.String()}, args...)
+	cmd := exec.Command(c.bin, full...)
+	cmd.Stdin = bytes.NewBufferString(stdin)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if rec.Kind != KindCommit {
+		call := rec
+		call.Ev, call.Start = EvCall, time.Now().UnixNano()
+		Expect(c.sink.Emit(call)).To(Succeed())
+	}
+	rec.Ev, rec.Start = EvOp, time.Now().UnixNano()
+	err := cmd.Run()
+	rec.End = time.Now().UnixNano()
+	var env envelope
+	if jerr := json.Unmarshal(stdout.Bytes(), &env); jerr != nil {
+		Fail(fmt.Sprintf("swarmops %v: no JSON envelope (%v): stdout %q stderr %q", args, err, stdout.String(), stderr.String()))
+	}
+	Expect(env.OK).To(Equal(err == nil), "exit status %v vs ok:%v for swarmops %v", err, env.OK, args)
+	switch {
+	case env.OK:
+		var d struct {
+			ID string `json:"id"`
+		}
+		_ = json.Unmarshal(env.Data, &d)
+		if rec.Kind == KindRead {
+			rec.Cur = d.ID
+		} else if rec.New == "" {
+			rec.New = d.ID
+		}
+	case env.Error.Code == "E_BUSY":
+		Expect(env.Error.Retryable).To(BeTrue(), "E_BUSY must say retryable")
+		rec.Err = ErrClassBusy
+	case env.Error.Code == "E_CONFLICT":
+		rec.Err = ErrClassConflict
+		if env.Error.Current != nil {
+			rec.Cur = *env.Error.Current
+		}
+	default:
+		rec.Err = env.Error.Code + ": " + env.Error.Message
+	}
+	Expect(c.sink.Emit(rec)).To(Succeed())
+	return env, rec
+}
+
+func changeList(w, i, attempt int) string {
+	return fmt.Sprintf("put w%03d/i%05d = %q\n", w, i, fmt.Sprintf("writer %d item %d attempt %d\n", w, i, attempt))
+}
+
+// commit commits one change on parent, retrying E_BUSY; advance, if set,
+// moves that ref in the same transaction.
+func (c *cliWriter) commit(i, attempt int, parent, advance string) Record {
+	for {
+		args := []string{"commit", "-F", "-", "--parent", parent, "--agent", "w" + strconv.Itoa(c.w), "-m", Message(c.w, i)}
+		rec := Record{I: i, Kind: KindCommit, Parent: parent, Msg: Message(c.w, i)}
+		if advance != "" {
+			args = append(args, "--advance", advance)
+			rec.Kind, rec.Ref, rec.Old = KindAdvance, advance, parent
+		}
+		_, r := c.exec(rec, changeList(c.w, i, attempt), args...)
+		if r.Err != ErrClassBusy {
+			return r
+		}
+	}
+}
+
+func (c *cliWriter) read(ref string) string {
+	_, r := c.exec(Record{Kind: KindRead, Ref: ref}, "", "ref", "get", ref)
+	Expect(r.Err).To(BeEmpty(), "ref get %s", ref)
+	return r.Cur
+}
+
+func (c *cliWriter) run(mode string, count int, base core.ID) {
+	defer GinkgoRecover()
+	for i := 0; i < count; i++ {
+		switch mode {
+		case ModeChain:
+			parent := base.String()
+			if i > 0 {
+				parent = c.last
+			}
+			r := c.commit(i, 0, parent, "")
+			Expect(r.Err).To(BeEmpty(), "writer %d commit %d", c.w, i)
+			c.last = r.New
+		case ModeAdvance, ModeRefSet:
+			cur := c.read("main")
+			for attempt := 0; ; attempt++ {
+				var r Record
+				if mode == ModeAdvance {
+					r = c.commit(i, attempt, cur, "main")
+				} else {
+					r = c.commit(i, attempt, cur, "")
+					Expect(r.Err).To(BeEmpty(), "writer %d commit %d", c.w, i)
+					for {
+						_, r = c.exec(Record{I: i, Kind: KindCAS, Ref: "main", Old: cur, New: r.New}, "",
+							"ref", "set", "main", r.New, "--expect", cur)
+						if r.Err != ErrClassBusy {
+							break
+						}
+					}
+				}
+				if r.Err == "" {
+					break
+				}
+				Expect(r.Err).To(Equal(ErrClassConflict), "writer %d publish %d", c.w, i)
+				cur = r.Cur
+			}
+		case modeLand:
+			r := c.commit(i, 0, base.String(), "")
+			Expect(r.Err).To(BeEmpty(), "writer %d commit %d", c.w, i)
+			for {
+				env, lr := c.exec(Record{I: i, Kind: kindLand, Ref: "main", Old: r.New}, "", "land", r.New, "--onto", "main")
+				if lr.Err == ErrClassBusy {
+					continue
+				}
+				Expect(lr.Err).To(BeEmpty(), "writer %d land %d", c.w, i)
+				var d struct {
+					Changeset string `json:"changeset"`
+					NoOp      bool   `json:"noop"`
+				}
+				Expect(json.Unmarshal(env.Data, &d)).To(Succeed())
+				Expect(d.NoOp).To(BeFalse(), "a change landed once is not on main yet")
+				break
+			}
+		}
+		if knobs.Pause > 0 {
+			time.Sleep(knobs.Pause)
+		}
+	}
+}
+
+// The CLI workloads beyond the store-level ones.
+const (
+	modeLand = "land"
+	kindLand = "land" // a land's record: Old is the change, New the changeset now at the head
+)
+
+// runCLI runs writers agents, each a goroutine starting one swarmops process
+// per operation, all released at once.
+func (f *fixture) runCLI(bin string, writers, count int, mode string) *run {
+	gate := make(chan struct{})
+	var wg sync.WaitGroup
+	for w := 0; w < writers; w++ {
+		out, err := os.OpenFile(filepath.Join(f.work, fmt.Sprintf("w%03d.jsonl", w)), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(out.Close)
+		c := &cliWriter{bin: bin, store: f.dir, w: w, sink: NewSink(out)}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer GinkgoRecover()
+			<-gate
+			Expect(c.sink.Emit(Record{Ev: EvGo, W: c.w, Start: time.Now().UnixNano()})).To(Succeed())
+			c.run(mode, count, f.base)
+			Expect(c.sink.Emit(Record{Ev: EvDone, W: c.w, End: time.Now().UnixNano()})).To(Succeed())
+		}()
+	}
+	r := &run{killed: map[int]bool{}, goNS: time.Now().UnixNano()}
+	close(gate)
+	wg.Wait()
+	r.stopNS = time.Now().UnixNano()
+	var err error
+	r.recs, err = ReadRecords(f.work)
+	Expect(err).NotTo(HaveOccurred())
+	r.summary = Summarize(r.recs, r.goNS)
+	return r
+}
+
+// checkLands checks the land races: every landed change's path holds its
+// content at main's head, each land added exactly one changeset to main's
+// first-parent log (a fast-forward or a merge with the change as second
+// parent), and no change is there twice.
+func (f *fixture) checkLands(r *run, writers, count int) {
+	lands := r.acked(kindLand)
+	txns := r.count(KindCommit) + r.count(kindLand)
+	_, sn := f.openChecked(r, txns)
+	log := f.publishedOn(sn, "main", writers*count+2)
+	Expect(log).To(HaveLen(writers*count+1), "main's first-parent log: one changeset per land, then the base")
+	Expect(log[len(log)-1]).To(Equal(f.base))
+	carried := map[core.ID]int{}
+	for _, id := range log[:len(log)-1] {
+		cs, err := sn.Changeset(id)
+		Expect(err).NotTo(HaveOccurred())
+		if len(cs.Parents) == 2 {
+			carried[cs.Parents[1]]++
+		} else {
+			carried[id]++
+		}
+	}
+	head := log[0]
+	for w := 0; w < writers; w++ {
+		Expect(lands[w]).To(HaveLen(count), "writer %d lands", w)
+		for _, l := range lands[w] {
+			change := mustID(l.Old)
+			Expect(carried[change]).To(Equal(1), "change %s (writer %d item %d) on main", change, w, l.I)
+			data, _, err := sn.ReadPath(head, fmt.Sprintf("w%03d/i%05d", w, l.I))
+			Expect(err).NotTo(HaveOccurred())
+			Expect(string(data)).To(Equal(fmt.Sprintf("writer %d item %d attempt 0\n", w, l.I)))
+		}
+	}
+}
+
+var _ = Describe("CLI level (real swarmops processes)", Ordered, ContinueOnFailure, func() {
+	var bin string
+	cliBusyControl := false
+
+	BeforeAll(func() {
+		var err error
+		bin, err = gexec.Build("github.com/swarmops/swarmops/cmd/swarmops")
+		Expect(err).NotTo(HaveOccurred())
+	})
+
+	requireCLIBusyControl := func() {
+		Expect(cliBusyControl).To(BeTrue(), "the CLI E_BUSY control failed or did not run first")
+	}
+
+	It("answers E_BUSY, retryable, when the spec holds the writer lock past --lock-timeout (control)", func() {
+		f := newFixture()
+		lock, err := vfs.OS().Lock(filepath.Join(f.dir, LockFile), 0)
+		Expect(err).NotTo(HaveOccurred())
+		c := &cliWriter{bin: bin, store: f.dir, sink: NewSink(GinkgoWriter)}
+		start := time.Now()
+		cmd := exec.Command(bin, "--store", f.dir, "--json", "--lock-timeout", "300ms", "commit", "-F", "-", "--parent", "main", "-m", "x")
+		cmd.Stdin = bytes.NewBufferString(changeList(0, 0, 0))
+		out, err := cmd.Output()
+		Expect(err).To(HaveOccurred())
+		Expect(cmd.ProcessState.ExitCode()).To(Equal(5), "E_BUSY's exit status")
+		Expect(time.Since(start)).To(BeNumerically(">=", 300*time.Millisecond))
+		var env envelope
+		Expect(json.Unmarshal(out, &env)).To(Succeed())
+		Expect(env.OK).To(BeFalse())
+		Expect(env.Error.Code).To(Equal("E_BUSY"))
+		Expect(env.Error.Retryable).To(BeTrue())
+		Expect(lock.Unlock()).To(Succeed())
+		r := c.commit(0, 0, "main", "")
+		Expect(r.Err).To(BeEmpty(), "once the lock is released the same commit succeeds")
+		cliBusyControl = true
+	})
+
+	It("keeps every agent's private chain intact", func() {
+		requireCLIBusyControl()
+		f := newFixture()
+		r := f.runCLI(bin, knobs.Writers, knobs.PerWriter, ModeChain)
+		f.checkChains(r, knobs.Writers, knobs.PerWriter)
+		report(fmt.Sprintf("CLI, private chains, %d × %d", knobs.Writers, knobs.PerWriter), r)
+	})
+
+	for _, mode := range []string{ModeAdvance, ModeRefSet} {
+		It("lands every publish onto a shared main exactly once ("+mode+")", func() {
+			requireCLIBusyControl()
+			f := newFixture()
+			r := f.runCLI(bin, knobs.Writers, knobs.PerWriter, mode)
+			f.checkPublishes(r, procOpts{mode: mode, count: knobs.PerWriter, ref: "main"}, knobs.Writers)
+			for ref, res := range f.linearizability(r, f.initialMain) {
+				Expect(res).To(Equal(porcupine.Ok), "history of %s", ref)
+			}
+			report(fmt.Sprintf("CLI, shared main by %s, %d × %d", mode, knobs.Writers, knobs.PerWriter), r)
+		})
+	}
+
+	It("lands racing changes onto main, each exactly once", func() {
+		requireCLIBusyControl()
+		f := newFixture()
+		r := f.runCLI(bin, knobs.Writers, knobs.PerWriter, modeLand)
+		f.checkLands(r, knobs.Writers, knobs.PerWriter)
+		report(fmt.Sprintf("CLI, land races onto main, %d × %d", knobs.Writers, knobs.PerWriter), r)
+	})
+
+	Context("at full size", Label("slow"), Serial, func() {
+		for _, mode := range []string{ModeChain, ModeAdvance} {
+			It("serves "+mode+" agents in turn with no E_BUSY", func() {
+				requireCLIBusyControl()
+				f := newFixture()
+				r := f.runCLI(bin, knobs.Writers, knobs.SlowPerWriter, mode)
+				if mode == ModeChain {
+					f.checkChains(r, knobs.Writers, knobs.SlowPerWriter)
+				} else {
+					f.checkPublishes(r, procOpts{mode: mode, count: knobs.SlowPerWriter, ref: "main"}, knobs.Writers)
+				}
+				report(fmt.Sprintf("CLI, %s, %d × %d", mode, knobs.Writers, knobs.SlowPerWriter), r)
+				Expect(r.summary.Busy).To(Equal(0), "E_BUSY below the lock timeout (C8)")
+				Expect(r.summary.Spread).To(BeNumerically("<=", 1.10), "spread, slowest agent ÷ fastest (target 1.05)")
+			})
+		}
+	})
+})

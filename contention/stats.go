@@ -1,0 +1,130 @@
+package contention
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Summary is what a run's records say about the writer lock and the
+// writers' progress. Waits in passes are the wait divided by Pass.
+type Summary struct {
+	Writers      int
+	Ops          int           // acknowledged store operations (commits and CAS, not reads)
+	Transactions int64         // writer lock acquisitions by every writer
+	Wall         time.Duration // go to the last operation's end
+	Pass         time.Duration // Wall / Transactions: one hand-off of the lock
+	Busy         int           // operations that failed with Busy
+	Conflicts    int           // operations that lost a CAS
+	WaitP50      float64       // lock wait per operation, in passes
+	WaitP99      float64
+	WaitMax      float64
+	WaitMaxAbs   time.Duration
+	LatP50       time.Duration // operation latency (call to return)
+	LatP99       time.Duration
+	LatMax       time.Duration
+	Spread       float64 // slowest writer's total ÷ fastest's, both from go
+	Throughput   float64 // acknowledged operations per second
+}
+
+// Summarize computes a Summary from the records of one run whose go file
+// appeared at goNS. Only EvOp records of store operations count; reads take
+// no lock and are left out of waits and latencies.
+func Summarize(recs []Record, goNS int64) Summary {
+	var s Summary
+	var waits []float64
+	var lats []time.Duration
+	lastEnd := map[int]int64{}
+	writers := map[int]bool{}
+	var end int64
+	for _, r := range recs {
+		if r.Ev == EvGo {
+			writers[r.W] = true
+		}
+		if r.Ev != EvOp || r.Kind == KindRead {
+			continue
+		}
+		writers[r.W] = true
+		s.Transactions += r.Locks
+		switch r.Err {
+		case "":
+			s.Ops++
+		case ErrClassBusy:
+			s.Busy++
+		case ErrClassConflict:
+			s.Conflicts++
+		}
+		waits = append(waits, float64(r.WaitNS))
+		lats = append(lats, time.Duration(r.End-r.Start))
+		if r.End > lastEnd[r.W] {
+			lastEnd[r.W] = r.End
+		}
+		if r.End > end {
+			end = r.End
+		}
+	}
+	s.Writers = len(writers)
+	if end <= goNS || len(waits) == 0 {
+		return s
+	}
+	s.Wall = time.Duration(end - goNS)
+	if s.Transactions > 0 {
+		s.Pass = s.Wall / time.Duration(s.Transactions)
+	}
+	sort.Float64s(waits)
+	sort.Slice(lats, func(a, b int) bool { return lats[a] < lats[b] })
+	pass := float64(s.Pass)
+	if pass > 0 {
+		s.WaitP50 = Percentile(waits, 50) / pass
+		s.WaitP99 = Percentile(waits, 99) / pass
+		s.WaitMax = waits[len(waits)-1] / pass
+	}
+	s.WaitMaxAbs = time.Duration(waits[len(waits)-1])
+	s.LatP50 = lats[rank(len(lats), 50)]
+	s.LatP99 = lats[rank(len(lats), 99)]
+	s.LatMax = lats[len(lats)-1]
+	lo, hi := math.MaxInt64, 0
+	for _, e := range lastEnd {
+		d := int(e - goNS)
+		lo, hi = min(lo, d), max(hi, d)
+	}
+	if lo > 0 {
+		s.Spread = float64(hi) / float64(lo)
+	}
+	s.Throughput = float64(s.Ops) / s.Wall.Seconds()
+	return s
+}
+
+// rank is the nearest-rank index of percentile p among n sorted values.
+func rank(n int, p float64) int {
+	i := int(math.Ceil(p/100*float64(n))) - 1
+	return max(0, min(n-1, i))
+}
+
+// Percentile returns the nearest-rank percentile p of sorted values.
+func Percentile(sorted []float64, p float64) float64 {
+	if len(sorted) == 0 {
+		return 0
+	}
+	return sorted[rank(len(sorted), p)]
+}
+
+// String formats the summary as one block for GinkgoWriter and the perf
+// notes.
+func (s Summary) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "writers=%d ops=%d lock-passes=%d wall=%s pass=%s throughput=%.1f ops/s\n",
+		s.Writers, s.Ops, s.Transactions, s.Wall.Round(time.Millisecond), s.Pass.Round(time.Microsecond), s.Throughput)
+	fmt.Fprintf(&b, "busy=%d conflicts=%d spread=%.3f\n", s.Busy, s.Conflicts, s.Spread)
+	if s.Transactions > 0 {
+		fmt.Fprintf(&b, "lock wait in passes: p50=%.2f p99=%.2f max=%.2f (max %s; one round of the others = %d passes)\n",
+			s.WaitP50, s.WaitP99, s.WaitMax, s.WaitMaxAbs.Round(time.Microsecond), max(0, s.Writers-1))
+	} else {
+		b.WriteString("lock wait: not observable from outside the process (CLI level)\n")
+	}
+	fmt.Fprintf(&b, "latency: p50=%s p99=%s max=%s",
+		s.LatP50.Round(time.Microsecond), s.LatP99.Round(time.Microsecond), s.LatMax.Round(time.Microsecond))
+	return b.String()
+}
