@@ -1,42 +1,404 @@
 package core
 
-import "github.com/swarmops/swarmops/core/objects"
+import (
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/swarmops/swarmops/core/journal"
+	"github.com/swarmops/swarmops/core/vfs"
+)
+
+// Defaults of Options.
+const (
+	DefaultLockTimeout     = 10 * time.Second
+	DefaultCheckpointEvery = 1024
+	// DefaultInlineThreshold: blobs up to this size travel inside their
+	// frame; larger ones become loose objects (one extra datasync and
+	// directory sync each), which keeps the journal from being dominated by
+	// a few large files while a small commit stays at one sync.
+	DefaultInlineThreshold = 64 << 10
+)
 
 // Store is an open SwarmOps store. It is safe for concurrent use by many
 // goroutines; many processes may open the same store at once.
-type Store struct{}
+type Store struct {
+	dir  string
+	fs   vfs.FS
+	o    Options
+	id   journal.StoreID
+	key  journal.Key
+	boot [16]byte
+	jcfg journal.Config
+	st   *stateFile
 
-// Snapshot is a lock-free, read-only view of the durable prefix.
-type Snapshot struct{}
+	// w is used only while holding the writer lock (LOCK excludes
+	// goroutines of this process too).
+	w *journal.Writer
 
-func Create(dir string, o Options) (*Store, error)          { return nil, errNotImplemented }
-func Open(dir string, o Options) (*Store, error)            { return nil, errNotImplemented }
-func Recover(dir string, o Options) (*RecoverReport, error) { return nil, errNotImplemented }
-func (s *Store) Close() error                               { return errNotImplemented }
-func (s *Store) Commit(req CommitRequest) (ID, error)       { return ID{}, errNotImplemented }
-func (s *Store) UpdateRefs(u ...RefUpdate) error            { return errNotImplemented }
-func (s *Store) Snapshot() (*Snapshot, error) { return nil, errNotImplemented }
-func (s *Store) Verify(deep bool, progress func(done, total int)) (*VerifyReport, error) {
-	return nil, errNotImplemented
+	mu    sync.Mutex // guards p, r, epoch
+	p     *proj
+	r     *journal.Reader
+	epoch uint64
+
+	poisoned atomic.Bool
+	closed   atomic.Bool
+	bg       sync.WaitGroup
+	// ckptNext is the next seq of the newest checkpoint this process knows.
+	ckptNext atomic.Uint64
 }
-func (s *Store) Info() (*Info, error) { return nil, errNotImplemented }
 
-func (sn *Snapshot) Ref(name string) (ID, error)                 { return ID{}, errNotImplemented }
-func (sn *Snapshot) Refs() ([]RefEntry, error)                   { return nil, errNotImplemented }
-func (sn *Snapshot) RefLog(name string) ([]RefLogEntry, error)   { return nil, errNotImplemented }
-func (sn *Snapshot) Resolve(rev string) (ID, error)              { return ID{}, errNotImplemented }
-func (sn *Snapshot) Changeset(id ID) (*objects.Changeset, error) { return nil, errNotImplemented }
-func (sn *Snapshot) Tree(id ID) (*objects.Tree, error)           { return nil, errNotImplemented }
-func (sn *Snapshot) Blob(id ID) ([]byte, error)                  { return nil, errNotImplemented }
-func (sn *Snapshot) ReadPath(cs ID, path string) ([]byte, objects.Entry, error) {
-	return nil, objects.Entry{}, errNotImplemented
+func (o *Options) fill() error {
+	if o.FS == nil {
+		o.FS = defaultFS()
+		if o.FS == nil {
+			return fmt.Errorf("%w: Options.FS is nil and no real-OS filesystem is linked", ErrInvalid)
+		}
+	}
+	if o.LockTimeout == 0 {
+		o.LockTimeout = DefaultLockTimeout
+	}
+	if o.LockTimeout < 0 {
+		return fmt.Errorf("%w: Options.LockTimeout %v is negative", ErrInvalid, o.LockTimeout)
+	}
+	if o.CheckpointEvery == 0 {
+		o.CheckpointEvery = DefaultCheckpointEvery
+	}
+	if o.CheckpointEvery < 0 {
+		return fmt.Errorf("%w: Options.CheckpointEvery %d is negative", ErrInvalid, o.CheckpointEvery)
+	}
+	if o.InlineThreshold == 0 {
+		o.InlineThreshold = DefaultInlineThreshold
+	}
+	if o.InlineThreshold < 0 || o.InlineThreshold > journal.MaxPayload/4 {
+		return fmt.Errorf("%w: Options.InlineThreshold %d out of range", ErrInvalid, o.InlineThreshold)
+	}
+	if o.SegmentSize == 0 {
+		o.SegmentSize = journal.DefaultSegmentSize
+	}
+	if o.SegmentSize < 4*journal.SegHeaderSize {
+		return fmt.Errorf("%w: Options.SegmentSize %d too small", ErrInvalid, o.SegmentSize)
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return nil
 }
-func (sn *Snapshot) ListPath(cs ID, dir string) ([]objects.Entry, error) {
-	return nil, errNotImplemented
-}
-func (sn *Snapshot) Log(from ID, n int) ([]ID, error)     { return nil, errNotImplemented }
-func (sn *Snapshot) ByDelta(h objects.Hash) ([]ID, error) { return nil, errNotImplemented }
-func (sn *Snapshot) Diff(a, b ID) ([]PathChange, error)   { return nil, errNotImplemented }
 
-// Flatten lists every file path of a changeset's tree with its entry.
-func (sn *Snapshot) Flatten(cs ID) (map[string]objects.Entry, error) { return nil, errNotImplemented }
+func newStore(dir string, o Options, id journal.StoreID) *Store {
+	s := &Store{dir: dir, fs: o.FS, o: o, id: id, key: journal.DeriveKey(id)}
+	s.jcfg = journal.Config{
+		FS: o.FS, Dir: path.Join(dir, "journal"), Store: id, Key: s.key, SegmentSize: o.SegmentSize,
+		SkipChecksum: o.Weaken&WeakSkipChecksum != 0, SkipDirSync: o.Weaken&WeakSkipDirSync != 0,
+	}
+	s.w = journal.NewWriter(s.jcfg)
+	s.r = journal.NewReader(s.jcfg)
+	s.st = &stateFile{fs: o.FS, path: path.Join(dir, "state"), key: s.key}
+	return s
+}
+
+func (s *Store) lockPath(name string) string { return path.Join(s.dir, name) }
+
+// Create initializes a new store in dir, creating dir if needed. It fails
+// with ErrExist if dir holds anything. When Create returns nil the store is
+// durable: segment, checkpoint and every directory entry are synced.
+func Create(dir string, o Options) (*Store, error) {
+	if err := o.fill(); err != nil {
+		return nil, err
+	}
+	fsys := o.FS
+	if st, err := fsys.Stat(dir); err == nil {
+		if !st.IsDir() {
+			return nil, fmt.Errorf("%w: %s exists and is not a directory", ErrExist, dir)
+		}
+		d, err := fsys.Open(dir)
+		if err != nil {
+			return nil, ioErr("open "+dir, err)
+		}
+		names, err := d.Readdirnames(1)
+		d.Close()
+		if err != nil && len(names) == 0 && !isEOF(err) {
+			return nil, ioErr("read "+dir, err)
+		}
+		if len(names) > 0 {
+			return nil, fmt.Errorf("%w: %s is not empty", ErrExist, dir)
+		}
+	} else if errors.Is(err, fs.ErrNotExist) {
+		if err := fsys.MkdirAll(dir, 0o755); err != nil {
+			return nil, ioErr("create "+dir, err)
+		}
+		if err := fsys.SyncDir(path.Dir(path.Clean(dir))); err != nil {
+			return nil, ioErr("sync parent of "+dir, err)
+		}
+	} else {
+		return nil, ioErr("stat "+dir, err)
+	}
+	var id journal.StoreID
+	if _, err := rand.Read(id[:]); err != nil {
+		return nil, fmt.Errorf("%w: store id: %w", ErrIO, err)
+	}
+	s := newStore(dir, o, id)
+	for _, sub := range []string{"journal", "objects", "index"} {
+		if err := fsys.Mkdir(path.Join(dir, sub), 0o755); err != nil {
+			return nil, ioErr("create "+sub, err)
+		}
+	}
+	if err := s.w.CreateSegment(1, 1, 0); err != nil {
+		return nil, ioErr("create first segment", err)
+	}
+	if err := s.jcfg.Sync(1, 1); err != nil {
+		return nil, ioErr("sync first segment", err)
+	}
+	start := journal.Pos{Seg: 1, Off: journal.SegHeaderSize}
+	epoch := randEpoch()
+	s.p = newProj(start, 1)
+	if err := writeCheckpoint(fsys, dir, encodeCheckpoint(id, start, 1, epoch, s.p), false); err != nil {
+		return nil, err
+	}
+	if err := fsys.SyncDir(dir); err != nil {
+		return nil, ioErr("sync store directory", err)
+	}
+	boot, err := fsys.BootID()
+	if err != nil {
+		return nil, ioErr("boot id", err)
+	}
+	s.boot = bootHash(boot)
+	s.epoch = epoch
+	s.ckptNext.Store(1)
+	rec := stateRec{Epoch: epoch, Pos: start, NextSeq: 1, Boot: s.boot}
+	if err := s.st.write(recDurable, rec); err != nil {
+		return nil, err
+	}
+	if err := s.st.write(recEnd, rec); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+func isEOF(err error) bool { return err != nil && err.Error() == "EOF" }
+
+func randEpoch() uint64 {
+	var b [8]byte
+	rand.Read(b[:])
+	return (uint64(b[0]) | uint64(b[1])<<8 | uint64(b[2])<<16 | uint64(b[3])<<24 | uint64(b[4])<<32 |
+		uint64(b[5])<<40 | uint64(b[6])<<48) + 1
+}
+
+// Open opens the store in dir. If the published state is missing, invalid,
+// poisoned by a failed sync, or from another boot (a power loss), Open takes
+// the writer lock and recovers: it replays from the checkpoint, cuts a torn
+// tail, syncs and publishes. It fails closed with a *CorruptError (naming
+// file and offset) when acknowledged data is damaged; it never truncates it.
+func Open(dir string, o Options) (*Store, error) {
+	s, err := openStore(dir, o)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.load(); err != nil {
+		s.closeFiles()
+		return nil, err
+	}
+	return s, nil
+}
+
+// openStore reads the checkpoint and checks the layout, without touching the
+// journal.
+func openStore(dir string, o Options) (*Store, error) {
+	if err := o.fill(); err != nil {
+		return nil, err
+	}
+	st, err := o.FS.Stat(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("%w: %s does not exist", ErrNotStore, dir)
+	}
+	if err != nil {
+		return nil, ioErr("stat "+dir, err)
+	}
+	if !st.IsDir() {
+		return nil, fmt.Errorf("%w: %s is not a directory", ErrNotStore, dir)
+	}
+	if st, err := o.FS.Stat(path.Join(dir, "journal")); err != nil || !st.IsDir() {
+		if err == nil || errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("%w: %s has no journal directory", ErrNotStore, dir)
+		}
+		return nil, ioErr("stat journal", err)
+	}
+	c, err := readCheckpoint(o.FS, dir)
+	if err != nil {
+		return nil, err
+	}
+	s := newStore(dir, o, c.Store)
+	boot, err := o.FS.BootID()
+	if err != nil {
+		return nil, ioErr("boot id", err)
+	}
+	s.boot = bootHash(boot)
+	s.p = c.proj
+	s.epoch = c.Epoch
+	s.ckptNext.Store(c.NextSeq)
+	if _, err := s.r.SegHeader(c.Pos.Seg); err != nil {
+		s.closeFiles()
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, corrupt(s.jcfg.SegPath(c.Pos.Seg), 0, "segment named by the checkpoint is missing")
+		}
+		return nil, ioErr("read segment header", err)
+	}
+	return s, nil
+}
+
+// load brings the projection up to the published end, recovering first when
+// the state cannot be trusted.
+func (s *Store) load() error {
+	end, eok, err := s.st.readStable(recEnd)
+	if err != nil {
+		return err
+	}
+	dur, dok, err := s.st.readStable(recDurable)
+	if err != nil {
+		return err
+	}
+	if !s.healthy(end, eok, dur, dok) {
+		return s.withWriterLock(func() error {
+			_, err := s.recoverLocked(false)
+			return err
+		})
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.epoch = end.Epoch
+	return s.catchUp(end.NextSeq)
+}
+
+func (s *Store) healthy(end stateRec, eok bool, dur stateRec, dok bool) bool {
+	return eok && dok && end.Boot == s.boot && dur.Boot == s.boot && end.Epoch == dur.Epoch &&
+		dur.Flags&flagPoisoned == 0 && dur.NextSeq <= end.NextSeq
+}
+
+// withWriterLock runs fn holding LOCK.
+func (s *Store) withWriterLock(fn func() error) error {
+	l, err := s.fs.Lock(s.lockPath("LOCK"), s.o.LockTimeout)
+	if err != nil {
+		if errors.Is(err, ErrBusy) {
+			return fmt.Errorf("writer lock of %s not taken within %v: %w", s.dir, s.o.LockTimeout, err)
+		}
+		return ioErr("writer lock", err)
+	}
+	ferr := fn()
+	if uerr := l.Unlock(); uerr != nil && ferr == nil {
+		ferr = ioErr("writer unlock", uerr)
+	}
+	return ferr
+}
+
+// catchUp replays frames into the projection until the frame carrying
+// target. Frames before a published end or durable position were written
+// whole, so a scan that stops short is corruption. Caller holds s.mu.
+func (s *Store) catchUp(target uint64) error {
+	if s.p.nextSeq >= target {
+		return nil
+	}
+	var aerr error
+	res, err := s.r.Scan(s.p.pos, s.p.nextSeq, target, func(fr *journal.Frame) error {
+		aerr = s.p.apply(fr, s.jcfg.SegPath(fr.Pos.Seg))
+		return aerr
+	})
+	if aerr != nil {
+		return aerr
+	}
+	if err != nil {
+		return ioErr("replay journal", err)
+	}
+	if res.NextSeq < target {
+		return corrupt(s.jcfg.SegPath(res.End.Seg), res.End.Off,
+			"frame %d is missing or damaged before the published position (frame %d)", res.NextSeq, target-1)
+	}
+	return nil
+}
+
+// reload replaces the projection with one rebuilt from the checkpoint, after
+// another process's recovery changed the epoch. Caller holds s.mu.
+func (s *Store) reload(epoch uint64, target uint64) error {
+	c, err := readCheckpoint(s.fs, s.dir)
+	if err != nil {
+		return err
+	}
+	s.r.Forget()
+	s.w.Close()
+	s.p = c.proj
+	s.epoch = epoch
+	return s.catchUp(target)
+}
+
+func (s *Store) closeFiles() {
+	s.mu.Lock()
+	s.r.Close()
+	s.mu.Unlock()
+	s.w.Close()
+	s.st.close()
+}
+
+// Close waits for background checkpoint work and releases files. Later
+// calls on s fail with ErrClosed.
+func (s *Store) Close() error {
+	if s.closed.Swap(true) {
+		return fmt.Errorf("%w: already closed", ErrClosed)
+	}
+	s.bg.Wait()
+	s.closeFiles()
+	return nil
+}
+
+func (s *Store) usable() error {
+	if s.closed.Load() {
+		return fmt.Errorf("%w: store is closed", ErrClosed)
+	}
+	if s.poisoned.Load() {
+		return fmt.Errorf("%w: a journal sync failed; reopen the store to recover", ErrClosed)
+	}
+	return nil
+}
+
+// Info summarizes the durable state of the store.
+func (s *Store) Info() (*Info, error) {
+	sn, err := s.Snapshot()
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	in := &Info{DurableSeq: sn.seq, CheckpointSeq: s.ckptNext.Load() - 1}
+	s.p.idx.each(func(_ ID, l objLoc) {
+		if l.Seq > sn.seq {
+			return
+		}
+		in.Objects++
+		if l.Kind == 3 {
+			in.Changesets++
+		}
+		if l.Loose {
+			in.LooseObjects++
+		}
+	})
+	in.Refs = s.p.refs.Len(sn.seq)
+	in.DurableOffset = sn.pos.Off
+	segs, err := s.jcfg.Segments()
+	if err != nil {
+		return nil, ioErr("list journal", err)
+	}
+	in.Segments = len(segs)
+	for _, n := range segs {
+		if st, err := s.fs.Stat(s.jcfg.SegPath(n)); err == nil {
+			in.JournalBytes += st.Size()
+		}
+	}
+	return in, nil
+}
+
+// openFlags is used for files the store creates.
+const openFlags = os.O_RDWR | os.O_CREATE

@@ -1,0 +1,522 @@
+package core
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/swarmops/swarmops/core/journal"
+	"github.com/swarmops/swarmops/core/objects"
+	"github.com/swarmops/swarmops/core/refs"
+	"github.com/swarmops/swarmops/core/vfs"
+)
+
+// Commit writes a changeset whose tree is Parents[0]'s tree (empty if none)
+// with req.Changes applied, and, if req.Advance is set, moves that ref from
+// Parents[0] (or absence) to it in the same journal frame. It returns only
+// after one fdatasync covers the frame. Errors: ErrInvalid for a bad path,
+// mode, ref name or parent list; ErrNotFound for a missing parent or a
+// delete of a missing path; *ConflictError when Advance's expectation fails;
+// ErrBusy, ErrIO, ErrNoSpace, ErrClosed.
+func (s *Store) Commit(req CommitRequest) (ID, error) {
+	if err := s.usable(); err != nil {
+		return ID{}, err
+	}
+	if len(req.Parents) > objects.MaxParents {
+		return ID{}, fmt.Errorf("%w: %d parents", ErrInvalid, len(req.Parents))
+	}
+	for i, p := range req.Parents {
+		if p.IsZero() {
+			return ID{}, fmt.Errorf("%w: parent %d is the zero id", ErrInvalid, i)
+		}
+		for _, q := range req.Parents[:i] {
+			if p == q {
+				return ID{}, fmt.Errorf("%w: parent %s given twice", ErrInvalid, p)
+			}
+		}
+	}
+	var moves []refs.Move
+	if req.Advance != "" {
+		if err := refs.ValidateName(req.Advance); err != nil {
+			return ID{}, refErr(err)
+		}
+	}
+	// Build outside the writer lock: read the parents, build trees, hash.
+	b := &builder{s: s, seen: map[ID]bool{}}
+	var gen uint64
+	var base ID
+	for i, p := range req.Parents {
+		cs, err := b.changeset(p)
+		if err != nil {
+			return ID{}, err
+		}
+		gen = max(gen, cs.Generation)
+		if i == 0 {
+			base = cs.Root
+		}
+	}
+	root, delta, err := b.apply(base, req.Changes)
+	if err != nil {
+		return ID{}, err
+	}
+	t := req.Time
+	if t.IsZero() {
+		t = s.o.Now()
+	}
+	cs := &objects.Changeset{Parents: req.Parents, Root: root, Delta: objects.DeltaHash(delta),
+		Generation: gen + 1, Agent: req.Agent, Message: req.Message, Time: t.UTC()}
+	enc, id, err := cs.EncodeID()
+	if err != nil {
+		return ID{}, fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	b.add(objects.KindChangeset, id, enc)
+	if req.Advance != "" {
+		var old ID
+		if len(req.Parents) > 0 {
+			old = req.Parents[0]
+		}
+		moves = append(moves, refs.Move{Name: req.Advance, Old: old, New: id})
+	}
+	if err := b.writeLoose(); err != nil {
+		return ID{}, err
+	}
+	tx := &txn{Time: t.UTC(), Objs: b.objs, Moves: moves}
+	if err := s.transact(tx, req.Parents); err != nil {
+		return ID{}, err
+	}
+	return id, nil
+}
+
+// UpdateRefs applies every compare-and-swap in u in one journal frame, all
+// or nothing. Old zero means the ref must not exist; New zero deletes it.
+// A failed expectation returns a *ConflictError with the current value; a
+// New that is not a known changeset is ErrNotFound.
+func (s *Store) UpdateRefs(u ...RefUpdate) error {
+	if err := s.usable(); err != nil {
+		return err
+	}
+	if len(u) == 0 {
+		return fmt.Errorf("%w: no ref updates", ErrInvalid)
+	}
+	moves := make([]refs.Move, len(u))
+	var need []ID
+	seen := map[string]bool{}
+	for i, x := range u {
+		if err := refs.ValidateName(x.Name); err != nil {
+			return refErr(err)
+		}
+		if seen[x.Name] {
+			return fmt.Errorf("%w: ref %q updated twice", ErrInvalid, x.Name)
+		}
+		seen[x.Name] = true
+		if x.Old.IsZero() && x.New.IsZero() {
+			return fmt.Errorf("%w: ref %q: old and new both absent", ErrInvalid, x.Name)
+		}
+		moves[i] = refs.Move{Name: x.Name, Old: x.Old, New: x.New}
+		if !x.New.IsZero() {
+			need = append(need, x.New)
+		}
+	}
+	return s.transact(&txn{Time: s.o.Now().UTC(), Moves: moves}, need)
+}
+
+// transact appends t as one frame and returns once it is durable. need
+// lists changesets that must exist (parents, ref targets).
+func (s *Store) transact(t *txn, need []ID) error {
+	payload := encodeTxn(t)
+	if len(payload) > journal.MaxPayload {
+		return fmt.Errorf("%w: transaction of %d bytes exceeds the frame limit", ErrInvalid, len(payload))
+	}
+	digest := journal.PayloadDigest(payload)
+	var seq, epoch uint64
+	err := s.withWriterLock(func() error {
+		var err error
+		seq, epoch, err = s.appendLocked(t, payload, digest, need)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if s.o.Weaken&WeakAckBeforeSync != 0 {
+		s.bg.Add(1)
+		go func() { defer s.bg.Done(); s.syncTo(seq, epoch) }()
+		return nil
+	}
+	if err := s.syncTo(seq, epoch); err != nil {
+		return err
+	}
+	s.maybeCheckpoint()
+	return nil
+}
+
+// appendLocked is the critical section: read the tail state, catch up,
+// check, append, publish the end. Caller holds LOCK.
+func (s *Store) appendLocked(t *txn, payload []byte, digest [32]byte, need []ID) (uint64, uint64, error) {
+	end, eok, err := s.st.read(recEnd)
+	if err != nil {
+		return 0, 0, err
+	}
+	dur, dok, err := s.st.readStable(recDurable)
+	if err != nil {
+		return 0, 0, err
+	}
+	if !s.healthy(end, eok, dur, dok) {
+		if _, err := s.recoverLocked(false); err != nil {
+			return 0, 0, err
+		}
+		if end, eok, err = s.st.read(recEnd); err != nil {
+			return 0, 0, err
+		}
+		if dur, dok, err = s.st.read(recDurable); err != nil {
+			return 0, 0, err
+		}
+		if !eok || !dok {
+			return 0, 0, corrupt(s.st.path, 0, "state unreadable after recovery")
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if end.Epoch != s.epoch {
+		if err := s.reload(end.Epoch, end.NextSeq); err != nil {
+			return 0, 0, err
+		}
+	}
+	if err := s.catchUp(end.NextSeq); err != nil {
+		return 0, 0, err
+	}
+	if s.p.nextSeq != end.NextSeq || s.p.pos != end.Pos {
+		return 0, 0, corrupt(s.st.path, 0, "published end %s/%d does not match the journal (%s/%d)",
+			end.Pos, end.NextSeq, s.p.pos, s.p.nextSeq)
+	}
+	for _, id := range need {
+		if l, ok := s.p.idx.get(id); !ok || l.Kind != objects.KindChangeset {
+			return 0, 0, fmt.Errorf("%w: changeset %s", ErrNotFound, id)
+		}
+	}
+	if err := s.p.refs.Check(t.Moves); err != nil {
+		return 0, 0, refErr(err)
+	}
+	seq := end.NextSeq
+	frame := journal.EncodeFrame(s.key, frameTxn, seq, dur.NextSeq-1, payload, digest)
+	at, err := s.w.Append(end.Pos, seq, frame)
+	if err != nil {
+		s.w.Close()
+		return 0, 0, ioErr(fmt.Sprintf("append frame %d to %s", seq, journal.SegName(at.Seg)), err)
+	}
+	fr := &journal.Frame{Kind: frameTxn, Seq: seq, Watermark: dur.NextSeq - 1, Payload: payload, Pos: at, Size: int64(len(frame))}
+	newEnd := stateRec{Epoch: end.Epoch, Pos: fr.End(), NextSeq: seq + 1, Boot: s.boot}
+	if err := s.st.write(recEnd, newEnd); err != nil {
+		return 0, 0, err
+	}
+	if err := s.p.apply(fr, s.jcfg.SegPath(at.Seg)); err != nil {
+		return 0, 0, err
+	}
+	return seq, end.Epoch, nil
+}
+
+// syncTo returns once frame seq is durable: under SYNCLOCK, if the published
+// durable position already covers it (someone else's fdatasync did), it
+// returns at once; otherwise it reads the end, fdatasyncs every segment from
+// the durable one to the end one, and publishes durable = end. One fdatasync
+// thus serves every frame appended before it (group commit). A failed sync
+// poisons the store and the durable record: the frames past it are never
+// synced again and acknowledged; recovery cuts them.
+func (s *Store) syncTo(seq, epoch uint64) error {
+	l, err := s.fs.Lock(s.lockPath("SYNCLOCK"), s.o.LockTimeout)
+	if err != nil {
+		if errors.Is(err, ErrBusy) {
+			return fmt.Errorf("sync lock of %s: %w", s.dir, err)
+		}
+		return ioErr("sync lock", err)
+	}
+	defer l.Unlock()
+	dur, ok, err := s.st.read(recDurable)
+	if err != nil {
+		return err
+	}
+	if !ok || dur.Epoch != epoch {
+		return fmt.Errorf("%w: frame %d was cut by a recovery before it became durable", ErrIO, seq)
+	}
+	if dur.Flags&flagPoisoned != 0 {
+		return fmt.Errorf("%w: frame %d: an earlier journal sync failed; the tail awaits recovery", ErrIO, seq)
+	}
+	if dur.NextSeq > seq {
+		return nil
+	}
+	end, ok, err := s.st.readStable(recEnd)
+	if err != nil {
+		return err
+	}
+	if !ok || end.Epoch != epoch || end.NextSeq <= seq {
+		return fmt.Errorf("%w: frame %d: published end unreadable or behind it", ErrIO, seq)
+	}
+	newDur := end
+	newDur.Boot = s.boot
+	if s.o.Weaken&WeakEarlyDurable != 0 {
+		if err := s.st.write(recDurable, newDur); err != nil {
+			return err
+		}
+	}
+	if s.o.Weaken&WeakSkipDatasync == 0 {
+		if err := s.jcfg.Sync(dur.Pos.Seg, end.Pos.Seg); err != nil {
+			s.poisoned.Store(true)
+			dur.Flags |= flagPoisoned
+			_ = s.st.write(recDurable, dur)
+			return ioErr(fmt.Sprintf("sync journal for frame %d", seq), err)
+		}
+	}
+	return s.st.write(recDurable, newDur)
+}
+
+// builder collects the objects of one commit, outside any lock.
+type builder struct {
+	s     *Store
+	objs  []txnObj
+	seen  map[ID]bool
+	loose []txnObj // with Data, written by writeLoose
+}
+
+func (b *builder) known(id ID) bool {
+	if b.seen[id] {
+		return true
+	}
+	b.s.mu.Lock()
+	_, ok := b.s.p.idx.get(id)
+	b.s.mu.Unlock()
+	return ok
+}
+
+func (b *builder) add(k objects.Kind, id ID, enc []byte) {
+	if b.known(id) {
+		return
+	}
+	b.seen[id] = true
+	o := txnObj{Kind: k, ID: id, Data: enc, Size: int64(len(enc))}
+	if k == objects.KindBlob && len(enc) > b.s.o.InlineThreshold {
+		b.loose = append(b.loose, o)
+		o.Loose, o.Data = true, nil
+	}
+	b.objs = append(b.objs, o)
+}
+
+// changeset reads a changeset from the writer's view (every appended
+// frame), catching up first if it is not there yet.
+func (b *builder) changeset(id ID) (*objects.Changeset, error) {
+	data, err := b.s.readObject(id, objects.KindChangeset, ^uint64(0), true)
+	if err != nil {
+		return nil, err
+	}
+	cs, err := objects.DecodeChangeset(data)
+	if err != nil {
+		return nil, fmt.Errorf("%w: changeset %s: %w", ErrCorrupt, id, err)
+	}
+	return cs, nil
+}
+
+func (b *builder) tree(id ID) (*objects.Tree, error) {
+	data, err := b.s.readObject(id, objects.KindTree, ^uint64(0), true)
+	if err != nil {
+		return nil, err
+	}
+	t, err := objects.DecodeTree(data)
+	if err != nil {
+		return nil, fmt.Errorf("%w: tree %s: %w", ErrCorrupt, id, err)
+	}
+	return t, nil
+}
+
+// tnode is a directory being edited.
+type tnode struct {
+	entries map[string]objects.Entry
+	kids    map[string]*tnode
+}
+
+func (b *builder) node(id ID) (*tnode, error) {
+	n := &tnode{entries: map[string]objects.Entry{}, kids: map[string]*tnode{}}
+	if id.IsZero() {
+		return n, nil
+	}
+	t, err := b.tree(id)
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range t.Entries {
+		n.entries[e.Name] = e
+	}
+	return n, nil
+}
+
+// apply edits the tree base with changes and returns the new root id and
+// the path changes for the delta hash.
+func (b *builder) apply(base ID, changes []Change) (ID, []objects.PathChange, error) {
+	root, err := b.node(base)
+	if err != nil {
+		return ID{}, nil, err
+	}
+	var delta []objects.PathChange
+	paths := map[string]bool{}
+	for _, c := range changes {
+		p, err := objects.CleanPath(c.Path)
+		if err != nil {
+			return ID{}, nil, fmt.Errorf("%w: %w", ErrInvalid, err)
+		}
+		if paths[p] {
+			return ID{}, nil, fmt.Errorf("%w: path %q changed twice", ErrInvalid, p)
+		}
+		paths[p] = true
+		mode := c.Mode
+		if mode == 0 {
+			mode = objects.ModeFile
+		}
+		if c.Delete {
+			mode = 0
+		} else if mode != objects.ModeFile && mode != objects.ModeExec {
+			return ID{}, nil, fmt.Errorf("%w: path %q: mode %o is not a file mode", ErrInvalid, p, mode)
+		}
+		comps := strings.Split(p, "/")
+		n := root
+		for i, comp := range comps[:len(comps)-1] {
+			kid, ok := n.kids[comp]
+			if !ok {
+				e, exists := n.entries[comp]
+				switch {
+				case exists && e.Mode != objects.ModeDir:
+					if c.Delete {
+						return ID{}, nil, fmt.Errorf("%w: path %q", ErrNotFound, p)
+					}
+					return ID{}, nil, fmt.Errorf("%w: path %q: %q is a file", ErrInvalid, p, strings.Join(comps[:i+1], "/"))
+				case exists:
+					if kid, err = b.node(e.ID); err != nil {
+						return ID{}, nil, err
+					}
+				case c.Delete:
+					return ID{}, nil, fmt.Errorf("%w: path %q", ErrNotFound, p)
+				default:
+					kid, _ = b.node(ID{})
+				}
+				n.kids[comp] = kid
+			}
+			n = kid
+		}
+		name := comps[len(comps)-1]
+		old, had := n.entries[name]
+		if _, isKid := n.kids[name]; isKid || (had && old.Mode == objects.ModeDir) {
+			return ID{}, nil, fmt.Errorf("%w: path %q is a directory", ErrInvalid, p)
+		}
+		if c.Delete {
+			if !had {
+				return ID{}, nil, fmt.Errorf("%w: path %q", ErrNotFound, p)
+			}
+			delete(n.entries, name)
+			delta = append(delta, objects.PathChange{Path: p, Op: objects.OpDelete})
+			continue
+		}
+		id := objects.BlobID(c.Data)
+		if had && old.ID == id && old.Mode == mode {
+			continue
+		}
+		b.add(objects.KindBlob, id, c.Data)
+		n.entries[name] = objects.Entry{Name: name, Mode: mode, ID: id}
+		op := objects.OpAdd
+		if had {
+			op = objects.OpModify
+		}
+		delta = append(delta, objects.PathChange{Path: p, Op: op, Mode: mode, ID: id})
+	}
+	id, _, err := b.write(root, true)
+	return id, delta, err
+}
+
+// write encodes n and its edited subdirectories bottom-up. An empty
+// subdirectory disappears; the root may be empty.
+func (b *builder) write(n *tnode, isRoot bool) (ID, bool, error) {
+	for name, kid := range n.kids {
+		id, empty, err := b.write(kid, false)
+		if err != nil {
+			return ID{}, false, err
+		}
+		if empty {
+			delete(n.entries, name)
+		} else {
+			n.entries[name] = objects.Entry{Name: name, Mode: objects.ModeDir, ID: id}
+		}
+	}
+	if len(n.entries) == 0 && !isRoot {
+		return ID{}, true, nil
+	}
+	t := &objects.Tree{Entries: make([]objects.Entry, 0, len(n.entries))}
+	for _, e := range n.entries {
+		t.Entries = append(t.Entries, e)
+	}
+	sort.Slice(t.Entries, func(i, j int) bool { return t.Entries[i].Name < t.Entries[j].Name })
+	enc, id, err := t.EncodeID()
+	if err != nil {
+		return ID{}, false, fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	b.add(objects.KindTree, id, enc)
+	return id, false, nil
+}
+
+// loosePath is where a loose object lives: objects/ab/cdef….
+func (s *Store) loosePath(id ID) (dir, file string) {
+	h := id.String()
+	dir = path.Join(s.dir, "objects", h[:2])
+	return dir, path.Join(dir, h[2:])
+}
+
+// writeLoose makes every large blob durable before its frame: temp file,
+// datasync, link (never clobbering) into place, sync the directory.
+func (b *builder) writeLoose() error {
+	s := b.s
+	for _, o := range b.loose {
+		dir, final := s.loosePath(o.ID)
+		created := false
+		if _, err := s.fs.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+			if err := s.fs.Mkdir(dir, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+				return ioErr("create "+dir, err)
+			}
+			created = true
+		}
+		tmp := path.Join(s.dir, "objects", fmt.Sprintf("tmp-%s-%d", o.ID.String()[:16], time.Now().UnixNano()))
+		f, err := s.fs.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+		if err != nil {
+			return ioErr("create loose object temp", err)
+		}
+		_, werr := f.WriteAt(o.Data, 0)
+		if werr == nil {
+			werr = vfs.Datasync(f)
+		}
+		cerr := f.Close()
+		if werr == nil {
+			werr = cerr
+		}
+		if werr == nil {
+			if err := s.fs.Link(tmp, final); err != nil && !errors.Is(err, fs.ErrExist) {
+				werr = err
+			}
+		}
+		rerr := s.fs.Remove(tmp)
+		if werr != nil {
+			return ioErr("write loose object "+o.ID.String(), werr)
+		}
+		if rerr != nil {
+			return ioErr("remove loose object temp", rerr)
+		}
+		if s.o.Weaken&WeakSkipDirSync == 0 {
+			if err := s.fs.SyncDir(dir); err != nil {
+				return ioErr("sync "+dir, err)
+			}
+			if created {
+				if err := s.fs.SyncDir(path.Join(s.dir, "objects")); err != nil {
+					return ioErr("sync objects directory", err)
+				}
+			}
+		}
+	}
+	return nil
+}

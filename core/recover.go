@@ -1,0 +1,213 @@
+package core
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/swarmops/swarmops/core/journal"
+)
+
+// recoverLocked re-establishes the durable prefix. Caller holds LOCK; it
+// takes SYNCLOCK too, so no writer appends and no syncer publishes while it
+// runs. What it does depends on what the state file says:
+//
+//   - healthy (same boot, valid, not poisoned): nothing, unless explicit, in
+//     which case it verifies every frame up to the end, syncs and publishes
+//     durable = end, cutting nothing.
+//   - poisoned by a failed sync in this boot: frames past the durable
+//     position were never acknowledged and their pages cannot be trusted
+//     (the kernel may have dropped them), so it cuts at the durable position.
+//   - otherwise (power loss: another boot, or an unreadable state): it scans
+//     from the checkpoint to the last valid frame, fails closed if that
+//     loses a frame known durable (checkpoint, an old durable record, or a
+//     later frame's watermark), and cuts the torn tail.
+//
+// Every step is idempotent: a crash at any point leaves a store the next
+// recovery handles the same way (C10).
+func (s *Store) recoverLocked(explicit bool) (*RecoverReport, error) {
+	l, err := s.fs.Lock(s.lockPath("SYNCLOCK"), s.o.LockTimeout)
+	if err != nil {
+		if errors.Is(err, ErrBusy) {
+			return nil, fmt.Errorf("sync lock of %s: %w", s.dir, err)
+		}
+		return nil, ioErr("sync lock", err)
+	}
+	defer l.Unlock()
+	rep := &RecoverReport{}
+	end, eok, err := s.st.read(recEnd)
+	if err != nil {
+		return nil, err
+	}
+	dur, dok, err := s.st.read(recDurable)
+	if err != nil {
+		return nil, err
+	}
+	healthy := s.healthy(end, eok, dur, dok)
+	if healthy && !explicit {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if end.Epoch != s.epoch {
+			return rep, s.reload(end.Epoch, end.NextSeq)
+		}
+		return rep, s.catchUp(end.NextSeq)
+	}
+	c, err := readCheckpoint(s.fs, s.dir)
+	if err != nil {
+		return rep, err
+	}
+	if c.Store != s.id {
+		return rep, corrupt(s.dir+"/checkpoint", 0, "checkpoint names another store")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.r.Forget()
+	s.w.Close()
+	p := c.proj
+	durableSeq := c.NextSeq - 1
+	if dok && dur.NextSeq-1 > durableSeq {
+		durableSeq = dur.NextSeq - 1
+	}
+	var limit uint64
+	cut := true
+	switch {
+	case healthy:
+		limit, cut = end.NextSeq, false
+	case dok && dur.Boot == s.boot && dur.Flags&flagPoisoned != 0:
+		limit = dur.NextSeq
+	}
+	var aerr error
+	res, err := s.r.Scan(c.Pos, c.NextSeq, limit, func(fr *journal.Frame) error {
+		aerr = p.apply(fr, s.jcfg.SegPath(fr.Pos.Seg))
+		return aerr
+	})
+	if aerr != nil {
+		return rep, s.failClosed(rep, aerr)
+	}
+	if err != nil {
+		return rep, s.failClosed(rep, ioErr("scan journal", err))
+	}
+	rep.FramesReplayed = res.Frames
+	if limit != 0 && res.NextSeq < limit {
+		return rep, s.failClosed(rep, corrupt(s.jcfg.SegPath(res.End.Seg), res.End.Off,
+			"frame %d is missing or damaged before the published position (frame %d)", res.NextSeq, limit-1))
+	}
+	if limit == 0 {
+		if err := s.r.Classify(res.End, res.NextSeq, durableSeq); err != nil {
+			return rep, s.failClosed(rep, ioErr("classify journal tail", err))
+		}
+	}
+	if cut {
+		n, err := s.r.CutTail(res.End)
+		rep.TornBytesCut = n
+		if err != nil {
+			return rep, ioErr("cut torn tail", err)
+		}
+	}
+	if err := s.jcfg.Sync(c.Pos.Seg, res.End.Seg); err != nil {
+		return rep, ioErr("sync journal after recovery", err)
+	}
+	epoch := end.Epoch
+	if cut {
+		epoch = max(end.Epoch, dur.Epoch, c.Epoch) + 1
+		if !eok && !dok {
+			epoch = randEpoch()
+		}
+	}
+	rec := stateRec{Epoch: epoch, Pos: res.End, NextSeq: res.NextSeq, Boot: s.boot}
+	if err := s.st.write(recDurable, rec); err != nil {
+		return rep, err
+	}
+	if err := s.st.write(recEnd, rec); err != nil {
+		return rep, err
+	}
+	s.p = p
+	s.epoch = epoch
+	s.poisoned.Store(false)
+	return rep, nil
+}
+
+func (s *Store) failClosed(rep *RecoverReport, err error) error {
+	var ce *CorruptError
+	if errors.As(err, &ce) {
+		rep.Corrupt = append(rep.Corrupt, VerifyProblem{File: ce.File, Offset: ce.Offset, Reason: ce.Reason})
+	}
+	return err
+}
+
+// Recover is the explicit repair: it takes the writer lock, replays the
+// journal from the checkpoint, cuts a torn tail if the state says one may
+// exist, syncs and publishes, and reports what it did. On corruption inside
+// the durable prefix it changes nothing and returns the report with the
+// problem and a *CorruptError.
+func Recover(dir string, o Options) (*RecoverReport, error) {
+	s, err := openStore(dir, o)
+	if err != nil {
+		return nil, err
+	}
+	defer s.closeFiles()
+	var rep *RecoverReport
+	err = s.withWriterLock(func() error {
+		var err error
+		rep, err = s.recoverLocked(true)
+		return err
+	})
+	if err == nil {
+		s.maybeCheckpointAt(true)
+	}
+	return rep, err
+}
+
+// maybeCheckpoint starts a checkpoint in the background when at least
+// CheckpointEvery frames are durable past the newest checkpoint this
+// process knows of. It runs after the commit is acknowledged, off the
+// commit path.
+func (s *Store) maybeCheckpoint() {
+	s.mu.Lock()
+	due := s.p.nextSeq >= s.ckptNext.Load()+uint64(s.o.CheckpointEvery)
+	s.mu.Unlock()
+	if !due {
+		return
+	}
+	s.bg.Add(1)
+	go func() {
+		defer s.bg.Done()
+		s.maybeCheckpointAt(false)
+	}()
+}
+
+// maybeCheckpointAt writes a checkpoint if it can take CKPTLOCK at once
+// (another process writing one makes this one unnecessary). force writes
+// one even if few frames are new. Errors are not surfaced: a checkpoint is
+// an optimization of recovery, and the journal stays authoritative.
+func (s *Store) maybeCheckpointAt(force bool) {
+	l, err := s.fs.Lock(s.lockPath("CKPTLOCK"), 0)
+	if err != nil {
+		return
+	}
+	defer l.Unlock()
+	cur, err := readCheckpoint(s.fs, s.dir)
+	if err != nil {
+		return
+	}
+	s.ckptNext.Store(max(s.ckptNext.Load(), cur.NextSeq))
+	dur, ok, err := s.st.readStable(recDurable)
+	if err != nil || !ok {
+		return
+	}
+	s.mu.Lock()
+	if dur.Epoch != s.epoch || (!force && dur.NextSeq < cur.NextSeq+uint64(s.o.CheckpointEvery)) {
+		s.mu.Unlock()
+		return
+	}
+	if err := s.catchUp(dur.NextSeq); err != nil {
+		s.mu.Unlock()
+		return
+	}
+	// The projection may include frames past the durable position; the
+	// checkpoint covers exactly the durable prefix.
+	b := encodeCheckpoint(s.id, dur.Pos, dur.NextSeq, dur.Epoch, s.p)
+	s.mu.Unlock()
+	if writeCheckpoint(s.fs, s.dir, b, false) == nil {
+		s.ckptNext.Store(dur.NextSeq)
+	}
+}

@@ -1,0 +1,186 @@
+// Package refs is the ref table of a store: a projection of the journal that
+// maps names to changeset ids, with a reflog per ref. Refs move only through
+// journal frames; this package validates names, checks compare-and-swap
+// expectations against the projection, and applies the moves a frame carries.
+//
+// Every move is kept with the sequence number of its frame, so the table can
+// answer "what was ref R at sequence S" for a reader whose view ends at the
+// durable sequence while the writer's projection already includes frames
+// that are appended but not yet durable.
+package refs
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/swarmops/swarmops/core/objects"
+)
+
+// ErrInvalidName is returned for a ref name that breaks the naming rules.
+var ErrInvalidName = errors.New("refs: invalid ref name")
+
+// ErrConflict is wrapped by *Conflict.
+var ErrConflict = errors.New("refs: compare-and-swap failed")
+
+// MaxNameLen bounds a ref name.
+const MaxNameLen = 255
+
+// ValidateName checks a ref name against git-like rules: non-empty
+// components separated by "/", no "..", no "@{", no leading "-" or ".", no
+// trailing "/" or ".lock", no space, control character, NUL or any of
+// ~^:?*[\ .
+func ValidateName(name string) error {
+	bad := func(why string) error { return fmt.Errorf("%w: %q: %s", ErrInvalidName, name, why) }
+	switch {
+	case name == "":
+		return bad("empty")
+	case len(name) > MaxNameLen:
+		return bad("too long")
+	case strings.HasPrefix(name, "-"):
+		return bad("starts with '-'")
+	case strings.HasSuffix(name, "/"):
+		return bad("ends with '/'")
+	case strings.HasSuffix(name, ".lock"), strings.HasSuffix(name, "."):
+		return bad("ends with '.lock' or '.'")
+	case strings.Contains(name, ".."):
+		return bad("contains '..'")
+	case strings.Contains(name, "@{"):
+		return bad("contains '@{'")
+	}
+	for _, c := range []byte(name) {
+		if c < 0x20 || c == 0x7f || c == ' ' || strings.IndexByte("~^:?*[\\", c) >= 0 {
+			return bad(fmt.Sprintf("contains byte %#x", c))
+		}
+	}
+	for _, comp := range strings.Split(name, "/") {
+		if comp == "" {
+			return bad("empty path component")
+		}
+		if strings.HasPrefix(comp, ".") {
+			return bad("component starts with '.'")
+		}
+	}
+	return nil
+}
+
+// Move is one ref move carried by a frame. Old is the expected value (zero:
+// the ref must not exist); New zero deletes the ref.
+type Move struct {
+	Name     string
+	Old, New objects.ID
+}
+
+// Entry is one reflog entry.
+type Entry struct {
+	Seq      uint64
+	Old, New objects.ID
+	Time     time.Time
+}
+
+// Conflict is a failed expectation.
+type Conflict struct {
+	Ref      string
+	Expected objects.ID
+	Current  objects.ID
+}
+
+func (c *Conflict) Error() string {
+	return fmt.Sprintf("refs: %q expected %s, is %s", c.Ref, c.Expected, c.Current)
+}
+
+// Unwrap makes errors.Is(err, ErrConflict) true.
+func (c *Conflict) Unwrap() error { return ErrConflict }
+
+// Table is the ref table with reflogs. It is not safe for concurrent use;
+// the store guards it.
+type Table struct {
+	logs map[string][]Entry
+}
+
+// New returns an empty table.
+func New() *Table { return &Table{logs: map[string][]Entry{}} }
+
+// Get returns the value of name as of sequence seq (inclusive); zero if
+// absent.
+func (t *Table) Get(name string, seq uint64) objects.ID {
+	log := t.logs[name]
+	for i := len(log) - 1; i >= 0; i-- {
+		if log[i].Seq <= seq {
+			return log[i].New
+		}
+	}
+	return objects.ZeroID
+}
+
+// Check verifies every move's expectation against the latest values and
+// that no name appears twice. It returns a *Conflict for the first failed
+// expectation.
+func (t *Table) Check(moves []Move) error {
+	seen := map[string]bool{}
+	for _, m := range moves {
+		if err := ValidateName(m.Name); err != nil {
+			return err
+		}
+		if seen[m.Name] {
+			return fmt.Errorf("%w: %q moved twice in one transaction", ErrInvalidName, m.Name)
+		}
+		seen[m.Name] = true
+		if cur := t.Get(m.Name, ^uint64(0)); cur != m.Old {
+			return &Conflict{Ref: m.Name, Expected: m.Old, Current: cur}
+		}
+	}
+	return nil
+}
+
+// Apply records the moves of the frame seq. The caller has checked them (a
+// replayed frame was checked when it was written).
+func (t *Table) Apply(seq uint64, at time.Time, moves []Move) {
+	for _, m := range moves {
+		t.logs[m.Name] = append(t.logs[m.Name], Entry{Seq: seq, Old: m.Old, New: m.New, Time: at})
+	}
+}
+
+// List returns every ref that exists as of seq, sorted by name.
+func (t *Table) List(seq uint64) []Move {
+	var out []Move
+	for name := range t.logs {
+		if id := t.Get(name, seq); !id.IsZero() {
+			out = append(out, Move{Name: name, New: id})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// Log returns the reflog of name up to seq, oldest first.
+func (t *Table) Log(name string, seq uint64) []Entry {
+	var out []Entry
+	for _, e := range t.logs[name] {
+		if e.Seq <= seq {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// Names returns every name with a reflog, sorted.
+func (t *Table) Names() []string {
+	out := make([]string, 0, len(t.logs))
+	for n := range t.logs {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Len returns how many refs exist as of seq.
+func (t *Table) Len(seq uint64) int { return len(t.List(seq)) }
+
+// Restore appends reflog entries of name, oldest first (loading a
+// checkpoint).
+func (t *Table) Restore(name string, entries []Entry) {
+	t.logs[name] = append(t.logs[name], entries...)
+}

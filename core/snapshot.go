@@ -1,0 +1,421 @@
+package core
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/swarmops/swarmops/core/journal"
+	"github.com/swarmops/swarmops/core/objects"
+	"github.com/swarmops/swarmops/core/vfs"
+)
+
+// Snapshot is a lock-free, read-only view of the durable prefix: it sees
+// every frame up to the durable position published when it was taken and
+// nothing later, so nothing it returns can be taken away by a crash (C4).
+type Snapshot struct {
+	s   *Store
+	seq uint64 // last durable sequence number visible
+	pos journal.Pos
+}
+
+// Snapshot returns a view of the durable prefix. It takes no file lock; it
+// reads the published durable position and replays frames up to it.
+func (s *Store) Snapshot() (*Snapshot, error) {
+	if s.closed.Load() {
+		return nil, fmt.Errorf("%w: store is closed", ErrClosed)
+	}
+	dur, ok, err := s.st.readStable(recDurable)
+	if err != nil {
+		return nil, err
+	}
+	if !ok || dur.Boot != s.boot {
+		if err := s.withWriterLock(func() error { _, err := s.recoverLocked(false); return err }); err != nil {
+			return nil, err
+		}
+		if dur, ok, err = s.st.readStable(recDurable); err != nil {
+			return nil, err
+		}
+		if !ok {
+			return nil, corrupt(s.st.path, stateDurableOff, "durable record unreadable after recovery")
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if dur.Epoch != s.epoch {
+		if err := s.reload(dur.Epoch, dur.NextSeq); err != nil {
+			return nil, err
+		}
+	}
+	if err := s.catchUp(dur.NextSeq); err != nil {
+		return nil, err
+	}
+	return &Snapshot{s: s, seq: dur.NextSeq - 1, pos: dur.Pos}, nil
+}
+
+// readObject returns the encoding of object id of kind k visible at maxSeq,
+// checking it against its id (unless the WeakSkipChecksum canary is on).
+// catchUp lets the writer's builder see frames other processes appended
+// since it last looked.
+func (s *Store) readObject(id ID, k objects.Kind, maxSeq uint64, catchUp bool) ([]byte, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	l, ok := s.p.idx.get(id)
+	if !ok && catchUp {
+		end, eok, err := s.st.readStable(recEnd)
+		if err != nil {
+			return nil, err
+		}
+		if eok && end.Epoch == s.epoch {
+			if err := s.catchUp(end.NextSeq); err != nil {
+				return nil, err
+			}
+			l, ok = s.p.idx.get(id)
+		}
+	}
+	if !ok || l.Seq > maxSeq {
+		return nil, fmt.Errorf("%w: %s %s", ErrNotFound, k, id)
+	}
+	if l.Kind != k {
+		return nil, fmt.Errorf("%w: %s is a %s, not a %s", ErrNotFound, id, l.Kind, k)
+	}
+	data := make([]byte, l.Size)
+	var file string
+	var off int64
+	if l.Loose {
+		_, file = s.loosePath(id)
+		if err := s.readLoose(file, data); err != nil {
+			return nil, err
+		}
+	} else {
+		file, off = s.jcfg.SegPath(l.Seg), l.Off
+		if err := s.r.ReadAt(l.Seg, l.Off, data); err != nil {
+			return nil, ioErr("read "+id.String(), err)
+		}
+	}
+	if s.o.Weaken&WeakSkipChecksum == 0 && objects.IDOf(k, data) != id {
+		return nil, corrupt(file, off, "%s %s does not hash to its id", k, id)
+	}
+	return data, nil
+}
+
+func (s *Store) readLoose(file string, data []byte) error {
+	st, err := s.fs.Stat(file)
+	if errors.Is(err, fs.ErrNotExist) {
+		return corrupt(file, 0, "loose object is missing")
+	}
+	if err != nil {
+		return ioErr("stat "+file, err)
+	}
+	if !st.Mode().IsRegular() || st.Size() != int64(len(data)) {
+		return corrupt(file, 0, "loose object is not a regular file of %d bytes", len(data))
+	}
+	f, err := s.fs.OpenFile(file, os.O_RDONLY, 0)
+	if err != nil {
+		return ioErr("open "+file, err)
+	}
+	defer f.Close()
+	if err := vfs.ReadFull(f, data, 0); err != nil {
+		return ioErr("read "+file, err)
+	}
+	return nil
+}
+
+// Seq returns the last journal sequence number the snapshot sees.
+func (sn *Snapshot) Seq() uint64 { return sn.seq }
+
+// Ref returns a ref's value, or ErrNotFound.
+func (sn *Snapshot) Ref(name string) (ID, error) {
+	sn.s.mu.Lock()
+	id := sn.s.p.refs.Get(name, sn.seq)
+	sn.s.mu.Unlock()
+	if id.IsZero() {
+		return ID{}, fmt.Errorf("%w: ref %q", ErrNotFound, name)
+	}
+	return id, nil
+}
+
+// Refs lists every ref, sorted by name.
+func (sn *Snapshot) Refs() ([]RefEntry, error) {
+	sn.s.mu.Lock()
+	defer sn.s.mu.Unlock()
+	var out []RefEntry
+	for _, m := range sn.s.p.refs.List(sn.seq) {
+		out = append(out, RefEntry{Name: m.Name, ID: m.New})
+	}
+	return out, nil
+}
+
+// RefLog returns the moves of a ref, oldest first; ErrNotFound if it never
+// existed.
+func (sn *Snapshot) RefLog(name string) ([]RefLogEntry, error) {
+	sn.s.mu.Lock()
+	log := sn.s.p.refs.Log(name, sn.seq)
+	sn.s.mu.Unlock()
+	if len(log) == 0 {
+		return nil, fmt.Errorf("%w: ref %q has no log", ErrNotFound, name)
+	}
+	out := make([]RefLogEntry, len(log))
+	for i, e := range log {
+		out[i] = RefLogEntry{Seq: e.Seq, Old: e.Old, New: e.New, Time: e.Time}
+	}
+	return out, nil
+}
+
+// Resolve turns a revision into a changeset id: a full id, a unique prefix
+// of at least 4 hex digits, a ref name, each optionally followed by ~N
+// (N first parents back). An ambiguous prefix is an *AmbiguousError.
+func (sn *Snapshot) Resolve(rev string) (ID, error) {
+	base, n := rev, 0
+	if i := strings.LastIndexByte(rev, '~'); i >= 0 {
+		k := 1
+		if i+1 < len(rev) {
+			v, err := strconv.Atoi(rev[i+1:])
+			if err != nil || v < 0 {
+				return ID{}, fmt.Errorf("%w: revision %q: bad ~N", ErrInvalid, rev)
+			}
+			k = v
+		}
+		base, n = rev[:i], k
+	}
+	id, err := sn.resolveBase(base)
+	if err != nil {
+		return ID{}, err
+	}
+	for ; n > 0; n-- {
+		cs, err := sn.Changeset(id)
+		if err != nil {
+			return ID{}, err
+		}
+		if len(cs.Parents) == 0 {
+			return ID{}, fmt.Errorf("%w: %q goes past the first changeset", ErrNotFound, rev)
+		}
+		id = cs.Parents[0]
+	}
+	return id, nil
+}
+
+func (sn *Snapshot) resolveBase(rev string) (ID, error) {
+	if rev == "" {
+		return ID{}, fmt.Errorf("%w: empty revision", ErrInvalid)
+	}
+	if id, err := sn.Ref(rev); err == nil {
+		return id, nil
+	}
+	if len(rev) == 64 {
+		if id, err := objects.ParseID(rev); err == nil {
+			if _, err := sn.Changeset(id); err != nil {
+				return ID{}, err
+			}
+			return id, nil
+		}
+	}
+	p, err := objects.ParsePrefix(rev)
+	if err != nil {
+		return ID{}, fmt.Errorf("%w: revision %q is not a ref, id or prefix of 4+ hex digits", ErrNotFound, rev)
+	}
+	sn.s.mu.Lock()
+	var c []ID
+	for _, id := range sn.s.p.idx.prefix(p) {
+		if l, ok := sn.s.p.idx.get(id); ok && l.Seq <= sn.seq {
+			c = append(c, id)
+		}
+	}
+	sn.s.mu.Unlock()
+	switch len(c) {
+	case 0:
+		return ID{}, fmt.Errorf("%w: no changeset matches %q", ErrNotFound, rev)
+	case 1:
+		return c[0], nil
+	}
+	return ID{}, &AmbiguousError{Prefix: rev, Candidates: c}
+}
+
+// Changeset returns a changeset.
+func (sn *Snapshot) Changeset(id ID) (*objects.Changeset, error) {
+	data, err := sn.s.readObject(id, objects.KindChangeset, sn.seq, false)
+	if err != nil {
+		return nil, err
+	}
+	cs, err := objects.DecodeChangeset(data)
+	if err != nil {
+		return nil, fmt.Errorf("%w: changeset %s: %w", ErrCorrupt, id, err)
+	}
+	return cs, nil
+}
+
+// Tree returns a tree.
+func (sn *Snapshot) Tree(id ID) (*objects.Tree, error) {
+	data, err := sn.s.readObject(id, objects.KindTree, sn.seq, false)
+	if err != nil {
+		return nil, err
+	}
+	t, err := objects.DecodeTree(data)
+	if err != nil {
+		return nil, fmt.Errorf("%w: tree %s: %w", ErrCorrupt, id, err)
+	}
+	return t, nil
+}
+
+// Blob returns a blob's content.
+func (sn *Snapshot) Blob(id ID) ([]byte, error) {
+	return sn.s.readObject(id, objects.KindBlob, sn.seq, false)
+}
+
+// entryAt walks from changeset cs's root to p ("" is the root directory).
+func (sn *Snapshot) entryAt(cs ID, p string) (objects.Entry, error) {
+	c, err := sn.Changeset(cs)
+	if err != nil {
+		return objects.Entry{}, err
+	}
+	e := objects.Entry{Mode: objects.ModeDir, ID: c.Root}
+	if p == "" {
+		return e, nil
+	}
+	if _, err := objects.CleanPath(p); err != nil {
+		return e, fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	for _, comp := range strings.Split(p, "/") {
+		if e.Mode != objects.ModeDir {
+			return e, fmt.Errorf("%w: path %q", ErrNotFound, p)
+		}
+		t, err := sn.Tree(e.ID)
+		if err != nil {
+			return e, err
+		}
+		var ok bool
+		if e, ok = t.Lookup(comp); !ok {
+			return e, fmt.Errorf("%w: path %q", ErrNotFound, p)
+		}
+	}
+	return e, nil
+}
+
+// ReadPath returns the content and entry of a file in changeset cs.
+func (sn *Snapshot) ReadPath(cs ID, p string) ([]byte, objects.Entry, error) {
+	e, err := sn.entryAt(cs, p)
+	if err != nil {
+		return nil, e, err
+	}
+	if e.Mode == objects.ModeDir {
+		return nil, e, fmt.Errorf("%w: path %q is a directory", ErrInvalid, p)
+	}
+	data, err := sn.Blob(e.ID)
+	return data, e, err
+}
+
+// ListPath lists a directory of changeset cs ("" is the root).
+func (sn *Snapshot) ListPath(cs ID, dir string) ([]objects.Entry, error) {
+	e, err := sn.entryAt(cs, strings.TrimSuffix(dir, "/"))
+	if err != nil {
+		return nil, err
+	}
+	if e.Mode != objects.ModeDir {
+		return nil, fmt.Errorf("%w: path %q is a file", ErrInvalid, dir)
+	}
+	t, err := sn.Tree(e.ID)
+	if err != nil {
+		return nil, err
+	}
+	return t.Entries, nil
+}
+
+// Flatten lists every file path of a changeset's tree with its entry.
+func (sn *Snapshot) Flatten(cs ID) (map[string]objects.Entry, error) {
+	c, err := sn.Changeset(cs)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]objects.Entry{}
+	var walk func(prefix string, id ID) error
+	walk = func(prefix string, id ID) error {
+		t, err := sn.Tree(id)
+		if err != nil {
+			return err
+		}
+		for _, e := range t.Entries {
+			p := prefix + e.Name
+			if e.Mode == objects.ModeDir {
+				if err := walk(p+"/", e.ID); err != nil {
+					return err
+				}
+			} else {
+				out[p] = e
+			}
+		}
+		return nil
+	}
+	return out, walk("", c.Root)
+}
+
+// Log returns up to n changesets following first parents from from,
+// starting with from itself (n <= 0: no limit).
+func (sn *Snapshot) Log(from ID, n int) ([]ID, error) {
+	var out []ID
+	id := from
+	for n <= 0 || len(out) < n {
+		cs, err := sn.Changeset(id)
+		if err != nil {
+			return out, err
+		}
+		out = append(out, id)
+		if len(cs.Parents) == 0 {
+			break
+		}
+		id = cs.Parents[0]
+	}
+	return out, nil
+}
+
+// ByDelta returns every changeset with delta hash h, or ErrNotFound.
+func (sn *Snapshot) ByDelta(h objects.Hash) ([]ID, error) {
+	sn.s.mu.Lock()
+	var out []ID
+	for _, id := range sn.s.p.idx.byDelta(h) {
+		if l, ok := sn.s.p.idx.get(id); ok && l.Seq <= sn.seq {
+			out = append(out, id)
+		}
+	}
+	sn.s.mu.Unlock()
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%w: no changeset with delta %s", ErrNotFound, h)
+	}
+	return out, nil
+}
+
+// Diff lists the file changes from changeset a to changeset b, sorted by
+// path. a may be the zero id (an empty tree).
+func (sn *Snapshot) Diff(a, b ID) ([]PathChange, error) {
+	fa := map[string]objects.Entry{}
+	if !a.IsZero() {
+		var err error
+		if fa, err = sn.Flatten(a); err != nil {
+			return nil, err
+		}
+	}
+	fb, err := sn.Flatten(b)
+	if err != nil {
+		return nil, err
+	}
+	var out []PathChange
+	for p, eb := range fb {
+		ea, ok := fa[p]
+		switch {
+		case !ok:
+			out = append(out, PathChange{Path: p, Op: "add", New: eb})
+		case ea.ID != eb.ID || ea.Mode != eb.Mode:
+			out = append(out, PathChange{Path: p, Op: "modify", Old: ea, New: eb})
+		}
+	}
+	for p, ea := range fa {
+		if _, ok := fb[p]; !ok {
+			out = append(out, PathChange{Path: p, Op: "delete", Old: ea})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
+	return out, nil
+}

@@ -1,0 +1,152 @@
+package core
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/swarmops/swarmops/core/objects"
+	"github.com/swarmops/swarmops/core/refs"
+)
+
+// frameTxn is the journal frame kind of a write transaction.
+const frameTxn = 1
+
+// txnVersion is the first byte of a transaction payload.
+const txnVersion = 1
+
+// A transaction payload (the body of one journal frame):
+//
+//	version u8 | time i64 (unix ns) | nobj uvarint | objects… | nref uvarint | moves…
+//	object: kind u8 | flags u8 (1 = loose) | id [32] | len uvarint | bytes (absent if loose)
+//	move:   name len uvarint | name | old [32] | new [32]
+//
+// Objects carry their id so replay needs no hashing (Verify re-hashes);
+// a loose object carries only its id and size: its bytes are in objects/,
+// made durable before the frame was written.
+type txnObj struct {
+	Kind  objects.Kind
+	Loose bool
+	ID    ID
+	Data  []byte // encoding; nil if loose
+	Size  int64  // len(Data), or the loose file's size
+	off   int   // offset of Data inside the payload (decode only)
+}
+
+type txn struct {
+	Time  time.Time
+	Objs  []txnObj
+	Moves []refs.Move
+}
+
+const flagLoose = 1
+
+func encodeTxn(t *txn) []byte {
+	n := 1 + 8 + 10 + 10
+	for _, o := range t.Objs {
+		n += 2 + 32 + 10 + len(o.Data)
+	}
+	for _, m := range t.Moves {
+		n += 10 + len(m.Name) + 64
+	}
+	b := make([]byte, 0, n)
+	b = append(b, txnVersion)
+	b = binary.LittleEndian.AppendUint64(b, uint64(t.Time.UnixNano()))
+	b = binary.AppendUvarint(b, uint64(len(t.Objs)))
+	for _, o := range t.Objs {
+		var fl byte
+		if o.Loose {
+			fl = flagLoose
+		}
+		b = append(b, byte(o.Kind), fl)
+		b = append(b, o.ID[:]...)
+		b = binary.AppendUvarint(b, uint64(o.Size))
+		if !o.Loose {
+			b = append(b, o.Data...)
+		}
+	}
+	b = binary.AppendUvarint(b, uint64(len(t.Moves)))
+	for _, m := range t.Moves {
+		b = binary.AppendUvarint(b, uint64(len(m.Name)))
+		b = append(b, m.Name...)
+		b = append(b, m.Old[:]...)
+		b = append(b, m.New[:]...)
+	}
+	return b
+}
+
+var errTxn = errors.New("malformed transaction payload")
+
+// decodeTxn parses a payload. Object data aliases p. A frame whose checksum
+// verified but whose payload does not parse is corruption (or a bug), never a
+// torn tail, so the caller reports it as such.
+func decodeTxn(p []byte) (*txn, error) {
+	pos := 0
+	fail := func(what string) (*txn, error) {
+		return nil, fmt.Errorf("%w: %s at payload byte %d", errTxn, what, pos)
+	}
+	uv := func() (uint64, bool) {
+		v, n := binary.Uvarint(p[pos:])
+		if n <= 0 {
+			return 0, false
+		}
+		pos += n
+		return v, true
+	}
+	if len(p) < 9 || p[0] != txnVersion {
+		return fail("bad version or short payload")
+	}
+	t := &txn{Time: time.Unix(0, int64(binary.LittleEndian.Uint64(p[1:]))).UTC()}
+	pos = 9
+	nobj, ok := uv()
+	if !ok || nobj > uint64(len(p)) {
+		return fail("bad object count")
+	}
+	t.Objs = make([]txnObj, 0, nobj)
+	for i := uint64(0); i < nobj; i++ {
+		if len(p)-pos < 34 {
+			return fail("short object header")
+		}
+		o := txnObj{Kind: objects.Kind(p[pos]), Loose: p[pos+1] == flagLoose}
+		if !o.Kind.Valid() || p[pos+1]&^flagLoose != 0 || (o.Loose && o.Kind != objects.KindBlob) {
+			return fail("bad object kind or flags")
+		}
+		copy(o.ID[:], p[pos+2:pos+34])
+		pos += 34
+		sz, ok := uv()
+		if !ok || sz > 1<<40 {
+			return fail("bad object size")
+		}
+		o.Size = int64(sz)
+		if !o.Loose {
+			if uint64(len(p)-pos) < sz {
+				return fail("object data past end")
+			}
+			o.off = pos
+			o.Data = p[pos : pos+int(sz)]
+			pos += int(sz)
+		}
+		t.Objs = append(t.Objs, o)
+	}
+	nm, ok := uv()
+	if !ok || nm > uint64(len(p)) {
+		return fail("bad move count")
+	}
+	for i := uint64(0); i < nm; i++ {
+		l, ok := uv()
+		if !ok || l > refs.MaxNameLen || uint64(len(p)-pos) < l+64 {
+			return fail("bad move")
+		}
+		m := refs.Move{Name: string(p[pos : pos+int(l)])}
+		pos += int(l)
+		copy(m.Old[:], p[pos:])
+		copy(m.New[:], p[pos+32:])
+		pos += 64
+		t.Moves = append(t.Moves, m)
+	}
+	if pos != len(p) {
+		return fail("trailing bytes")
+	}
+	return t, nil
+}
