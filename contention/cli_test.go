@@ -248,7 +248,7 @@ func (f *fixture) checkLands(r *run, writers, count int) {
 	}
 }
 
-var _ = Describe("CLI level (real swarmops processes)", Ordered, ContinueOnFailure, func() {
+var _ = Describe("CLI level (real swarmops processes)", Ordered, ContinueOnFailure, Serial, func() {
 	var bin string
 	cliBusyControl := false
 
@@ -314,7 +314,7 @@ var _ = Describe("CLI level (real swarmops processes)", Ordered, ContinueOnFailu
 		report(fmt.Sprintf("CLI, land races onto main, %d × %d", knobs.Writers, knobs.PerWriter), r)
 	})
 
-	Context("at full size", Label("slow"), Serial, func() {
+	Context("at full size", Label("slow"), func() {
 		for _, mode := range []string{ModeChain, ModeAdvance} {
 			It("serves "+mode+" agents in turn with no E_BUSY", func() {
 				requireCLIBusyControl()

@@ -25,7 +25,7 @@ func requireBusyControl() {
 	Expect(busyControlPassed).To(BeTrue(), "the E_BUSY control failed or did not run first: this harness cannot be trusted to see a Busy")
 }
 
-var _ = Describe("Store level (writer processes over the Go API)", Ordered, ContinueOnFailure, func() {
+var _ = Describe("Store level (writer processes over the Go API)", Ordered, ContinueOnFailure, Serial, func() {
 	It("sees E_BUSY when the spec holds the writer lock past a writer's timeout (control)", func() {
 		f := newFixture()
 		lock, err := vfs.OS().Lock(filepath.Join(f.dir, LockFile), 0)
@@ -164,7 +164,7 @@ var _ = Describe("Store level (writer processes over the Go API)", Ordered, Cont
 		})
 	})
 
-	Context("at full size", Label("slow"), Serial, func() {
+	Context("at full size", Label("slow"), func() {
 		for _, mode := range []string{ModeChain, ModeAdvance} {
 			It("serves "+mode+" writers in turn with no Busy", func() {
 				requireBusyControl()

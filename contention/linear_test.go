@@ -1,0 +1,97 @@
+package contention
+
+import (
+	"math"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+)
+
+// These specs pin the ref model and the history builder on hand-made
+// histories, so that the contention runs' "Ok" means something: each
+// illegal case here is one a broken store could produce.
+var _ = Describe("The ref model (C5)", func() {
+	cas := func(client int, old, new string, call, ret int64, ok bool, cur string) porcupine.Operation {
+		return porcupine.Operation{ClientId: client, Input: refInput{Kind: KindCAS, Old: old, New: new}, Call: call,
+			Output: refOutput{OK: ok, Cur: cur}, Return: ret}
+	}
+	read := func(client int, v string, call, ret int64) porcupine.Operation {
+		return porcupine.Operation{ClientId: client, Input: refInput{Kind: KindRead}, Call: call, Output: refOutput{Cur: v}, Return: ret}
+	}
+	unknown := func(client int, old, new string, call int64) porcupine.Operation {
+		return porcupine.Operation{ClientId: client, Input: refInput{Kind: KindCAS, Old: old, New: new}, Call: call,
+			Output: refOutput{Unknown: true}, Return: math.MaxInt64}
+	}
+	check := func(h ...porcupine.Operation) porcupine.CheckResult { return CheckRef("a", h, 10*time.Second) }
+
+	It("accepts one winner and a loser told the winner's value", func() {
+		Expect(check(cas(0, "a", "b", 0, 10, true, ""), cas(1, "a", "c", 1, 11, false, "b"), read(2, "b", 12, 13))).To(Equal(porcupine.Ok))
+	})
+	It("rejects two winners from the same expected value", func() {
+		Expect(check(cas(0, "a", "b", 0, 10, true, ""), cas(1, "a", "c", 1, 11, true, ""))).To(Equal(porcupine.Illegal))
+	})
+	It("rejects a loser told a value the ref never held", func() {
+		Expect(check(cas(0, "a", "b", 0, 10, true, ""), cas(1, "a", "c", 1, 11, false, "z"))).To(Equal(porcupine.Illegal))
+	})
+	It("rejects a loser whose expectation held all along", func() {
+		Expect(check(cas(1, "a", "c", 1, 11, false, "a"))).To(Equal(porcupine.Illegal))
+	})
+	It("rejects a read of a value overwritten before the read began", func() {
+		Expect(check(cas(0, "a", "b", 0, 10, true, ""), read(1, "a", 20, 21))).To(Equal(porcupine.Illegal))
+	})
+	It("accepts an operation of unknown outcome that happened", func() {
+		Expect(check(unknown(0, "a", "b", 0), read(1, "b", 20, 21), cas(2, "b", "c", 22, 23, true, ""))).To(Equal(porcupine.Ok))
+	})
+	It("accepts an operation of unknown outcome that never happened", func() {
+		Expect(check(unknown(0, "a", "b", 0), read(1, "a", 20, 21), cas(2, "a", "c", 22, 23, true, ""), read(3, "c", 24, 25))).To(Equal(porcupine.Ok))
+	})
+	It("still rejects a value nobody wrote next to an unknown operation", func() {
+		Expect(check(unknown(0, "a", "b", 0), read(1, "z", 20, 21))).To(Equal(porcupine.Illegal))
+	})
+
+	It("builds histories from records: Busy left out, a call without a return unknown", func() {
+		recs := []Record{
+			{Ev: EvCall, W: 0, Seq: 1, Kind: KindCAS, Ref: "main", Old: "a", New: "b", Start: 1},
+			{Ev: EvOp, W: 0, Seq: 1, Kind: KindCAS, Ref: "main", Old: "a", New: "b", Start: 1, End: 5, Err: ErrClassBusy},
+			{Ev: EvCall, W: 0, Seq: 2, Kind: KindCAS, Ref: "main", Old: "a", New: "b", Start: 6},
+			{Ev: EvOp, W: 0, Seq: 2, Kind: KindCAS, Ref: "main", Old: "a", New: "b", Start: 6, End: 9},
+			{Ev: EvCall, W: 1, Seq: 1, Kind: KindCAS, Ref: "main", Old: "b", New: "c", Start: 10},
+			{Ev: EvCall, W: 2, Seq: 1, Kind: KindRead, Ref: "other", Start: 3},
+			{Ev: EvOp, W: 2, Seq: 1, Kind: KindRead, Ref: "other", Cur: "x", Start: 3, End: 4},
+			{Ev: EvOp, W: 3, Seq: 1, Kind: KindCommit, New: "d", Start: 3, End: 4},
+		}
+		h, err := Histories(recs)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(h).To(HaveLen(2))
+		Expect(h["main"]).To(HaveLen(2))
+		Expect(h["main"][0].Output).To(Equal(refOutput{OK: true, New: "b"}))
+		Expect(h["main"][1].Output).To(Equal(refOutput{Unknown: true}))
+		Expect(h["main"][1].Return).To(Equal(int64(math.MaxInt64)))
+		Expect(h["other"]).To(HaveLen(1))
+	})
+})
+
+var _ = Describe("Summarize", func() {
+	It("counts waits in lock passes and the spread from go", func() {
+		const ms = int64(time.Millisecond)
+		recs := []Record{
+			{Ev: EvGo, W: 0}, {Ev: EvGo, W: 1},
+			// Four transactions in 40 ms: a pass is 10 ms.
+			{Ev: EvOp, W: 0, Kind: KindCommit, Start: 0, End: 10 * ms, Locks: 1},
+			{Ev: EvOp, W: 1, Kind: KindCommit, Start: 0, End: 20 * ms, Locks: 1, WaitNS: 10 * ms},
+			{Ev: EvOp, W: 0, Kind: KindCommit, Start: 10 * ms, End: 30 * ms, Locks: 1, WaitNS: 10 * ms},
+			{Ev: EvOp, W: 1, Kind: KindCommit, Start: 20 * ms, End: 40 * ms, Locks: 1, WaitNS: 10 * ms},
+			{Ev: EvOp, W: 1, Kind: KindCommit, Start: 40 * ms, End: 40 * ms, Err: ErrClassBusy},
+		}
+		s := Summarize(recs, 0)
+		Expect(s.Writers).To(Equal(2))
+		Expect(s.Ops).To(Equal(4))
+		Expect(s.Busy).To(Equal(1))
+		Expect(s.Pass).To(Equal(10 * time.Millisecond))
+		Expect(s.WaitMax).To(BeNumerically("~", 1.0, 1e-9))
+		Expect(s.Spread).To(BeNumerically("~", 40.0/30.0, 1e-9))
+		Expect(s.Throughput).To(BeNumerically("~", 100.0, 1e-9))
+	})
+})
