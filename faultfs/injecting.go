@@ -178,9 +178,6 @@ func ParseRule(s string) (Rule, error) {
 		default:
 			return Rule{}, fmt.Errorf("faultfs: rule %q: unknown field %q (want op, path, nth, prob, seed, err, latency, persistent)", s, key)
 		}
-		if key != "persistent" && !hasVal {
-			return Rule{}, fmt.Errorf("faultfs: rule %q: field %s needs a value (%s=…)", s, key, key)
-		}
 	}
 	if err := r.validate(); err != nil {
 		return Rule{}, fmt.Errorf("faultfs: rule %q: %w", s, err)

@@ -86,12 +86,12 @@ type Kind uint8
 // The kinds. An Op may belong to more than one (creating a file is both a
 // write and a directory operation).
 const (
-	KindRead  Kind = 1 << iota // observes state, changes nothing
-	KindWrite                  // changes file data or metadata in the page cache
-	KindSync                   // makes earlier changes durable
-	KindDir                    // changes a directory entry (durable only after SyncDir)
-	KindLock                   // takes or releases a lock
-	KindHandle                 // manages a handle and changes no state (Close, Seek)
+	KindRead   Kind = 1 << iota // observes state, changes nothing
+	KindWrite                   // changes file data or metadata in the page cache
+	KindSync                    // makes earlier changes durable
+	KindDir                     // changes a directory entry (durable only after SyncDir)
+	KindLock                    // takes or releases a lock
+	KindHandle                  // manages a handle and changes no state (Close, Seek)
 )
 
 var opKinds = [numOps]Kind{
