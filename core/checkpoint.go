@@ -149,7 +149,7 @@ func decodeCheckpoint(b []byte) (*checkpoint, error) {
 	c.Pos = journal.Pos{Seg: binary.LittleEndian.Uint64(b[32:]), Off: int64(binary.LittleEndian.Uint64(b[40:]))}
 	c.NextSeq = binary.LittleEndian.Uint64(b[48:])
 	c.Epoch = binary.LittleEndian.Uint64(b[56:])
-	if c.Pos.Seg == 0 || c.Pos.Off < journal.SegHeaderSize || c.NextSeq == 0 {
+	if c.Pos.Seg == 0 || c.Pos.Off < journal.FirstFrame || c.NextSeq == 0 {
 		return nil, fmt.Errorf("%w: bad position", errCkpt)
 	}
 	p := newProj(c.Pos, c.NextSeq)

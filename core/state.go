@@ -95,7 +95,7 @@ func decodeStateRec(key journal.Key, kind uint32, b []byte) (stateRec, bool) {
 	r.NextSeq = binary.LittleEndian.Uint64(b[32:])
 	copy(r.Boot[:], b[40:56])
 	r.Flags = binary.LittleEndian.Uint32(b[56:])
-	if r.Pos.Seg == 0 || r.Pos.Off < journal.SegHeaderSize || r.NextSeq == 0 {
+	if r.Pos.Seg == 0 || r.Pos.Off < journal.FirstFrame || r.NextSeq == 0 {
 		return r, false
 	}
 	return r, true

@@ -82,7 +82,7 @@ func (o *Options) fill() error {
 	if o.SegmentSize == 0 {
 		o.SegmentSize = journal.DefaultSegmentSize
 	}
-	if o.SegmentSize < 4*journal.SegHeaderSize {
+	if o.SegmentSize < 4*journal.FirstFrame {
 		return fmt.Errorf("%w: Options.SegmentSize %d too small", ErrInvalid, o.SegmentSize)
 	}
 	if o.Now == nil {
@@ -155,7 +155,7 @@ func Create(dir string, o Options) (*Store, error) {
 	if err := s.jcfg.Sync(1, 1); err != nil {
 		return nil, ioErr("sync first segment", err)
 	}
-	start := journal.Pos{Seg: 1, Off: journal.SegHeaderSize}
+	start := journal.Pos{Seg: 1, Off: journal.FirstFrame}
 	epoch := randEpoch()
 	s.p = newProj(start, 1)
 	if err := writeCheckpoint(fsys, dir, encodeCheckpoint(id, start, 1, epoch, s.p), false); err != nil {

@@ -6,7 +6,8 @@
 // # Segments
 //
 // A segment is the file journal/seg-%012d. It starts with a 64-byte header
-// and is followed by 8-byte aligned frames:
+// in a sector of its own, followed by frames that start on 512-byte sector
+// boundaries:
 //
 //	 0               8       12      16                              32
 //	 +---------------+-------+-------+-------------------------------+
@@ -44,14 +45,17 @@
 //	 +--------------------+---------------------+
 //	 | checksum (16 bytes)                      |
 //	 +------------------------------------------+  48
-//	 | payload (length bytes), zero padded to a multiple of 8
+//	 | payload (length bytes), zero padded to a multiple of 512
 //	 +------------------------------------------+
 //
 //   - magic "SWF1" (never all zeros) lets a scanner reject pre-zeroed space
 //     at once and lets the corruption check find frame starts.
 //   - kind says how the store decodes the payload; flags are reserved (0).
-//   - length bounds the payload; all frames are 8-byte aligned so a length
-//     or sequence field never straddles a sector boundary.
+//   - length bounds the payload. Frames are sector (512-byte) aligned, not
+//     just 8-byte aligned: a power loss may zero or garble every sector an
+//     unsynced write touched, so an append must never rewrite a sector that
+//     holds an earlier, acknowledged frame. Alignment also keeps every
+//     header field inside one sector.
 //   - seq is the frame's sequence number. A frame is valid only if its seq
 //     is the next expected one, so a stale frame (an older frame image left
 //     beyond the end, or a frame from before a cut) never joins the log.

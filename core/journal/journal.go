@@ -23,6 +23,15 @@ import (
 const (
 	SegHeaderSize   = 64
 	FrameHeaderSize = 48
+	// FrameAlign is the alignment of every frame start and size: one disk
+	// sector. An append then never rewrites a sector that holds an earlier,
+	// possibly durable, frame, so a write torn by a power loss (which may
+	// zero or garble every sector it touched) can only damage frames that
+	// were never acknowledged.
+	FrameAlign = 512
+	// FirstFrame is the offset of the first frame of a segment: the header
+	// has a sector of its own for the same reason.
+	FirstFrame = FrameAlign
 	frameMagic      = 0x31465753 // "SWF1" little endian
 	segVersion      = 1
 	// MaxPayload bounds a frame's payload so a corrupt length can never make
@@ -89,9 +98,9 @@ func ParseSegName(name string) (uint64, bool) {
 }
 
 // FrameSize is the on-disk size of a frame with a payload of n bytes.
-func FrameSize(n int) int64 { return align8(int64(FrameHeaderSize + n)) }
+func FrameSize(n int) int64 { return alignFrame(int64(FrameHeaderSize + n)) }
 
-func align8(n int64) int64 { return (n + 7) &^ 7 }
+func alignFrame(n int64) int64 { return (n + FrameAlign - 1) &^ (FrameAlign - 1) }
 
 // PayloadDigest is the digest of a payload that the frame checksum covers.
 // Callers compute it before taking the writer lock.
@@ -392,7 +401,7 @@ func (r *Reader) Next(pos Pos, seq uint64) (*Frame, error) {
 	if herr != nil || h.FirstSeq != seq {
 		return nil, errInvalid
 	}
-	return r.ReadFrame(Pos{pos.Seg + 1, SegHeaderSize}, seq)
+	return r.ReadFrame(Pos{pos.Seg + 1, FirstFrame}, seq)
 }
 
 // ScanResult is where a scan stopped.
@@ -446,7 +455,7 @@ func (r *Reader) Classify(stop Pos, seq, durableSeq uint64) error {
 		if n < stop.Seg {
 			continue
 		}
-		from := int64(SegHeaderSize)
+		from := int64(FirstFrame)
 		if n == stop.Seg {
 			from = stop.Off
 		}
@@ -461,7 +470,7 @@ func (r *Reader) Classify(stop Pos, seq, durableSeq uint64) error {
 }
 
 // maxWatermark finds the highest watermark among checksum-valid frames at
-// 8-aligned offsets of segment n from off on.
+// frame-aligned offsets of segment n from off on.
 func (r *Reader) maxWatermark(n uint64, off int64) (max uint64, at int64, found bool, err error) {
 	f, err := r.file(n)
 	if err != nil {
@@ -479,7 +488,7 @@ func (r *Reader) maxWatermark(n uint64, off int64) (max uint64, at int64, found 
 	if err := vfs.ReadFull(f, buf, off); err != nil {
 		return 0, 0, false, err
 	}
-	for i := int64(0); i+FrameHeaderSize <= int64(len(buf)); i += 8 {
+	for i := int64(0); i+FrameHeaderSize <= int64(len(buf)); i += FrameAlign {
 		h, ok := parseHeader(buf[i:])
 		if !ok {
 			continue
@@ -627,7 +636,7 @@ func (w *Writer) CreateSegment(n, firstSeq uint64, minSize int64) error {
 		f.Close()
 		return err
 	}
-	size := w.roundWindow(max(minSize, SegHeaderSize+1))
+	size := w.roundWindow(max(minSize, FirstFrame+1))
 	if err := zeroFill(f, SegHeaderSize, size); err != nil {
 		f.Close()
 		return err
@@ -669,9 +678,9 @@ func zeroFill(f afero.File, from, to int64) error {
 func (w *Writer) Append(end Pos, seq uint64, frame []byte) (Pos, error) {
 	n := int64(len(frame))
 	at := end
-	if end.Off > SegHeaderSize && end.Off+n > w.segSize() {
-		at = Pos{end.Seg + 1, SegHeaderSize}
-		if err := w.CreateSegment(at.Seg, seq, SegHeaderSize+n); err != nil {
+	if end.Off > FirstFrame && end.Off+n > w.segSize() {
+		at = Pos{end.Seg + 1, FirstFrame}
+		if err := w.CreateSegment(at.Seg, seq, FirstFrame+n); err != nil {
 			return at, err
 		}
 	} else if err := w.open(at.Seg); err != nil {
