@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/swarmops/swarmops/core/objects"
 )
 
 // Revision syntax (resolution is the store's: Snapshot.Resolve):
@@ -97,8 +99,8 @@ func checkRefName(name string) error {
 	return nil
 }
 
-// splitRevPath splits "REV:PATH". The path part may be absent (allowPath
-// false forbids it... callers that require it check themselves).
+// splitRevPath splits "REV:PATH" at the first colon (ref names and ids never
+// hold one); hasPath is false when there is no colon.
 func splitRevPath(arg string) (rev, path string, hasPath bool) {
 	if i := strings.IndexByte(arg, ':'); i >= 0 {
 		return arg[:i], arg[i+1:], true
@@ -129,9 +131,11 @@ func checkPath(p string) error {
 		case ".", "..":
 			return fmt.Errorf("path %q has a %q component", p, comp)
 		}
-		if len(comp) > 255 {
-			return fmt.Errorf("path %q has a component of %d bytes (max 255)", p, len(comp))
-		}
+	}
+	// The store's own rule is the authority; the checks above only give
+	// the common mistakes plainer messages.
+	if _, err := objects.CleanPath(p); err != nil {
+		return err
 	}
 	return nil
 }
