@@ -6,6 +6,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"strings"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -222,6 +223,10 @@ var _ = Describe("the power-loss model of MemFS", func() {
 		prepare := func() {
 			write(m, "/s/f", string(bytes.Repeat([]byte{'d'}, 64*faultfs.SectorSize)), true)
 			write(m, "/s/r", "renamed", true)
+			Expect(m.Mkdir("/s/a", 0o755)).To(Succeed())
+			Expect(m.Mkdir("/s/b", 0o755)).To(Succeed())
+			write(m, "/s/a/x", "moved", true)
+			Expect(m.SyncDir("/s/a")).To(Succeed())
 			Expect(m.SyncDir("/s")).To(Succeed())
 			f, err := m.OpenFile("/s/f", os.O_WRONLY, 0)
 			Expect(err).NotTo(HaveOccurred())
@@ -230,11 +235,35 @@ var _ = Describe("the power-loss model of MemFS", func() {
 			write(m, "/s/new1", "n1", true)
 			write(m, "/s/new2", "n2", true)
 			Expect(m.Rename("/s/r", "/s/r2")).To(Succeed())
+			Expect(m.Rename("/s/a/x", "/s/b/y")).To(Succeed())
+		}
+
+		// fates names each sector of /s/f: Kept, Dropped, Zeroed, Garbage.
+		fates := func(c *faultfs.MemFS) string {
+			got := content(c, "/s/f")
+			if got == absent {
+				return absent
+			}
+			var b strings.Builder
+			for s := 0; s+faultfs.SectorSize <= len(got); s += faultfs.SectorSize {
+				switch sec := got[s : s+faultfs.SectorSize]; sec {
+				case strings.Repeat("L", faultfs.SectorSize):
+					b.WriteByte('K')
+				case strings.Repeat("d", faultfs.SectorSize):
+					b.WriteByte('D')
+				case string(make([]byte, faultfs.SectorSize)):
+					b.WriteByte('Z')
+				default:
+					b.WriteByte('G')
+				}
+			}
+			return b.String()
 		}
 
 		snapshot := func(c *faultfs.MemFS) string {
 			var b bytes.Buffer
-			for _, n := range []string{"/s/f", "/s/new1", "/s/new2", "/s/r", "/s/r2"} {
+			b.WriteString(fates(c) + ";")
+			for _, n := range []string{"/s/new1", "/s/new2", "/s/r", "/s/r2", "/s/a/x", "/s/b/y"} {
 				b.WriteString(n + "=" + content(c, n) + ";")
 			}
 			return b.String()
@@ -248,26 +277,15 @@ var _ = Describe("the power-loss model of MemFS", func() {
 
 		It("gives each unsynced sector one of the four fates and keeps synced state", func() {
 			prepare()
-			fates := map[string]int{}
+			seen := map[rune]int{}
 			for seed := int64(0); seed < 20; seed++ {
-				got := content(m.CrashClone(faultfs.Torn, seed), "/s/f")
-				Expect(got).NotTo(Equal(absent), "the synced entry survives (seed %d)", seed)
-				Expect(got).To(HaveLen(64*faultfs.SectorSize), "seed %d", seed)
-				for s := 0; s < 64; s++ {
-					sec := got[s*faultfs.SectorSize : (s+1)*faultfs.SectorSize]
-					switch sec {
-					case string(bytes.Repeat([]byte{'L'}, faultfs.SectorSize)):
-						fates["kept"]++
-					case string(bytes.Repeat([]byte{'d'}, faultfs.SectorSize)):
-						fates["dropped"]++
-					case string(make([]byte, faultfs.SectorSize)):
-						fates["zeroed"]++
-					default:
-						fates["garbage"]++
-					}
+				got := fates(m.CrashClone(faultfs.Torn, seed))
+				Expect(got).To(HaveLen(64), "seed %d: the synced entry and size survive", seed)
+				for _, f := range got {
+					seen[f]++
 				}
 			}
-			Expect(fates).To(HaveLen(4), "fates seen: %v", fates)
+			Expect(seen).To(HaveLen(4), "fates seen: %v", seen)
 		})
 
 		It("keeps or drops each directory operation, and a rename atomically", func() {
@@ -277,6 +295,8 @@ var _ = Describe("the power-loss model of MemFS", func() {
 				c := m.CrashClone(faultfs.Torn, seed)
 				r, r2 := exists(c, "/s/r"), exists(c, "/s/r2")
 				Expect(r != r2).To(BeTrue(), "seed %d: rename left r=%v r2=%v", seed, r, r2)
+				x, y := exists(c, "/s/a/x"), exists(c, "/s/b/y")
+				Expect(x != y).To(BeTrue(), "seed %d: rename between directories left x=%v y=%v", seed, x, y)
 				seen["r2"] = seen["r2"] || r2
 				seen["r"] = seen["r"] || r
 				seen["new1"] = seen["new1"] || exists(c, "/s/new1")
