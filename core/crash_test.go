@@ -84,59 +84,127 @@ func crashBase(t *testing.T) (*faultfs.MemFS, []core.ID) {
 	return m, ids
 }
 
-// TestCrashAtEveryCall runs each write op with a crash at filesystem call
-// 1, 2, … (opening the store included), takes strict, torn and
-// process-crash clones, reopens, and checks: every acknowledged op is
-// present, nothing is half-visible (a changeset is there whole with its
-// tree and blobs, and a ref move travels with it), and the recovered store
-// takes a new commit and reopens again.
+// sweep runs op with a crash at filesystem call 1, 2, … (opening the store
+// included) under the weakening w, takes strict, torn and process-crash
+// clones of each crash state, reopens, and returns every violation found:
+// an acknowledged op missing, a half-visible op, a store that does not
+// reopen, verify, take a new commit and reopen again.
+func sweep(t *testing.T, op crashOp, w core.Weakening, seeds int64, stopAtFirst bool) (points int, violations []string) {
+	base, ids := crashBase(t)
+	head := ids[len(ids)-1]
+	// The op's result without a crash, to recognise it afterwards.
+	want, err := op.run(openOK(t, base.CrashClone(faultfs.ProcessCrash, 0)), head)
+	if err != nil {
+		t.Fatalf("op without crash: %v", err)
+	}
+	for n := int64(1); ; n++ {
+		live := base.CrashClone(faultfs.ProcessCrash, 0)
+		c := faultfs.NewCrashing(live, n)
+		acked := false
+		s, err := core.Open("/s", core.Options{FS: c, CheckpointEvery: 2, InlineThreshold: 256, Now: fixedNow, Weaken: w})
+		if err == nil {
+			_, err = op.run(s, head)
+			acked = err == nil
+			s.Close()
+		}
+		if !c.Crashed() {
+			if err != nil {
+				t.Fatalf("no crash but op failed: %v", err)
+			}
+			return points, violations
+		}
+		if err != nil && !errors.Is(err, core.ErrCrashed) {
+			t.Fatalf("crash at call %d: error %v does not wrap ErrCrashed", n, err)
+		}
+		points++
+		// C4: what a reader could see at the moment of the crash must
+		// survive it. A reader opens the crashed state as another process
+		// of the same boot would.
+		seen := readerSees(live, want, op.advance)
+		models := []faultfs.Model{faultfs.Strict, faultfs.ProcessCrash}
+		for seed := int64(0); seed <= seeds; seed++ {
+			model := faultfs.Torn
+			if seed == 0 {
+				model = models[0]
+			}
+			for _, m := range append([]faultfs.Model{model}, models[1:]...)[:1+boolInt(seed == 0)] {
+				after := live.CrashClone(m, seed)
+				if err := checkAfterCrash(after, ids, want, acked || seen, op.advance); err != nil {
+					violations = append(violations, fmt.Sprintf("op %s, crash at call %d, model %s seed %d (acked=%v, seen by a reader=%v): %v", op.name, n, m, seed, acked, seen, err))
+					if stopAtFirst {
+						return points, violations
+					}
+				}
+			}
+		}
+	}
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// TestCrashAtEveryCall checks that a commit, a commit with ref advance (with
+// and without a loose object) and a ref move keep every claim at every crash
+// point.
 func TestCrashAtEveryCall(t *testing.T) {
 	seeds := crashSeeds(t)
 	for _, op := range crashOps {
 		t.Run(op.name, func(t *testing.T) {
-			base, ids := crashBase(t)
-			head := ids[len(ids)-1]
-			// The op's result without a crash, to recognise it afterwards.
-			want, err := op.run(openOK(t, base.CrashClone(faultfs.ProcessCrash, 0)), head)
-			if err != nil {
-				t.Fatalf("op without crash: %v", err)
-			}
-			points := 0
-			for n := int64(1); ; n++ {
-				live := base.CrashClone(faultfs.ProcessCrash, 0)
-				c := faultfs.NewCrashing(live, n)
-				acked := false
-				s, err := core.Open("/s", core.Options{FS: c, CheckpointEvery: 2, InlineThreshold: 256, Now: fixedNow})
-				if err == nil {
-					_, err = op.run(s, head)
-					acked = err == nil
-					s.Close()
-				}
-				if !c.Crashed() {
-					if err != nil {
-						t.Fatalf("no crash but op failed: %v", err)
-					}
-					break
-				}
-				if err != nil && !errors.Is(err, core.ErrCrashed) {
-					t.Fatalf("crash at call %d: error %v does not wrap ErrCrashed", n, err)
-				}
-				points++
-				check := func(model faultfs.Model, seed int64) {
-					t.Helper()
-					after := live.CrashClone(model, seed)
-					why := fmt.Sprintf("op %s, crash at call %d, model %s seed %d (acked=%v)", op.name, n, model, seed, acked)
-					checkAfterCrash(t, after, ids, want, acked, op.advance, why)
-				}
-				check(faultfs.Strict, 0)
-				check(faultfs.ProcessCrash, 0)
-				for seed := int64(1); seed <= seeds; seed++ {
-					check(faultfs.Torn, seed)
-				}
+			points, v := sweep(t, op, 0, seeds, false)
+			for _, x := range v {
+				t.Error(x)
 			}
 			t.Logf("%s: %d crash points, each strict, process and %d torn clones", op.name, points, seeds)
 		})
 	}
+}
+
+// TestCrashCheckCatchesWeakenings shows the crash check can fail: each
+// canary that breaks a durability rule must produce a violation.
+func TestCrashCheckCatchesWeakenings(t *testing.T) {
+	cases := []struct {
+		w  core.Weakening
+		op int
+	}{
+		{core.WeakSkipDatasync, 1},
+		{core.WeakAckBeforeSync, 1},
+		{core.WeakEarlyDurable, 1},
+		{core.WeakEarlyDurable, 0},
+		{core.WeakSkipDirSync, 2},
+	}
+	for _, c := range cases {
+		t.Run(fmt.Sprint(c.w), func(t *testing.T) {
+			_, v := sweep(t, crashOps[c.op], c.w, 3, true)
+			if len(v) == 0 {
+				t.Fatalf("weakening %d went unnoticed by the crash check", c.w)
+			}
+			t.Logf("caught: %s", v[0])
+		})
+	}
+}
+
+// readerSees reports whether a reader opening the crashed state (same boot)
+// sees the op's effect.
+func readerSees(live *faultfs.MemFS, want core.ID, advance bool) bool {
+	s, err := core.Open("/s", core.Options{FS: live.CrashClone(faultfs.ProcessCrash, 0)})
+	if err != nil {
+		return false
+	}
+	defer s.Close()
+	sn, err := s.Snapshot()
+	if err != nil {
+		return false
+	}
+	if advance {
+		main, err := sn.Ref("main")
+		return err == nil && main == want
+	}
+	_, err = sn.Changeset(want)
+	return err == nil
 }
 
 func openOK(t *testing.T, m *faultfs.MemFS) *core.Store {
@@ -148,53 +216,53 @@ func openOK(t *testing.T, m *faultfs.MemFS) *core.Store {
 	return s
 }
 
-func checkAfterCrash(t *testing.T, m *faultfs.MemFS, ids []core.ID, want core.ID, acked, advance bool, why string) {
-	t.Helper()
+func checkAfterCrash(m *faultfs.MemFS, ids []core.ID, want core.ID, acked, advance bool) error {
 	s, err := core.Open("/s", core.Options{FS: m, CheckpointEvery: 2, InlineThreshold: 256, Now: fixedNow})
 	if err != nil {
-		t.Fatalf("%s: reopen: %v", why, err)
+		return fmt.Errorf("reopen: %w", err)
 	}
 	defer s.Close()
 	sn, err := s.Snapshot()
 	if err != nil {
-		t.Fatalf("%s: snapshot: %v", why, err)
+		return fmt.Errorf("snapshot: %w", err)
 	}
 	for i, id := range ids {
 		if _, err := sn.Flatten(id); err != nil {
-			t.Fatalf("%s: base commit %d lost: %v", why, i, err)
+			return fmt.Errorf("base commit %d lost: %w", i, err)
 		}
 	}
 	main, err := sn.Ref("main")
 	if err != nil {
-		t.Fatalf("%s: main lost: %v", why, err)
+		return fmt.Errorf("main lost: %w", err)
 	}
 	_, present := sn.Flatten(want)
 	visible := present == nil
 	if advance {
 		visible = main == want
 		if main != want && main != ids[len(ids)-1] {
-			t.Fatalf("%s: main = %s, neither the old head nor the op's result", why, main)
+			return fmt.Errorf("main = %s, neither the old head nor the op's result", main)
 		}
 		if visible {
 			if _, err := sn.Flatten(want); err != nil {
-				t.Fatalf("%s: main names %s but it is not whole: %v", why, want, err)
+				return fmt.Errorf("main names %s but it is not whole: %w", want, err)
 			}
 		}
 	}
 	if acked && !visible {
-		t.Fatalf("%s: acknowledged op is not visible after recovery", why)
+		return fmt.Errorf("an op that was acknowledged or seen by a reader is not visible after recovery")
 	}
 	if rep, err := s.Verify(true, nil); err != nil || len(rep.Problems) > 0 {
-		t.Fatalf("%s: verify after recovery: %v %+v", why, err, rep)
+		return fmt.Errorf("verify after recovery: %v %+v", err, rep)
 	}
 	// The recovered store still works and reopens (recovery is complete).
 	if _, err := s.Commit(core.CommitRequest{Parents: []core.ID{main}, Changes: []core.Change{put("after", "x")}}); err != nil {
-		t.Fatalf("%s: commit after recovery: %v", why, err)
+		return fmt.Errorf("commit after recovery: %w", err)
 	}
 	s.Close()
 	s2, err := core.Open("/s", core.Options{FS: m})
 	if err != nil {
-		t.Fatalf("%s: second reopen: %v", why, err)
+		return fmt.Errorf("second reopen: %w", err)
 	}
 	s2.Close()
+	return nil
 }
