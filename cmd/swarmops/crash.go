@@ -4,23 +4,29 @@ import (
 	"strconv"
 
 	"github.com/swarmops/swarmops/core/vfs"
+	"github.com/swarmops/swarmops/faultfs"
 )
 
-// crashExitStatus is the exit status of a simulated crash. It must equal
-// faultfs.CrashExitStatus, whose wrapper ends the process itself.
-const crashExitStatus = 197
+// crashExitStatus is the exit status of a simulated crash: the faultfs
+// wrapper ends the process itself with it, at the chosen call, as a SIGKILL
+// would.
+const crashExitStatus = faultfs.CrashExitStatus
 
 // crashFS returns the filesystem the store should use: nil (the OS) unless
-// SWARMOPS_TEST_CRASH_AT=N asks for the OS wrapped to crash at its Nth
-// call. A malformed value is a usage error naming the variable, never a
+// SWARMOPS_TEST_CRASH_AT=N asks for the OS wrapped to end the process at its
+// Nth call. A malformed value is a usage error naming the variable, never a
 // silent run without the crash.
 func crashFS(getenv func(string) string) (vfs.FS, error) {
-	v := getenv("SWARMOPS_TEST_CRASH_AT")
+	v := getenv(faultfs.CrashAtEnv)
 	if v == "" {
 		return nil, nil
 	}
 	if n, err := strconv.ParseInt(v, 10, 64); err != nil || n <= 0 {
-		return nil, usagef("SWARMOPS_TEST_CRASH_AT=%q: want a positive call number (1-based)", v)
+		return nil, usagef("%s=%q: want a positive call number (1-based)", faultfs.CrashAtEnv, v)
 	}
-	return wrapCrash()
+	fsys, err := faultfs.CrashAtFromEnv(vfs.OS())
+	if err != nil {
+		return nil, usagef("%w", err)
+	}
+	return fsys, nil
 }

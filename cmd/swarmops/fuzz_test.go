@@ -98,7 +98,7 @@ func FuzzParseChanges(f *testing.F) {
 // accepts what the store could not name: whitespace, ':', NUL, or an empty
 // base.
 func FuzzCheckRev(f *testing.F) {
-	for _, s := range []string{"main", "main~2", "abcd", "a/b~~", "~1", "main~x", "a:b", "a\x00", "-x", strings.Repeat("f", 64)} {
+	for _, s := range []string{"main", "main~2", "abcd", "a/b~", "a~1~2", "~1", "main~x", "a:b", "a\x00", "-x", strings.Repeat("f", 64)} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, rev string) {

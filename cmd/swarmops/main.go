@@ -84,24 +84,17 @@ func (a *app) finish(err error) int {
 	case a.fail != nil:
 		ce = a.fail
 	}
-	elapsed := float64(time.Since(a.start).Microseconds()) / 1000
+	m := meta{ElapsedMS: float64(time.Since(a.start).Microseconds()) / 1000}
 	if ce == nil {
 		if a.jsonOut {
-			a.writeJSON(map[string]any{"ok": true, "data": a.data, "meta": map[string]any{"elapsed_ms": elapsed}})
+			a.writeJSON(okEnvelope{OK: true, Data: a.data, Meta: m})
 		} else if a.text != nil {
 			a.text(a.stdout)
 		}
 		return 0
 	}
 	if a.jsonOut {
-		e := map[string]any{}
-		for k, v := range ce.extra {
-			e[k] = v
-		}
-		e["code"] = ce.kind.Code
-		e["message"] = ce.Error()
-		e["retryable"] = ce.kind.Retryable
-		a.writeJSON(map[string]any{"ok": false, "error": e, "meta": map[string]any{"elapsed_ms": elapsed}})
+		a.writeJSON(errEnvelope{OK: false, Error: errorBody(ce), Meta: m})
 	} else {
 		fmt.Fprintf(a.stderr, "swarmops: %s: %s\n", ce.kind.Code, ce.Error())
 		keys := make([]string, 0, len(ce.extra))
@@ -117,6 +110,55 @@ func (a *app) finish(err error) int {
 		}
 	}
 	return ce.kind.Exit
+}
+
+// The envelopes. Structs, not maps, so "ok" comes first on the wire.
+type (
+	meta struct {
+		ElapsedMS float64 `json:"elapsed_ms"`
+	}
+	okEnvelope struct {
+		OK   bool `json:"ok"`
+		Data any  `json:"data"`
+		Meta meta `json:"meta"`
+	}
+	errEnvelope struct {
+		OK    bool            `json:"ok"`
+		Error json.RawMessage `json:"error"`
+		Meta  meta            `json:"meta"`
+	}
+)
+
+// errorBody renders an error object: code, message and retryable first, then
+// the extras (sorted by key). The extras can never override the first three.
+func errorBody(ce *cliError) json.RawMessage {
+	var b strings.Builder
+	head, _ := json.Marshal(struct {
+		Code      string `json:"code"`
+		Message   string `json:"message"`
+		Retryable bool   `json:"retryable"`
+	}{ce.kind.Code, ce.Error(), ce.kind.Retryable})
+	b.Write(head[:len(head)-1])
+	keys := make([]string, 0, len(ce.extra))
+	for k := range ce.extra {
+		if k != "code" && k != "message" && k != "retryable" {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		kb, _ := json.Marshal(k)
+		vb, err := json.Marshal(ce.extra[k])
+		if err != nil {
+			vb, _ = json.Marshal(fmt.Sprint(ce.extra[k]))
+		}
+		b.WriteByte(',')
+		b.Write(kb)
+		b.WriteByte(':')
+		b.Write(vb)
+	}
+	b.WriteByte('}')
+	return json.RawMessage(b.String())
 }
 
 // humanValue renders an error extra for a terminal.

@@ -11,7 +11,7 @@ import (
 
 // Revision syntax (resolution is the store's: Snapshot.Resolve):
 //
-//	rev     = base { "~" [digits] }
+//	rev     = base [ "~" [digits] ]
 //	base    = hex id (4..64 lowercase hex digits) | ref name
 //	refname = components of [A-Za-z0-9._-] joined by "/", no component
 //	          empty, "." or "..", not starting with "-"
@@ -32,20 +32,7 @@ func checkRev(rev string) error {
 	base := rev
 	if i := strings.IndexByte(rev, '~'); i >= 0 {
 		base = rev[:i]
-		rest := rev[i:]
-		for rest != "" {
-			// rest starts with '~'
-			rest = rest[1:]
-			j := strings.IndexByte(rest, '~')
-			num := rest
-			if j >= 0 {
-				num, rest = rest[:j], rest[j:]
-			} else {
-				rest = ""
-			}
-			if num == "" {
-				continue
-			}
+		if num := rev[i+1:]; num != "" {
 			n, err := strconv.Atoi(num)
 			if err != nil || n < 0 || n > maxBack || num[0] == '+' || num[0] == '-' {
 				return fmt.Errorf("revision %q: %q after '~' is not a count (0..%d)", rev, num, maxBack)
