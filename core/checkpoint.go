@@ -217,7 +217,7 @@ func readCheckpoint(fsys vfs.FS, dir string) (*checkpoint, error) {
 	p := path.Join(dir, ckptName)
 	st, err := fsys.Stat(p)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("%w: %s has no checkpoint file", ErrNotStore, dir)
+		return nil, fmt.Errorf("%w: %s has no checkpoint file %s", ErrNotStore, dir, p)
 	}
 	if err != nil {
 		return nil, ioErr("stat checkpoint", err)
