@@ -14,7 +14,8 @@ import (
 const DefaultLandAttempts = 16
 
 // TestHookLandBeforeCommit, when non-nil, is called by Land after it has
-// computed a merge and before it tries to commit it, with the 1-based attempt
+// computed a merge (or chosen a fast-forward) and before it tries to commit
+// it, with the 1-based attempt
 // number. It exists so tests can make a race happen on purpose (the CLI sets
 // it only from SWARMOPS_TEST_LAND_PAUSE). It is nil in normal operation.
 var TestHookLandBeforeCommit func(attempt int)
@@ -104,6 +105,9 @@ func (s *Store) Land(change ID, onto string, o LandOptions) (*LandResult, error)
 			if attempt > 1 {
 				res.Remerged = append(res.Remerged, 0)
 			}
+			if TestHookLandBeforeCommit != nil {
+				TestHookLandBeforeCommit(attempt)
+			}
 			err := s.UpdateRefs(RefUpdate{Name: onto, Old: head, New: change})
 			if err == nil {
 				res.Changeset = change
@@ -111,6 +115,13 @@ func (s *Store) Land(change ID, onto string, o LandOptions) (*LandResult, error)
 			}
 			cur, lost := lostRace(err, onto)
 			if !lost {
+				return fail(err)
+			}
+			// The fast-forward was the merge whose base and head are both
+			// the old head: record it, so the retry re-merges only what
+			// the target gained.
+			base = head
+			if m, err = buildMerge(sn, base, head, change); err != nil {
 				return fail(err)
 			}
 			prevHead, head = head, cur
