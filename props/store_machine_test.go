@@ -345,3 +345,17 @@ func TestStoreMatchesModelOfAcknowledgedTransactions(t *testing.T) {
 func FuzzStoreMachine(f *testing.F) {
 	f.Fuzz(rapid.MakeFuzz(storeMachineProp(0)))
 }
+
+// TestCanaryStorePropertyCatchesSkippedDatasync runs the journal property
+// against the store's WeakSkipDatasync canary: acknowledged commits are not
+// durable, so a strict crash clone loses them and the model notices.
+func TestCanaryStorePropertyCatchesSkippedDatasync(t *testing.T) {
+	expectFailure(t, 40, "a store that never fdatasyncs the journal (WeakSkipDatasync)", storeMachineProp(core.WeakSkipDatasync))
+}
+
+// TestCanaryStorePropertyCatchesSkippedDirSync runs it against
+// WeakSkipDirSync: a new segment or loose object name is not durable, so a
+// crash clone loses acknowledged data.
+func TestCanaryStorePropertyCatchesSkippedDirSync(t *testing.T) {
+	expectFailure(t, 40, "a store that skips directory syncs (WeakSkipDirSync)", storeMachineProp(core.WeakSkipDirSync))
+}
