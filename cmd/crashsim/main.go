@@ -1,0 +1,406 @@
+// Command crashsim is the release gate of SwarmOps: it crashes every
+// scenario at every filesystem call under every crash model, checks the
+// durability claims on what each crash leaves, and proves its own teeth on
+// the store's canary weakenings.
+//
+//	crashsim --quick                 bounded subset, the main CI job (< 60 s on 2 cores)
+//	crashsim --sweep                 every scenario × every point × every model, plus faults
+//	crashsim --self-test             every canary must be caught
+//	crashsim --subprocess            the real swarmops binary with SWARMOPS_TEST_CRASH_AT
+//	crashsim --scenario commit --at 37 --model strict --seed 1    reproduce one point
+//
+// Exit status: 0 every claim held, 1 a violation (or an undetected canary),
+// 2 bad input (flags, scenario files).
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/mattn/go-isatty"
+	"github.com/schollz/progressbar/v3"
+
+	"github.com/swarmops/swarmops/crashsweep"
+	"github.com/swarmops/swarmops/faultfs"
+	"github.com/swarmops/swarmops/scenarios"
+)
+
+// Exit statuses.
+const (
+	exitOK        = 0
+	exitViolation = 1
+	exitUsage     = 2
+)
+
+// reproPrefix starts every reproduction line; it works from the module root.
+const reproPrefix = "go run ./cmd/crashsim"
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// usageError is bad input: exit status 2.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func usagef(format string, a ...any) error { return &usageError{fmt.Sprintf(format, a...)} }
+
+type options struct {
+	sweep, quick, selfTest, subprocess, list bool
+	scenario, models, shard, jsonPath       string
+	fault, canary, scenarioDir, binary      string
+	at, recoverAt, seed                     int64
+	tornSeeds, workers, recoveryPoints      int
+	stride, faultStride                     int
+	noFaults                                bool
+}
+
+func parse(args []string, stderr io.Writer) (*options, error) {
+	o := &options{}
+	fs := flag.NewFlagSet("crashsim", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.BoolVar(&o.sweep, "sweep", false, "the release sweep: every scenario, every crash point, every model, every fault")
+	fs.BoolVar(&o.quick, "quick", false, "a bounded subset for every push (< 60 s on 2 cores)")
+	fs.BoolVar(&o.selfTest, "self-test", false, "run every canary weakening; fail if any goes undetected")
+	fs.BoolVar(&o.subprocess, "subprocess", false, "crash the real swarmops binary (SWARMOPS_TEST_CRASH_AT) over the CLI write commands")
+	fs.BoolVar(&o.list, "list", false, "list the scenarios and their call counts, then exit")
+	fs.StringVar(&o.scenario, "scenario", "*", "scenario name glob")
+	fs.StringVar(&o.scenarioDir, "scenarios", "", "load scenarios from this directory instead of the built-in ones")
+	fs.StringVar(&o.models, "model", "", "crash models, comma-separated: process, strict, torn (default all)")
+	fs.Int64Var(&o.at, "at", 0, "check only crash point N (1-based call number; calls+1 = after the last call)")
+	fs.Int64Var(&o.recoverAt, "recover-at", 0, "with --at: crash the recovery at its call R, then recover again")
+	fs.Int64Var(&o.seed, "seed", 1, "base seed of torn clones and of the quick sweep's sampling")
+	fs.IntVar(&o.tornSeeds, "torn-seeds", 0, "torn clones per crash point (default 3; 1 in --quick)")
+	fs.StringVar(&o.shard, "shard", "", "run shard i of n (i/n, 0 <= i < n)")
+	fs.IntVar(&o.workers, "workers", 0, "parallel workers (default: 4×GOMAXPROCS)")
+	fs.StringVar(&o.jsonPath, "json", "", "write the report as JSON to this file")
+	fs.StringVar(&o.fault, "fault", "", "run only this fault rule (e.g. op=datasync,nth=2,err=syncfail)")
+	fs.StringVar(&o.canary, "canary", "", "test only: sweep a store with this canary weakening (see --self-test)")
+	fs.BoolVar(&o.noFaults, "no-faults", false, "skip the C9 fault sweep")
+	fs.IntVar(&o.recoveryPoints, "recovery-points", -2, "crash points per scenario whose recovery is crash-swept (-1: all)")
+	fs.IntVar(&o.stride, "stride", 0, "check every Nth crash point (default 1; larger in --quick)")
+	fs.IntVar(&o.faultStride, "fault-stride", 0, "inject at every Nth matching call (default 1; larger in --quick)")
+	fs.StringVar(&o.binary, "binary", "", "with --subprocess: the swarmops binary (default: go build ./cmd/swarmops)")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: crashsim (--quick | --sweep | --self-test | --subprocess | --at N) [flags]")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil, err
+		}
+		return nil, usagef("%v", err)
+	}
+	if fs.NArg() > 0 {
+		return nil, usagef("unexpected argument %q", fs.Arg(0))
+	}
+	modes := 0
+	for _, m := range []bool{o.sweep, o.quick, o.selfTest, o.subprocess, o.list} {
+		if m {
+			modes++
+		}
+	}
+	if modes > 1 {
+		return nil, usagef("give one of --sweep, --quick, --self-test, --subprocess, --list")
+	}
+	if modes == 0 && o.at == 0 && o.fault == "" {
+		return nil, usagef("nothing to do: give --quick, --sweep, --self-test, --subprocess, --list, or --at N / --fault RULE to reproduce one point")
+	}
+	if o.at < 0 {
+		return nil, usagef("--at %d: crash points are 1-based", o.at)
+	}
+	if o.recoverAt < 0 || (o.recoverAt > 0 && o.at == 0) {
+		return nil, usagef("--recover-at needs --at and a positive call number")
+	}
+	if o.seed < 0 {
+		return nil, usagef("--seed %d: seeds are non-negative", o.seed)
+	}
+	if o.tornSeeds < 0 || o.workers < 0 || o.stride < 0 || o.faultStride < 0 {
+		return nil, usagef("--torn-seeds, --workers, --stride and --fault-stride must not be negative")
+	}
+	return o, nil
+}
+
+func parseShard(s string) (int, int, error) {
+	if s == "" {
+		return 0, 1, nil
+	}
+	a, b, ok := strings.Cut(s, "/")
+	i, err1 := strconv.Atoi(a)
+	n, err2 := strconv.Atoi(b)
+	if !ok || err1 != nil || err2 != nil || n < 1 || i < 0 || i >= n {
+		return 0, 0, usagef("--shard %q: want i/n with 0 <= i < n, e.g. 0/4", s)
+	}
+	return i, n, nil
+}
+
+func parseModels(s string) ([]faultfs.Model, error) {
+	if s == "" {
+		return nil, nil
+	}
+	var out []faultfs.Model
+	for _, p := range strings.Split(s, ",") {
+		m, err := faultfs.ParseModel(strings.TrimSpace(p))
+		if err != nil {
+			return nil, usagef("--model: %v", err)
+		}
+		out = append(out, m)
+	}
+	return out, nil
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	o, err := parse(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return exitOK
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "crashsim:", err)
+		return exitUsage
+	}
+	code, err := execute(ctx, o, stdout, stderr)
+	if err != nil {
+		fmt.Fprintln(stderr, "crashsim:", err)
+		var ue *usageError
+		if errors.As(err, &ue) || errors.Is(err, scenarios.ErrInvalid) || errors.Is(err, crashsweep.ErrConfig) {
+			return exitUsage
+		}
+		return exitViolation
+	}
+	return code
+}
+
+func loadScenarios(o *options) ([]*scenarios.Scenario, error) {
+	var all []*scenarios.Scenario
+	var err error
+	if o.scenarioDir != "" {
+		all, err = scenarios.LoadDir(os.DirFS(o.scenarioDir), ".")
+		if err == nil && len(all) == 0 {
+			err = usagef("--scenarios %s: no *.yaml files", o.scenarioDir)
+		}
+	} else {
+		all, err = scenarios.All()
+	}
+	if err != nil {
+		return nil, err
+	}
+	return scenarios.Select(all, o.scenario)
+}
+
+func execute(ctx context.Context, o *options, stdout, stderr io.Writer) (int, error) {
+	scs, err := loadScenarios(o)
+	if err != nil {
+		return 0, err
+	}
+	shard, shards, err := parseShard(o.shard)
+	if err != nil {
+		return 0, err
+	}
+	models, err := parseModels(o.models)
+	if err != nil {
+		return 0, err
+	}
+	cfg := crashsweep.Config{
+		Models: models, TornSeeds: o.tornSeeds, Seed: o.seed, Workers: o.workers,
+		At: o.at, RecoverAt: o.recoverAt, Shard: shard, Shards: shards, Fault: o.fault,
+		Stride: o.stride, FaultStride: o.faultStride, Faults: !o.noFaults, RecoveryPoints: 4,
+	}
+	if o.canary != "" {
+		if cfg.Weaken, err = crashsweep.ParseCanary(o.canary); err != nil {
+			return 0, err
+		}
+	}
+	if o.quick || o.selfTest {
+		quickDefaults(&cfg, o)
+	}
+	if o.recoveryPoints != -2 {
+		cfg.RecoveryPoints = o.recoveryPoints
+	}
+	switch {
+	case o.list:
+		return list(scs, stdout)
+	case o.subprocess:
+		return subprocessSweep(ctx, scs, o, stdout, stderr)
+	case o.selfTest:
+		return selfTest(ctx, scs, cfg, o, stdout, stderr)
+	}
+	bar := progress(stderr, "crash sweep")
+	if bar != nil {
+		cfg.Progress = func(done, total int64) {
+			bar.ChangeMax64(total)
+			bar.Set64(done)
+		}
+	}
+	rep, err := crashsweep.Sweep(ctx, scs, cfg)
+	if bar != nil {
+		bar.Finish()
+		fmt.Fprintln(stderr)
+	}
+	if err != nil {
+		return 0, err
+	}
+	printViolations(stdout, rep.Violations, 20)
+	fmt.Fprintln(stdout, summary(rep, len(rep.Models)))
+	if err := writeJSON(o.jsonPath, rep); err != nil {
+		return 0, err
+	}
+	if ctx.Err() != nil {
+		return exitViolation, errors.New("interrupted: the sweep is incomplete")
+	}
+	if len(rep.Violations) > 0 {
+		return exitViolation, nil
+	}
+	return exitOK, nil
+}
+
+// quickDefaults bounds the quick sweep and the self-test: every scenario,
+// a strided subset of points, one torn seed, one recovery-crash point, and a
+// strided fault sweep. Flags given explicitly win.
+func quickDefaults(cfg *crashsweep.Config, o *options) {
+	if o.stride == 0 {
+		cfg.Stride = 3
+	}
+	if o.faultStride == 0 {
+		cfg.FaultStride = 6
+	}
+	if o.tornSeeds == 0 {
+		cfg.TornSeeds = 1
+	}
+	cfg.RecoveryPoints = 1
+}
+
+func list(scs []*scenarios.Scenario, stdout io.Writer) (int, error) {
+	for _, sc := range scs {
+		fmt.Fprintf(stdout, "%-18s %-28s ops=%-3d claims=%v\n  %s\n", sc.Name, sc.File, sc.Ops(), sc.Claims, sc.Description)
+	}
+	return exitOK, nil
+}
+
+// progress returns a progress bar on a terminal and nil otherwise, so logs
+// and CI output stay clean.
+func progress(w io.Writer, what string) *progressbar.ProgressBar {
+	f, ok := w.(*os.File)
+	if !ok || !(isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd())) {
+		return nil
+	}
+	return progressbar.NewOptions64(-1, progressbar.OptionSetWriter(w), progressbar.OptionSetDescription(what),
+		progressbar.OptionShowCount(), progressbar.OptionSetItsString("tasks"), progressbar.OptionShowIts(),
+		progressbar.OptionThrottle(100*time.Millisecond), progressbar.OptionClearOnFinish())
+}
+
+func summary(rep *crashsweep.Report, models int) string {
+	return fmt.Sprintf("crashsim: %d scenarios, %d crash points, %d models, %d states checked, %d fault runs, %d recovery crashes, %d violations, %.0f points/s (%.1f s)",
+		len(rep.Scenarios), rep.Points, models, rep.States, rep.FaultRuns, rep.Recoveries, len(rep.Violations),
+		rep.PointsPerSecond(), rep.Elapsed.Seconds())
+}
+
+// repro is the one-line command that reproduces v alone.
+func repro(v *crashsweep.Violation) string {
+	return reproPrefix + " " + strings.Join(v.Args(), " ")
+}
+
+func printViolations(w io.Writer, vs []crashsweep.Violation, max int) {
+	for i := range vs {
+		if i == max {
+			fmt.Fprintf(w, "... and %d more violations (see --json for all)\n", len(vs)-max)
+			break
+		}
+		printViolation(w, &vs[i])
+	}
+}
+
+func printViolation(w io.Writer, v *crashsweep.Violation) {
+	where := fmt.Sprintf("crash point %d of %d calls, model %s, seed %d", v.At, v.Calls, v.Model, v.Seed)
+	if v.Fault != "" {
+		where = "fault " + v.Fault
+	}
+	if v.Claim == "reference" {
+		where = "reference run"
+	}
+	if v.RecoverAt > 0 {
+		where += fmt.Sprintf(", recovery crashed at its call %d", v.RecoverAt)
+	}
+	canary := ""
+	if v.Canary != "" {
+		canary = " [canary " + v.Canary + "]"
+	}
+	fmt.Fprintf(w, "VIOLATION %s%s: scenario %s (%s), %s\n  %s\n", v.Claim, canary, v.Scenario, v.File, where, v.Detail)
+	if len(v.Trace) > 0 {
+		fmt.Fprintln(w, "  calls around it (reference run):")
+		for _, t := range v.Trace {
+			fmt.Fprintln(w, "    "+t)
+		}
+	}
+	if v.Claim != "reference" {
+		fmt.Fprintf(w, "  reproduce: %s\n", repro(v))
+	}
+}
+
+func writeJSON(path string, v any) error {
+	if path == "" {
+		return nil
+	}
+	data, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(data, '\n'), 0o644)
+}
+
+func selfTest(ctx context.Context, scs []*scenarios.Scenario, cfg crashsweep.Config, o *options, stdout, stderr io.Writer) (int, error) {
+	if cfg.Weaken != 0 {
+		return 0, usagef("--self-test runs every canary; do not combine it with --canary")
+	}
+	start := time.Now()
+	res, err := crashsweep.SelfTest(ctx, scs, cfg)
+	if err != nil {
+		return 0, err
+	}
+	missed := 0
+	type jsonResult struct {
+		Canary    string                `json:"canary"`
+		Caught    bool                  `json:"caught"`
+		Claim     string                `json:"claim,omitempty"`
+		Violation *crashsweep.Violation `json:"violation,omitempty"`
+		Repro     string                `json:"reproduce,omitempty"`
+	}
+	var out []jsonResult
+	for _, r := range res {
+		jr := jsonResult{Canary: r.Canary.Name, Caught: r.Caught}
+		if r.Caught {
+			v := r.Violation
+			jr.Claim, jr.Violation, jr.Repro = v.Claim, v, repro(v)
+			where := fmt.Sprintf("point %d, model %s", v.At, v.Model)
+			if v.Fault != "" {
+				where = "fault " + v.Fault
+			}
+			fmt.Fprintf(stdout, "canary %-16s caught by %-4s in scenario %s (%s)\n    %s\n    reproduce: %s\n",
+				r.Canary.Name, v.Claim, v.Scenario, where, v.Detail, jr.Repro)
+		} else {
+			missed++
+			fmt.Fprintf(stdout, "canary %-16s NOT CAUGHT (%s): %d points, %d states, %d fault runs checked and every claim held\n",
+				r.Canary.Name, r.Canary.Why, r.Report.Points, r.Report.States, r.Report.FaultRuns)
+		}
+		out = append(out, jr)
+	}
+	fmt.Fprintf(stdout, "crashsim --self-test: %d canaries, %d caught, %d missed (%.1f s)\n", len(res), len(res)-missed, missed, time.Since(start).Seconds())
+	if err := writeJSON(o.jsonPath, out); err != nil {
+		return 0, err
+	}
+	if missed > 0 {
+		return exitViolation, nil
+	}
+	return exitOK, nil
+}

@@ -1,0 +1,88 @@
+package crashsweep
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/swarmops/swarmops/core"
+	"github.com/swarmops/swarmops/scenarios"
+)
+
+// Canary is one test-only weakening of the store that the sweep must catch.
+type Canary struct {
+	Name   string
+	Weaken core.Weakening
+	Why    string
+}
+
+// Canaries lists every weakening core defines, by the name crashsim uses.
+var Canaries = []Canary{
+	{"skip-datasync", core.WeakSkipDatasync, "never fdatasync the journal"},
+	{"ack-before-sync", core.WeakAckBeforeSync, "acknowledge a commit before its sync"},
+	{"skip-dirsync", core.WeakSkipDirSync, "skip the directory sync when a segment or loose object is created"},
+	{"skip-checksum", core.WeakSkipChecksum, "do not verify checksums on read or recovery"},
+	{"early-durable", core.WeakEarlyDurable, "publish the durable offset before the sync"},
+}
+
+// CanaryName returns the name of a single canary ("" for none).
+func CanaryName(w core.Weakening) string {
+	for _, c := range Canaries {
+		if c.Weaken == w {
+			return c.Name
+		}
+	}
+	return ""
+}
+
+// ParseCanary maps a canary name to its weakening.
+func ParseCanary(name string) (core.Weakening, error) {
+	var names []string
+	for _, c := range Canaries {
+		if c.Name == name {
+			return c.Weaken, nil
+		}
+		names = append(names, c.Name)
+	}
+	return 0, fmt.Errorf("%w: unknown canary %q (known: %s)", ErrConfig, name, strings.Join(names, ", "))
+}
+
+// CanaryResult says whether a canary was caught, and by what.
+type CanaryResult struct {
+	Canary    Canary
+	Caught    bool
+	Violation *Violation // the first violation found
+	Report    *Report
+}
+
+// SelfTest sweeps every scenario with each canary set and reports, per
+// canary, the first violation that caught it. A canary that no violation
+// catches means the sweep has lost its teeth for that durability rule.
+func SelfTest(ctx context.Context, scs []*scenarios.Scenario, cfg Config) ([]CanaryResult, error) {
+	var out []CanaryResult
+	for _, c := range Canaries {
+		cc := cfg
+		cc.Weaken = c.Weaken
+		cc.StopAtFirst = true
+		rep, err := Sweep(ctx, scs, cc)
+		if err != nil {
+			return nil, err
+		}
+		res := CanaryResult{Canary: c, Report: rep}
+		for i := range rep.Violations {
+			v := &rep.Violations[i]
+			if v.Claim == "reference" || v.Claim == "determinism" {
+				continue
+			}
+			res.Caught, res.Violation = true, v
+			break
+		}
+		if !res.Caught && len(rep.Violations) > 0 {
+			// Only reference-run failures: the canary broke the store so
+			// badly the scenario cannot even run. That is caught too.
+			res.Caught, res.Violation = true, &rep.Violations[0]
+		}
+		out = append(out, res)
+	}
+	return out, nil
+}

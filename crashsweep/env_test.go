@@ -1,0 +1,10 @@
+package crashsweep
+
+import "os"
+
+func envOr(k, def string) string {
+	if v, ok := os.LookupEnv(k); ok && v != "" {
+		return v
+	}
+	return def
+}
