@@ -59,7 +59,7 @@ type run struct {
 	// known lists the changesets a reader probes (the reference run's; nil
 	// while the reference run itself executes: then the ones made so far).
 	known []core.ID
-	now    time.Time
+	now   time.Time
 	// check is called with every error an operation returns (Injecting.Check).
 	check func(error)
 	// stopped is the first unexpected error; the run is over.
@@ -383,4 +383,3 @@ func (r *run) closeAll() {
 		}
 	}
 }
-

@@ -175,12 +175,12 @@ const (
 )
 
 type task struct {
-	sc      int
-	kind    taskKind
-	n       int64
-	rule    string
-	model   modelSeed // taskRecover: the clone whose recovery crashes
-	r       int64     // taskRecover: the recovery call that crashes
+	sc    int
+	kind  taskKind
+	n     int64
+	rule  string
+	model modelSeed // taskRecover: the clone whose recovery crashes
+	r     int64     // taskRecover: the recovery call that crashes
 }
 
 // Sweep runs the configured sweep over scs. It returns an error only for a

@@ -59,12 +59,12 @@ func usagef(format string, a ...any) error { return &usageError{fmt.Sprintf(form
 
 type options struct {
 	sweep, quick, selfTest, subprocess, list bool
-	scenario, models, shard, jsonPath       string
-	fault, canary, scenarioDir, binary      string
-	at, recoverAt, seed                     int64
-	tornSeeds, workers, recoveryPoints      int
-	stride, faultStride                     int
-	noFaults                                bool
+	scenario, models, shard, jsonPath        string
+	fault, canary, scenarioDir, binary       string
+	at, recoverAt, seed                      int64
+	tornSeeds, workers, recoveryPoints       int
+	stride, faultStride                      int
+	noFaults                                 bool
 }
 
 func parse(args []string, stderr io.Writer) (*options, error) {
