@@ -165,12 +165,13 @@ func (s *Store) maybeCheckpoint() {
 	s.mu.Lock()
 	due := s.p.nextSeq >= s.ckptNext.Load()+uint64(s.o.CheckpointEvery)
 	s.mu.Unlock()
-	if !due {
+	if !due || !s.ckptRunning.CompareAndSwap(false, true) {
 		return
 	}
 	s.bg.Add(1)
 	go func() {
 		defer s.bg.Done()
+		defer s.ckptRunning.Store(false)
 		s.maybeCheckpointAt(false)
 	}()
 }

@@ -52,6 +52,8 @@ type Store struct {
 	bg       sync.WaitGroup
 	// ckptNext is the next seq of the newest checkpoint this process knows.
 	ckptNext atomic.Uint64
+	// ckptRunning keeps one background checkpoint per process at a time.
+	ckptRunning atomic.Bool
 }
 
 func (o *Options) fill() error {
