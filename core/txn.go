@@ -31,7 +31,7 @@ type txnObj struct {
 	ID    ID
 	Data  []byte // encoding; nil if loose
 	Size  int64  // len(Data), or the loose file's size
-	off   int   // offset of Data inside the payload (decode only)
+	off   int    // offset of Data inside the payload (decode only)
 }
 
 type txn struct {

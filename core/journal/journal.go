@@ -32,8 +32,8 @@ const (
 	// FirstFrame is the offset of the first frame of a segment: the header
 	// has a sector of its own for the same reason.
 	FirstFrame = FrameAlign
-	frameMagic      = 0x31465753 // "SWF1" little endian
-	segVersion      = 1
+	frameMagic = 0x31465753 // "SWF1" little endian
+	segVersion = 1
 	// MaxPayload bounds a frame's payload so a corrupt length can never make
 	// a reader allocate without limit.
 	MaxPayload = 1 << 30
