@@ -14,10 +14,10 @@ func seedFrames(t testing.TB) [][]byte {
 	fx := newJournalFixture(t, []uint8{1, 2, 1}, [][]byte{[]byte("first"), {}, bytes.Repeat([]byte("x"), 70)}, false)
 	seg := fx.segBytes(t)
 	last := fx.frames[len(fx.frames)-1]
-	body := seg[journal.SegHeaderSize:last.End().Off]
+	body := seg[journal.FirstFrame:last.End().Off]
 	return [][]byte{
 		nil,
-		make([]byte, 256),
+		make([]byte, 1024),
 		body,
 		body[:len(body)-3],
 		append(bytes.Clone(body), make([]byte, 64)...),
@@ -36,7 +36,7 @@ func FuzzJournalScan(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		fx := newJournalFixture(t, nil, nil, false)
-		hdr := fx.segBytes(t)[:journal.SegHeaderSize]
+		hdr := fx.segBytes(t)[:journal.FirstFrame]
 		seg := append(bytes.Clone(hdr), body...)
 		fx.setSeg(t, seg)
 		got, res, err := scanAll(fx)
