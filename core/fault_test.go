@@ -1,0 +1,122 @@
+package core_test
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/swarmops/swarmops/core"
+	"github.com/swarmops/swarmops/faultfs"
+)
+
+func rule(t *testing.T, s string) faultfs.Rule {
+	t.Helper()
+	r, err := faultfs.ParseRule(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// TestFailedSyncPoisonsAndNeverAcknowledges (C9): after a failed fdatasync
+// the commit fails with ErrIO, the store refuses further work with
+// ErrClosed instead of retrying the sync, and a reopen cuts the unsynced
+// tail while keeping every acknowledged commit.
+func TestFailedSyncPoisonsAndNeverAcknowledges(t *testing.T) {
+	m := faultfs.NewMem()
+	in := faultfs.NewInjecting(m, rule(t, "op=datasync,path=*/seg-*,nth=3,err=syncfail"))
+	s, err := core.Create("/s", core.Options{FS: in})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := mustCommit(t, s, core.CommitRequest{Changes: []core.Change{put("a", "1")}, Advance: "main"})
+	_, err = s.Commit(core.CommitRequest{Parents: []core.ID{a}, Changes: []core.Change{put("b", "2")}, Advance: "main"})
+	if !errors.Is(err, core.ErrIO) || !in.Check(err) {
+		t.Fatalf("commit over a failed sync: got %v, want ErrIO carrying the injected fault", err)
+	}
+	if _, err := s.Commit(core.CommitRequest{Changes: []core.Change{put("c", "3")}}); !errors.Is(err, core.ErrClosed) {
+		t.Fatalf("commit after a failed sync: got %v, want ErrClosed", err)
+	}
+	s.Close()
+	if u := in.Unsurfaced(); len(u) != 0 {
+		t.Fatalf("injected faults never surfaced: %+v", u)
+	}
+	s2, err := core.Open("/s", core.Options{FS: m})
+	if err != nil {
+		t.Fatalf("reopen: %v", err)
+	}
+	defer s2.Close()
+	if got, _ := snap(t, s2).Ref("main"); got != a {
+		t.Fatalf("main = %v, want the acknowledged commit a", got)
+	}
+	if _, err := s2.Commit(core.CommitRequest{Parents: []core.ID{a}, Changes: []core.Change{put("d", "4")}, Advance: "main"}); err != nil {
+		t.Fatalf("commit after recovery: %v", err)
+	}
+}
+
+// TestPoisonIsSeenByOtherInstances: a second instance (another process) that
+// finds the durable record poisoned recovers before appending, and its
+// commit succeeds.
+func TestPoisonIsSeenByOtherInstances(t *testing.T) {
+	m := faultfs.NewMem()
+	in := faultfs.NewInjecting(m, rule(t, "op=datasync,path=*/seg-*,nth=2,err=syncfail"))
+	s1, err := core.Create("/s", core.Options{FS: in})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s1.Close()
+	s2, err := core.Open("/s", core.Options{FS: m})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	if _, err := s1.Commit(core.CommitRequest{Changes: []core.Change{put("a", "1")}, Advance: "main"}); !errors.Is(err, core.ErrIO) {
+		t.Fatalf("s1: got %v, want ErrIO", err)
+	}
+	b, err := s2.Commit(core.CommitRequest{Changes: []core.Change{put("b", "2")}, Advance: "main"})
+	if err != nil {
+		t.Fatalf("s2 after s1's failed sync: %v", err)
+	}
+	if got, _ := snap(t, s2).Ref("main"); got != b {
+		t.Fatalf("main = %v, want s2's commit (s1's unsynced frame is cut)", got)
+	}
+}
+
+// TestWriteErrorsAreTyped: ENOSPC and EIO while appending fail the commit
+// with ErrNoSpace and ErrIO, publish nothing, and the next commit works.
+func TestWriteErrorsAreTyped(t *testing.T) {
+	for _, c := range []struct {
+		rule string
+		want error
+	}{
+		{"op=write,path=*/seg-*,nth=1,err=enospc", core.ErrNoSpace},
+		{"op=write,path=*/seg-*,nth=1,err=eio", core.ErrIO},
+		{"op=write,path=*/seg-*,nth=1,err=short", core.ErrIO},
+		{"op=lock,path=*/LOCK,nth=1,err=eio", core.ErrIO},
+		{"op=datasync,path=*/objects/*,nth=1,err=eio", core.ErrIO},
+	} {
+		t.Run(c.rule, func(t *testing.T) {
+			m := faultfs.NewMem()
+			s0, err := core.Create("/s", core.Options{FS: m})
+			if err != nil {
+				t.Fatal(err)
+			}
+			s0.Close()
+			in := faultfs.NewInjecting(m, rule(t, c.rule))
+			s, err := core.Open("/s", core.Options{FS: in, InlineThreshold: 8})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			_, err = s.Commit(core.CommitRequest{Changes: []core.Change{put("a", "a loose blob, longer than 8 bytes")}, Advance: "main"})
+			if !errors.Is(err, c.want) || !in.Check(err) {
+				t.Fatalf("got %v, want %v carrying the injected fault", err, c.want)
+			}
+			if _, err := snap(t, s).Ref("main"); !errors.Is(err, core.ErrNotFound) {
+				t.Fatalf("failed commit is visible: %v", err)
+			}
+			if _, err := s.Commit(core.CommitRequest{Changes: []core.Change{put("b", "2")}, Advance: "main"}); err != nil {
+				t.Fatalf("next commit: %v", err)
+			}
+		})
+	}
+}
