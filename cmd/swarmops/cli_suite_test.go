@@ -1,0 +1,230 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"github.com/onsi/gomega/gexec"
+)
+
+// updateGolden rewrites testdata/golden instead of comparing against it.
+var updateGolden = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
+
+// binPath is the swarmops binary under test, built once per suite.
+var binPath string
+
+func TestCLI(t *testing.T) {
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "swarmops CLI")
+}
+
+var _ = SynchronizedBeforeSuite(func() []byte {
+	p, err := gexec.Build("github.com/swarmops/swarmops/cmd/swarmops")
+	Expect(err).NotTo(HaveOccurred())
+	return []byte(p)
+}, func(p []byte) {
+	binPath = string(p)
+})
+
+var _ = SynchronizedAfterSuite(func() {}, func() {
+	gexec.CleanupBuildArtifacts()
+})
+
+// result is one finished run of the binary.
+type result struct {
+	Exit           int
+	Stdout, Stderr string
+}
+
+// JSON decodes stdout, which must be exactly one JSON document.
+func (r result) JSON() map[string]any {
+	GinkgoHelper()
+	dec := json.NewDecoder(strings.NewReader(r.Stdout))
+	var m map[string]any
+	Expect(dec.Decode(&m)).To(Succeed(), "stdout is not JSON: %q", r.Stdout)
+	Expect(dec.More()).To(BeFalse(), "stdout holds more than one JSON document: %q", r.Stdout)
+	return m
+}
+
+// Data returns the "data" of a successful envelope.
+func (r result) Data() any {
+	GinkgoHelper()
+	m := r.JSON()
+	Expect(m["ok"]).To(BeTrue(), "envelope: %s (stderr %s)", r.Stdout, r.Stderr)
+	return m["data"]
+}
+
+// Err returns the "error" of a failed envelope, checking its fixed fields
+// and that the exit status matches the code's row of the table.
+func (r result) Err() map[string]any {
+	GinkgoHelper()
+	m := r.JSON()
+	Expect(m["ok"]).To(BeFalse(), "envelope: %s", r.Stdout)
+	e, ok := m["error"].(map[string]any)
+	Expect(ok).To(BeTrue(), "no error object in %s", r.Stdout)
+	Expect(e).To(HaveKey("message"))
+	Expect(e).To(HaveKey("retryable"))
+	code, _ := e["code"].(string)
+	var row *errorKind
+	for _, k := range errorTable() {
+		if k.Code == code {
+			row = &k
+		}
+	}
+	Expect(row).NotTo(BeNil(), "code %q is not in the table", code)
+	Expect(r.Exit).To(Equal(row.Exit), "exit status of %s", code)
+	Expect(e["retryable"]).To(Equal(row.Retryable), "retryable of %s", code)
+	return e
+}
+
+// env is a test workspace: a temp dir holding the store and any files.
+type env struct {
+	root  string
+	store string
+	extra []string
+}
+
+func newEnv() *env {
+	root := GinkgoT().TempDir()
+	return &env{root: root, store: filepath.Join(root, "store")}
+}
+
+// baseEnv strips the caller's SWARMOPS_* settings so they cannot leak in.
+func baseEnv() []string {
+	var out []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "SWARMOPS_") {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
+// cmd prepares a run in the workspace with the store in SWARMOPS_STORE.
+func (e *env) cmd(stdin string, args ...string) *exec.Cmd {
+	c := exec.Command(binPath, args...)
+	c.Dir = e.root
+	c.Env = append(append(baseEnv(), "SWARMOPS_STORE="+e.store), e.extra...)
+	c.Stdin = strings.NewReader(stdin)
+	return c
+}
+
+// run runs the binary to completion.
+func (e *env) run(stdin string, args ...string) result {
+	GinkgoHelper()
+	c := e.cmd(stdin, args...)
+	var out, errb bytes.Buffer
+	c.Stdout, c.Stderr = &out, &errb
+	err := c.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else {
+		Expect(err).NotTo(HaveOccurred())
+	}
+	return result{Exit: code, Stdout: out.String(), Stderr: errb.String()}
+}
+
+// ok runs a command that must succeed and returns its JSON data.
+func (e *env) ok(stdin string, args ...string) any {
+	GinkgoHelper()
+	r := e.run(stdin, append(args, "--json")...)
+	Expect(r.Exit).To(Equal(0), "swarmops %v: %s %s", args, r.Stdout, r.Stderr)
+	return r.Data()
+}
+
+// commit commits an inline change list and returns the new id.
+func (e *env) commit(list string, args ...string) string {
+	GinkgoHelper()
+	d := e.ok(list, append([]string{"commit", "-F", "-"}, args...)...).(map[string]any)
+	return d["id"].(string)
+}
+
+// write creates a file in the workspace.
+func (e *env) write(name, content string) string {
+	GinkgoHelper()
+	p := filepath.Join(e.root, name)
+	Expect(os.MkdirAll(filepath.Dir(p), 0o755)).To(Succeed())
+	Expect(os.WriteFile(p, []byte(content), 0o644)).To(Succeed())
+	return p
+}
+
+// journalState is what must not change when a command is refused: the
+// store's info counts and every ref.
+func (e *env) journalState() string {
+	GinkgoHelper()
+	info := e.ok("", "info").(map[string]any)
+	refs := e.ok("", "ref", "list")
+	b, _ := json.Marshal([]any{info["changesets"], info["durable_seq"], info["objects"], refs})
+	return string(b)
+}
+
+var (
+	fullID  = regexp.MustCompile(`\b[0-9a-f]{64}\b`)
+	shortID = regexp.MustCompile(`\b[0-9a-f]{12}\b`)
+)
+
+// mask replaces what changes from run to run: ids, times, elapsed time,
+// temp paths, byte offsets that depend on timing.
+func mask(v any, root string) any {
+	switch x := v.(type) {
+	case map[string]any:
+		out := map[string]any{}
+		for k, val := range x {
+			switch k {
+			case "time":
+				out[k] = "<time>"
+			case "elapsed_ms":
+				out[k] = 0
+			case "journal_bytes", "durable_offset", "offset", "checkpoint_seq":
+				out[k] = "<n>"
+			default:
+				out[k] = mask(val, root)
+			}
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i := range x {
+			out[i] = mask(x[i], root)
+		}
+		return out
+	case string:
+		s := strings.ReplaceAll(x, root, "<tmp>")
+		s = fullID.ReplaceAllString(s, "<id>")
+		return shortID.ReplaceAllString(s, "<short>")
+	}
+	return v
+}
+
+// expectGolden compares a --json output, masked, with
+// testdata/golden/NAME.json.
+func expectGolden(name string, r result, root string) {
+	GinkgoHelper()
+	var v any
+	Expect(json.Unmarshal([]byte(r.Stdout), &v)).To(Succeed(), "stdout is not JSON: %q", r.Stdout)
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	Expect(enc.Encode(mask(v, root))).To(Succeed())
+	got := buf.Bytes()
+	path := filepath.Join("testdata", "golden", name+".json")
+	if *updateGolden {
+		Expect(os.WriteFile(path, got, 0o644)).To(Succeed())
+		return
+	}
+	want, err := os.ReadFile(path)
+	Expect(err).NotTo(HaveOccurred(), "golden file %s is missing; create it with: go test ./cmd/swarmops -run TestCLI -update", path)
+	Expect(string(got)).To(Equal(string(want)),
+		"%s differs from this run's output; if the change is intended, rewrite it with: go test ./cmd/swarmops -run TestCLI -update", path)
+}
