@@ -161,7 +161,7 @@ func (s *Store) appendLocked(t *txn, payload []byte, digest [32]byte, need []ID)
 	if err != nil {
 		return 0, 0, err
 	}
-	dur, dok, err := s.st.readStable(recDurable)
+	dur, dok, err := s.st.read(recDurable)
 	if err != nil {
 		return 0, 0, err
 	}

@@ -266,3 +266,50 @@ func checkAfterCrash(m *faultfs.MemFS, ids []core.ID, want core.ID, acked, advan
 	s2.Close()
 	return nil
 }
+
+// TestCrashDuringRecovery (C10): recovery of a power-lost store with a torn
+// tail is itself crashed at every filesystem call; whatever state that
+// leaves (strict, torn, process clones) recovers again to the same store.
+func TestCrashDuringRecovery(t *testing.T) {
+	m, ids, end := threeCommits(t, core.Options{})
+	scribble(t, m, seg1, end, []byte("SWF1\x01\x00\x00\x00 torn frame bytes that a recovery must cut"))
+	lost := m.CrashClone(faultfs.Strict, 0)
+	seeds := crashSeeds(t)
+	points := 0
+	for n := int64(1); ; n++ {
+		live := lost.CrashClone(faultfs.ProcessCrash, 0)
+		c := faultfs.NewCrashing(live, n)
+		s, err := core.Open("/s", core.Options{FS: c})
+		if err == nil {
+			s.Close()
+		}
+		if !c.Crashed() {
+			if err != nil {
+				t.Fatalf("recovery without a crash failed: %v", err)
+			}
+			break
+		}
+		points++
+		for seed := int64(0); seed <= seeds; seed++ {
+			model := faultfs.Torn
+			if seed == 0 {
+				model = faultfs.Strict
+			}
+			for _, mod := range []faultfs.Model{model, faultfs.ProcessCrash} {
+				after := live.CrashClone(mod, seed)
+				s, err := core.Open("/s", core.Options{FS: after})
+				if err != nil {
+					t.Fatalf("recovery crashed at call %d, model %s seed %d: reopen: %v", n, mod, seed, err)
+				}
+				if got, err := snap(t, s).Ref("main"); err != nil || got != ids[2] {
+					t.Fatalf("recovery crashed at call %d, model %s seed %d: main = %v, %v", n, mod, seed, got, err)
+				}
+				if rep, err := s.Verify(true, nil); err != nil || len(rep.Problems) > 0 {
+					t.Fatalf("recovery crashed at call %d, model %s seed %d: verify: %v %+v", n, mod, seed, err, rep)
+				}
+				s.Close()
+			}
+		}
+	}
+	t.Logf("%d crash points inside recovery", points)
+}

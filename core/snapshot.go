@@ -29,7 +29,7 @@ func (s *Store) Snapshot() (*Snapshot, error) {
 	if s.closed.Load() {
 		return nil, fmt.Errorf("%w: store is closed", ErrClosed)
 	}
-	dur, ok, err := s.st.readStable(recDurable)
+	dur, ok, err := s.st.read(recDurable)
 	if err != nil {
 		return nil, err
 	}

@@ -257,11 +257,14 @@ func openStore(dir string, o Options) (*Store, error) {
 // load brings the projection up to the published end, recovering first when
 // the state cannot be trusted.
 func (s *Store) load() error {
-	end, eok, err := s.st.readStable(recEnd)
+	// Plain reads: an invalid record (torn by a concurrent write, or lost
+	// with the page cache) sends us to recoverLocked, which re-reads under
+	// both locks and finds out which it was.
+	end, eok, err := s.st.read(recEnd)
 	if err != nil {
 		return err
 	}
-	dur, dok, err := s.st.readStable(recDurable)
+	dur, dok, err := s.st.read(recDurable)
 	if err != nil {
 		return err
 	}
