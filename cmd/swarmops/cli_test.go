@@ -421,6 +421,28 @@ var _ = Describe("swarmops", func() {
 			Expect(r.Exit).To(Or(Equal(0), Equal(kindRepaired.Exit)), r.Stdout)
 			e.ok("", "verify", "--deep")
 		})
+		It("cuts a torn tail after a power loss and says so with E_REPAIRED, then finds nothing", func() {
+			info := e.ok("", "info").(map[string]any)
+			end := int64(info["durable_offset"].(float64))
+			seg := filepath.Join(e.store, "journal", "seg-000000000001")
+			f, err := os.OpenFile(seg, os.O_RDWR, 0)
+			Expect(err).NotTo(HaveOccurred())
+			// Half-written bytes past the last acknowledged frame, and a
+			// state file that did not survive: what a power loss leaves.
+			_, err = f.WriteAt([]byte(strings.Repeat("\x07", 300)), end)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(f.Close()).To(Succeed())
+			st := filepath.Join(e.store, "state")
+			fi, err := os.Stat(st)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(os.WriteFile(st, make([]byte, fi.Size()), 0o644)).To(Succeed())
+			r := e.run("", "recover", "--json")
+			Expect(r.Err()).To(SatisfyAll(HaveKeyWithValue("code", "E_REPAIRED"), HaveKeyWithValue("torn_bytes_cut", BeEquivalentTo(300))))
+			expectGolden("recover-repaired", r, e.root)
+			Expect(e.run("", "recover").Exit).To(Equal(0))
+			Expect(e.ok("", "ref", "get", "main")).To(HaveKeyWithValue("id", m2))
+			e.ok("", "verify", "--deep")
+		})
 		It("finds corruption inside the acknowledged prefix: verify and recover say E_CORRUPT", func() {
 			info := e.ok("", "info").(map[string]any)
 			end := int64(info["durable_offset"].(float64))
