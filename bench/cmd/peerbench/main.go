@@ -1,0 +1,263 @@
+// Command peerbench measures SwarmOps against SQLite, bbolt and Pebble on
+// the same transaction and the workloads W1–W6 of issue 8, and writes the
+// results as JSON and as a Markdown table with ratios against the best
+// durable peer and against the targets P2–P7 of the product brief (§7).
+//
+// Usage:
+//
+//	peerbench [--quick] [--engines swarmops,sqlite,...] [--workloads W1,W2,...] \
+//	          [--dir DIR] [--json FILE] [--md FILE]
+//
+// Every measurement records the 1-minute load, a raw fdatasync probe and the
+// free space; the engines run in counterbalanced order (A B … B A); each cell
+// is the median over the runs with the [min–max] range. The harness re-execs
+// itself for the multi-process workloads (the hidden "child" command).
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/swarmops/swarmops/bench/engine"
+)
+
+type harness struct {
+	dir      string
+	engines  []engine.Engine
+	runs     int
+	quick    bool
+	seed     uint64
+	minFree  float64
+	w1N      int
+	w1Warm   int
+	w2N      int
+	writers  int
+	sizes    []int
+	lookups  int
+	opens    int
+	kills    int
+	killMin  time.Duration
+	killMax  time.Duration
+	w6Dur    time.Duration
+	syncN    int
+	results  []Result
+	self     string
+	progress bool
+}
+
+// Result is one measurement of one engine in one run.
+type Result struct {
+	Workload string             `json:"workload"`
+	Engine   string             `json:"engine"`
+	Model    string             `json:"model,omitempty"` // "threads", "processes"
+	Size     int                `json:"size,omitempty"`
+	Run      int                `json:"run"`
+	Env      Env                `json:"env"`
+	Metrics  map[string]float64 `json:"metrics"`
+	Note     string             `json:"note,omitempty"`
+	Error    string             `json:"error,omitempty"`
+}
+
+func main() {
+	if len(os.Args) > 1 && os.Args[1] == "child" {
+		if err := child(os.Args[2:]); err != nil {
+			fmt.Fprintf(os.Stderr, "peerbench child: %v\n", err)
+			os.Exit(1)
+		}
+		return
+	}
+	if err := run(os.Args[1:]); err != nil {
+		fmt.Fprintf(os.Stderr, "peerbench: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+func parseSizes(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		var n int
+		if _, err := fmt.Sscanf(f, "%d", &n); err != nil || n < 32 {
+			return nil, fmt.Errorf("--sizes: %q is not a size of at least 32", f)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+func run(args []string) error {
+	fl := flag.NewFlagSet("peerbench", flag.ContinueOnError)
+	quick := fl.Bool("quick", false, "small sizes; finishes in under 2 minutes")
+	dir := fl.String("dir", "", "work directory (default: a new temporary directory, removed at the end)")
+	engines := fl.String("engines", "swarmops,sqlite,sqlite-NORMAL,bbolt,pebble", "engines, comma-separated")
+	workloads := fl.String("workloads", "syncs,W1,W2,W3,W4,W5,W6", "workloads, comma-separated")
+	runs := fl.Int("runs", 2, "runs per measurement; engines alternate order (A B B A)")
+	seed := fl.Uint64("seed", 1, "data seed")
+	minFree := fl.Float64("min-free-gib", 5, "refuse to run with less free space than this")
+	w1N := fl.Int("w1-n", 2000, "W1 timed commits per run")
+	w2N := fl.Int("w2-n", 200, "W2 commits per writer")
+	writers := fl.Int("writers", 32, "W2 writers")
+	sizes := fl.String("sizes", "100000,1000000", "W3/W4/W5 store sizes (changesets)")
+	lookups := fl.Int("lookups", 20000, "W3 lookups of each kind per run")
+	opens := fl.Int("opens", 5, "W4 opens per run")
+	kills := fl.Int("kills", 3, "W4 kills per run")
+	w6 := fl.Duration("w6", 5*time.Second, "W6 duration of the reader beside the writer")
+	syncN := fl.Int("sync-n", 1024, "commits in the sync count's difference")
+	jsonOut := fl.String("json", "peerbench.json", "JSON results file")
+	mdOut := fl.String("md", "peerbench.md", "Markdown table file")
+	if err := fl.Parse(args); err != nil {
+		return err
+	}
+	set := map[string]bool{}
+	fl.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	h := &harness{runs: *runs, quick: *quick, seed: *seed, minFree: *minFree, w1N: *w1N, w1Warm: 200,
+		w2N: *w2N, writers: *writers, lookups: *lookups, opens: *opens, kills: *kills, w6Dur: *w6,
+		syncN: *syncN, killMin: 100 * time.Millisecond, killMax: time.Second, progress: true}
+	var err error
+	if h.sizes, err = parseSizes(*sizes); err != nil {
+		return err
+	}
+	if *quick {
+		def := func(name string, f func()) {
+			if !set[name] {
+				f()
+			}
+		}
+		def("w1-n", func() { h.w1N = 150 })
+		h.w1Warm = 20
+		def("w2-n", func() { h.w2N = 8 })
+		def("sizes", func() { h.sizes = []int{10000} })
+		def("lookups", func() { h.lookups = 2000 })
+		def("opens", func() { h.opens = 3 })
+		def("kills", func() { h.kills = 1 })
+		def("w6", func() { h.w6Dur = time.Second })
+		def("sync-n", func() { h.syncN = 128 })
+		h.killMin, h.killMax = 50*time.Millisecond, 200*time.Millisecond
+	}
+	if h.runs < 1 || h.w1N < 1 || h.w2N < 1 || h.writers < 1 || h.lookups < 1 || h.opens < 1 || h.kills < 0 || h.syncN < 1 {
+		return errors.New("counts (--runs, --w1-n, --w2-n, --writers, --lookups, --opens, --sync-n) must be positive")
+	}
+	for _, n := range strings.Split(*engines, ",") {
+		e, err := engine.ByName(strings.TrimSpace(n))
+		if err != nil {
+			return err
+		}
+		h.engines = append(h.engines, e)
+	}
+	if h.self, err = os.Executable(); err != nil {
+		return err
+	}
+	if *dir == "" {
+		if h.dir, err = os.MkdirTemp("", "peerbench-"); err != nil {
+			return err
+		}
+		defer os.RemoveAll(h.dir)
+	} else {
+		h.dir = *dir
+		if err := os.MkdirAll(h.dir, 0o755); err != nil {
+			return err
+		}
+	}
+	if err := h.checkFree(); err != nil {
+		return err
+	}
+	start := time.Now()
+	rep := Report{Date: start.UTC().Format("2006-01-02 15:04 UTC"), Command: "peerbench " + strings.Join(args, " "),
+		Machine: machine(h.dir), Quick: h.quick, Runs: h.runs, Seed: h.seed, Sizes: h.sizes,
+		W1N: h.w1N, W2Writers: h.writers, W2N: h.w2N, Lookups: h.lookups, W6Seconds: h.w6Dur.Seconds()}
+	h.logf("machine: %+v; work dir %s", rep.Machine, h.dir)
+	for _, w := range strings.Split(*workloads, ",") {
+		w = strings.TrimSpace(w)
+		var err error
+		switch w {
+		case "syncs":
+			err = h.syncs()
+		case "W1":
+			err = h.w1()
+		case "W2":
+			err = h.w2()
+		case "W3", "W4", "W5", "W6":
+			// Built together below (one store per engine and size).
+		default:
+			return fmt.Errorf("--workloads: unknown workload %q", w)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if err := h.sized(*workloads); err != nil {
+		return err
+	}
+	rep.Seconds = time.Since(start).Seconds()
+	rep.Results = h.results
+	rep.Summary = summarize(h.results)
+	b, err := json.MarshalIndent(rep, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(*jsonOut, b, 0o644); err != nil {
+		return err
+	}
+	md := markdown(&rep, h.engines)
+	if err := os.WriteFile(*mdOut, []byte(md), 0o644); err != nil {
+		return err
+	}
+	fmt.Print(md)
+	h.logf("done in %.1f s; %s, %s", rep.Seconds, *jsonOut, *mdOut)
+	return nil
+}
+
+func (h *harness) logf(f string, a ...any) {
+	if h.progress {
+		fmt.Fprintf(os.Stderr, "[%s] "+f+"\n", append([]any{time.Now().UTC().Format("15:04:05")}, a...)...)
+	}
+}
+
+// order is the engines' order in run r: forward on even runs, reversed on
+// odd ones, so two runs give A B … B A.
+func (h *harness) order(r int) []engine.Engine {
+	out := append([]engine.Engine(nil), h.engines...)
+	if r%2 == 1 {
+		for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
+			out[i], out[j] = out[j], out[i]
+		}
+	}
+	return out
+}
+
+func (h *harness) fresh(name string) (string, error) {
+	d := filepath.Join(h.dir, name)
+	if err := os.RemoveAll(d); err != nil {
+		return "", err
+	}
+	return d, os.MkdirAll(d, 0o755)
+}
+
+func (h *harness) record(r Result) {
+	if r.Error != "" {
+		h.logf("%s %s %s run %d: ERROR %s", r.Workload, r.Engine, r.Model, r.Run, r.Error)
+	} else {
+		h.logf("%s %s %s size=%d run %d: %v", r.Workload, r.Engine, r.Model, r.Size, r.Run, fmtMetrics(r.Metrics))
+	}
+	h.results = append(h.results, r)
+}
+
+func fmtMetrics(m map[string]float64) string {
+	var b strings.Builder
+	for _, k := range sortedKeys(m) {
+		fmt.Fprintf(&b, "%s=%.4g ", k, m[k])
+	}
+	return b.String()
+}
+
+func (h *harness) rng(salt uint64) *rand.Rand { return rand.New(rand.NewPCG(h.seed, salt)) }
