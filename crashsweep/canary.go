@@ -58,15 +58,32 @@ type CanaryResult struct {
 // SelfTest sweeps every scenario with each canary set and reports, per
 // canary, the first violation that caught it. A canary that no violation
 // catches means the sweep has lost its teeth for that durability rule.
-func SelfTest(ctx context.Context, scs []*scenarios.Scenario, cfg Config) ([]CanaryResult, error) {
+//
+// The unweakened store is swept first with the same configuration; its
+// violations (if any) are the baseline, and a canary is caught only by a
+// violation outside it. The baseline report is returned too: a self-test
+// over a store that already fails proves less, and the caller says so.
+func SelfTest(ctx context.Context, scs []*scenarios.Scenario, cfg Config) ([]CanaryResult, *Report, error) {
+	base := cfg
+	base.Weaken = 0
+	base.Progress = nil
+	baseline, err := Sweep(ctx, scs, base)
+	if err != nil {
+		return nil, nil, err
+	}
+	keys := map[string]bool{}
+	for i := range baseline.Violations {
+		keys[baseline.Violations[i].Key()] = true
+	}
 	var out []CanaryResult
 	for _, c := range Canaries {
 		cc := cfg
 		cc.Weaken = c.Weaken
 		cc.StopAtFirst = true
+		cc.Baseline = keys
 		rep, err := Sweep(ctx, scs, cc)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		res := CanaryResult{Canary: c, Report: rep}
 		for i := range rep.Violations {
@@ -84,5 +101,5 @@ func SelfTest(ctx context.Context, scs []*scenarios.Scenario, cfg Config) ([]Can
 		}
 		out = append(out, res)
 	}
-	return out, nil
+	return out, baseline, nil
 }

@@ -18,8 +18,8 @@ func hashBytes(b []byte) [32]byte { return blake3.Sum256(b) }
 const postRef = "crashsweep-post"
 
 type taskResult struct {
-	points, states, faults, recoveries int64
-	violations                         []Violation
+	points, states, faults, recoveries, flips int64
+	violations                                []Violation
 }
 
 // crashTask runs the scenario to crash point t.n and checks every model's
@@ -91,6 +91,7 @@ func (ref *reference) checkClone(c *faultfs.MemFS, model faultfs.Model, b bounds
 	var cnt *faultfs.Counting
 	if model == faultfs.ProcessCrash {
 		cnt = faultfs.NewCounting(c)
+		cnt.StartTrace()
 		fsys = cnt
 	}
 	s, got, err := ref.openState(fsys, weaken)
@@ -105,8 +106,11 @@ func (ref *reference) checkClone(c *faultfs.MemFS, model faultfs.Model, b bounds
 		return []problem{{claim, fmt.Sprintf("the store does not open after the crash: %s", errString(err))}}, nil
 	}
 	var reader *state
-	if cnt != nil && cnt.CountKind(faultfs.KindWrite|faultfs.KindSync) == 0 {
-		reader = got
+	if cnt != nil {
+		cnt.StopTrace()
+		if pureReader(cnt.Trace(), c) {
+			reader = got
+		}
 	}
 	ps := ref.classify(got, b)
 	if s == nil {
@@ -122,7 +126,7 @@ func (ref *reference) checkClone(c *faultfs.MemFS, model faultfs.Model, b bounds
 		if err != nil {
 			ps = append(ps, problem{scenarios.C1, "snapshot after recovery: " + errString(err)})
 		} else {
-			ps = append(ps, ref.contentProblems(sn, got)...)
+			ps = append(ps, ref.contentProblems(sn, got, false)...)
 		}
 		if ref.sc.Has(scenarios.C6) {
 			vr, err := s.Verify(true, nil)
@@ -156,6 +160,25 @@ func (ref *reference) checkClone(c *faultfs.MemFS, model faultfs.Model, b bounds
 	ps = append(ps, ref.postCommit(s, c, weaken)...)
 	sortProblems(ps)
 	return ps, reader
+}
+
+// pureReader reports whether an open made only calls that change nothing a
+// crash could keep: reads, stats, locks, and creates that opened a file that
+// already existed (the store opens its state file with O_CREATE). Only such
+// an open is a reader at the crash instant; one that recovered or synced
+// changed the state it is compared against.
+func pureReader(calls []faultfs.Call, c *faultfs.MemFS) bool {
+	for _, call := range calls {
+		switch {
+		case call.Op == faultfs.OpCreate:
+			if _, err := c.Stat(call.Path); err != nil {
+				return false
+			}
+		case call.Op.Is(faultfs.KindWrite | faultfs.KindSync | faultfs.KindDir):
+			return false
+		}
+	}
+	return true
 }
 
 // postCommit commits once more on the recovered store and checks the commit

@@ -229,7 +229,10 @@ func (ref *reference) classify(got *state, b bounds) []problem {
 // contentProblems reads every present changeset's files and compares them
 // with the reference: a ref or changeset naming an absent object is C2, a
 // blob whose bytes differ is C6 (corruption that was not detected).
-func (ref *reference) contentProblems(sn *core.Snapshot, got *state) []problem {
+//
+// With corruptOK, a read that fails with ErrCorrupt is a detection, not a
+// problem (the bit-flip check).
+func (ref *reference) contentProblems(sn *core.Snapshot, got *state, corruptOK bool) []problem {
 	var out []problem
 	for name, id := range got.refs {
 		if !got.cs[id] {
@@ -242,6 +245,9 @@ func (ref *reference) contentProblems(sn *core.Snapshot, got *state) []problem {
 	for _, id := range ids {
 		want := ref.content[id]
 		files, err := sn.Flatten(id)
+		if err != nil && corruptOK && errors.Is(err, core.ErrCorrupt) {
+			continue
+		}
 		if err != nil {
 			out = append(out, problem{scenarios.C2, fmt.Sprintf("changeset %s is present but its tree is not readable: %v", id.String()[:12], err)})
 			continue
@@ -258,6 +264,9 @@ func (ref *reference) contentProblems(sn *core.Snapshot, got *state) []problem {
 				break
 			}
 			data, err := sn.Blob(files[p].ID)
+			if err != nil && corruptOK && errors.Is(err, core.ErrCorrupt) {
+				break
+			}
 			if err != nil {
 				out = append(out, problem{scenarios.C2, fmt.Sprintf("changeset %s file %q names blob %s, not readable: %v", id.String()[:12], p, files[p].ID.String()[:12], err)})
 				break

@@ -81,6 +81,10 @@ type Config struct {
 	Fault string
 	// NoCrash skips the crash points (only the fault sweep runs).
 	NoCrash bool
+	// Flips is how many seeded bit flips per C6 scenario check that
+	// corruption in the durable prefix is detected; Flip, when positive,
+	// runs only flip number Flip.
+	Flips, Flip int64
 	// Shard and Shards split the work: this run does task i when
 	// i % Shards == Shard.
 	Shard, Shards int
@@ -88,6 +92,10 @@ type Config struct {
 	Weaken core.Weakening
 	// StopAtFirst ends the sweep at the first violation (canaries).
 	StopAtFirst bool
+	// Baseline holds Violation.Key values to leave out of the report: the
+	// violations the unweakened store already has, so a canary counts as
+	// caught only by a violation of its own.
+	Baseline map[string]bool
 	// Progress, when set, is called as tasks finish.
 	Progress func(done, total int64)
 }
@@ -103,16 +111,29 @@ type Violation struct {
 	Calls     int64    `json:"calls"`
 	RecoverAt int64    `json:"recover_at,omitempty"`
 	Fault     string   `json:"fault,omitempty"`
+	Flip      int64    `json:"flip,omitempty"`
 	Canary    string   `json:"canary,omitempty"`
 	Detail    string   `json:"detail"`
 	Trace     []string `json:"trace,omitempty"`
 }
 
+// Key identifies a violation by where it happened and which claim broke,
+// without the canary: the same key with and without a canary is the same
+// finding.
+func (v *Violation) Key() string {
+	return fmt.Sprintf("%s|%s|%d|%s|%d|%d|%s|%d", v.Claim, v.Scenario, v.At, v.Model, v.Seed, v.RecoverAt, v.Fault, v.Flip)
+}
+
 // Args returns the crashsim arguments that reproduce v alone.
 func (v *Violation) Args() []string {
 	a := []string{"--scenario", v.Scenario}
-	if v.Fault != "" {
+	if v.At < 0 {
+		// A reference-run failure: any single point shows it.
+		a = append(a, "--at", "1", "--model", "strict")
+	} else if v.Fault != "" {
 		a = append(a, "--fault", v.Fault)
+	} else if v.Flip > 0 {
+		a = append(a, "--flip", fmt.Sprint(v.Flip), "--seed", fmt.Sprint(v.Seed))
 	} else {
 		a = append(a, "--at", fmt.Sprint(v.At), "--model", v.Model, "--seed", fmt.Sprint(v.Seed))
 		if v.Model == faultfs.Torn.String() {
@@ -136,6 +157,7 @@ type ScenarioStats struct {
 	States     int64  `json:"states"`
 	Faults     int64  `json:"faults"`
 	Recoveries int64  `json:"recovery_crashes"`
+	Flips      int64  `json:"bit_flips"`
 	Violations int    `json:"violations"`
 }
 
@@ -147,6 +169,7 @@ type Report struct {
 	States     int64           `json:"states_checked"`
 	FaultRuns  int64           `json:"fault_runs"`
 	Recoveries int64           `json:"recovery_crashes"`
+	Flips      int64           `json:"bit_flips"`
 	Violations []Violation     `json:"violations"`
 	Elapsed    time.Duration   `json:"elapsed_ns"`
 	Seed       int64           `json:"seed"`
@@ -172,6 +195,7 @@ const (
 	taskCrash taskKind = iota
 	taskFault
 	taskRecover
+	taskCorrupt
 )
 
 type task struct {
@@ -181,6 +205,7 @@ type task struct {
 	rule  string
 	model modelSeed // taskRecover: the clone whose recovery crashes
 	r     int64     // taskRecover: the recovery call that crashes
+	flip  int64     // taskCorrupt: which seeded bit flip
 }
 
 // Sweep runs the configured sweep over scs. It returns an error only for a
@@ -202,7 +227,12 @@ func Sweep(ctx context.Context, scs []*scenarios.Scenario, cfg Config) (*Report,
 		rep.Scenarios = append(rep.Scenarios, ScenarioStats{Name: sc.Name})
 		ref, err := makeReference(sc, cfg.Weaken)
 		if err != nil {
-			v := Violation{Claim: "reference", Scenario: sc.Name, File: sc.File, Canary: rep.Canary,
+			claim := "reference"
+			var ce *claimError
+			if errors.As(err, &ce) {
+				claim = string(ce.claim)
+			}
+			v := Violation{Claim: claim, Scenario: sc.Name, File: sc.File, Canary: rep.Canary, At: -1,
 				Detail: "the scenario's uncrashed, fault-free run failed: " + err.Error()}
 			rep.Violations = append(rep.Violations, v)
 			rep.Scenarios[i].Violations++
@@ -244,16 +274,25 @@ func Sweep(ctx context.Context, scs []*scenarios.Scenario, cfg Config) (*Report,
 					res = faultTask(ref, t, &cfg)
 				case taskRecover:
 					res = recoverTask(ref, t, &cfg)
+				case taskCorrupt:
+					res = corruptTask(ref, t, &cfg)
 				}
-				for i := range res.violations {
-					res.violations[i].Canary = rep.Canary
+				kept := res.violations[:0]
+				for _, v := range res.violations {
+					if cfg.Baseline[v.Key()] {
+						continue
+					}
+					v.Canary = rep.Canary
+					kept = append(kept, v)
 				}
+				res.violations = kept
 				mu.Lock()
 				st := &rep.Scenarios[t.sc]
 				st.Points += res.points
 				st.States += res.states
 				st.Faults += res.faults
 				st.Recoveries += res.recoveries
+				st.Flips += res.flips
 				st.Violations += len(res.violations)
 				rep.Violations = append(rep.Violations, res.violations...)
 				stop := cfg.StopAtFirst && len(rep.Violations) > 0
@@ -283,6 +322,7 @@ feed:
 		rep.States += s.States
 		rep.FaultRuns += s.Faults
 		rep.Recoveries += s.Recoveries
+		rep.Flips += s.Flips
 	}
 	sort.SliceStable(rep.Violations, func(i, j int) bool {
 		a, b := rep.Violations[i], rep.Violations[j]
@@ -350,8 +390,18 @@ func (cfg *Config) normalize() error {
 		cfg.Faults = true
 		cfg.NoCrash = true
 	}
+	if cfg.Flips < 0 || cfg.Flip < 0 {
+		return fmt.Errorf("%w: bit flips are counted from 1", ErrConfig)
+	}
+	if cfg.Flip > 0 {
+		cfg.NoCrash, cfg.Faults = true, false
+	}
 	if cfg.At > 0 {
 		cfg.Faults = cfg.Fault != ""
+		cfg.Flips = 0
+	}
+	if cfg.Fault != "" {
+		cfg.Flips = 0
 	}
 	return nil
 }
@@ -435,6 +485,16 @@ func (cfg *Config) tasks(sc int, ref *reference, ms []modelSeed) []task {
 			}
 		}
 	}
+	if ref.sc.Has(scenarios.C6) {
+		switch {
+		case cfg.Flip > 0:
+			out = append(out, task{sc: sc, kind: taskCorrupt, flip: cfg.Flip})
+		default:
+			for k := int64(1); k <= cfg.Flips; k++ {
+				out = append(out, task{sc: sc, kind: taskCorrupt, flip: k})
+			}
+		}
+	}
 	if cfg.Faults && ref.sc.Has(scenarios.C9) {
 		rules := faultRules(ref, cfg.FaultStride, cfg.Seed)
 		if cfg.Fault != "" {
@@ -504,7 +564,7 @@ func makeReference(sc *scenarios.Scenario, weaken core.Weakening) (*reference, e
 		return nil, err
 	}
 	if !got.equal(cur) {
-		return nil, fmt.Errorf("after the reference run the store holds %s, the scenario's operations give %s", got, cur)
+		return nil, &claimError{scenarios.C1, fmt.Errorf("every operation was acknowledged, but a fresh snapshot after the run shows %s; the operations give %s", got, cur)}
 	}
 	ref.content = map[core.ID]map[string][32]byte{}
 	for _, id := range ref.known {
@@ -531,6 +591,15 @@ func makeReference(sc *scenarios.Scenario, weaken core.Weakening) (*reference, e
 	}
 	return ref, nil
 }
+
+// claimError is a reference-run failure that is itself a claim violation.
+type claimError struct {
+	claim scenarios.Claim
+	err   error
+}
+
+func (e *claimError) Error() string { return e.err.Error() }
+func (e *claimError) Unwrap() error { return e.err }
 
 func racesIn(steps []scenarios.Step) []*scenarios.Step {
 	var out []*scenarios.Step
@@ -583,4 +652,22 @@ func errString(err error) string {
 		return "<nil>"
 	}
 	return strings.ReplaceAll(err.Error(), "\n", " ")
+}
+
+// Trace returns the numbered filesystem calls of a scenario's reference run
+// (the crash points), one line per call, with the operation each belongs to.
+func Trace(sc *scenarios.Scenario, weaken core.Weakening) ([]string, error) {
+	ref, err := makeReference(sc, weaken)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, c := range ref.trace {
+		line := fmt.Sprintf("#%d %s %s", c.N, c.Op, c.Path)
+		if c.To != "" {
+			line += " -> " + c.To
+		}
+		out = append(out, line)
+	}
+	return out, nil
 }
