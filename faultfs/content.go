@@ -22,9 +22,25 @@ type page struct {
 // content is a file's bytes: a slice of pages, where a nil page reads as
 // zeros, and a size. Invariant: every byte at or beyond size reads as zero,
 // so growing the size exposes zeros, as ftruncate does.
+//
+// Sharing is copy-on-write at two levels, so that a sync or a clone costs
+// O(pages written since the last one), not O(file size): the pages slice
+// itself is shared after a snapshot (shared), and copied before its first
+// change; pages are frozen before they are shared, and copied before a
+// write. fresh lists the pages this content allocated and has not frozen.
 type content struct {
-	pages []*page
-	size  int64
+	pages  []*page
+	size   int64
+	shared bool
+	fresh  []int64
+}
+
+// own makes the pages slice private before a change.
+func (c *content) own() {
+	if c.shared {
+		c.pages = append(make([]*page, 0, len(c.pages)+len(c.pages)/4+1), c.pages...)
+		c.shared = false
+	}
 }
 
 // readAt copies the bytes at off into p and reports how many it copied; it
@@ -55,6 +71,7 @@ func (c *content) readAt(p []byte, off int64) int {
 
 // writable returns page pi ready to be written, allocating or copying it.
 func (c *content) writable(pi int64) *page {
+	c.own()
 	if pi >= int64(len(c.pages)) {
 		if pi < int64(cap(c.pages)) {
 			c.pages = c.pages[:pi+1]
@@ -69,11 +86,13 @@ func (c *content) writable(pi int64) *page {
 	case pg == nil:
 		pg = new(page)
 		c.pages[pi] = pg
+		c.fresh = append(c.fresh, pi)
 	case pg.frozen:
 		cp := new(page)
 		cp.b = pg.b
 		pg = cp
 		c.pages[pi] = pg
+		c.fresh = append(c.fresh, pi)
 	}
 	return pg
 }
@@ -114,6 +133,7 @@ func (c *content) setSize(n int64, dirty *bitset) {
 	// Drop whole pages beyond n, zero the tail of the page holding n.
 	keep := (n + pageSize - 1) / pageSize
 	if keep < int64(len(c.pages)) {
+		c.own()
 		clear(c.pages[keep:])
 		c.pages = c.pages[:keep]
 	}
@@ -125,17 +145,18 @@ func (c *content) setSize(n int64, dirty *bitset) {
 	}
 }
 
-// snapshot freezes every page and returns an image sharing them. It costs one
-// pointer per page; no data is copied.
+// snapshot returns an immutable image of c sharing its pages and its pages
+// slice. It freezes only the pages written since the last snapshot; no data
+// and no slice is copied.
 func (c *content) snapshot() content {
-	pages := make([]*page, len(c.pages))
-	for i, pg := range c.pages {
-		if pg != nil {
-			pg.frozen = true
+	for _, pi := range c.fresh {
+		if pi < int64(len(c.pages)) && c.pages[pi] != nil {
+			c.pages[pi].frozen = true
 		}
-		pages[i] = pg
 	}
-	return content{pages: pages, size: c.size}
+	c.fresh = c.fresh[:0]
+	c.shared = true
+	return content{pages: c.pages, size: c.size, shared: true}
 }
 
 // bitset is a growable set of sector numbers.

@@ -1,0 +1,135 @@
+package faultfs_test
+
+import (
+	"bytes"
+	"io"
+	"os"
+	"testing"
+
+	"pgregory.net/rapid"
+
+	"github.com/swarmops/swarmops/core/vfs"
+	"github.com/swarmops/swarmops/faultfs"
+)
+
+// TestMemFileMatchesModel drives one MemFS file with random writes,
+// truncates, allocations, syncs and clones, and compares the live bytes,
+// the strict clone and the process clone with a plain byte-slice model. It
+// guards the copy-on-write sharing of pages between a file, its durable
+// image and its clones: a clone must never see a later write of the
+// original, nor the original a write of a clone.
+func TestMemFileMatchesModel(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		m := faultfs.NewMem()
+		f, err := m.Create("/f")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := m.SyncDir("/"); err != nil {
+			t.Fatal(err)
+		}
+		var live, durable []byte
+		type clone struct {
+			fs   *faultfs.MemFS
+			want []byte
+		}
+		var clones []clone
+		read := func(fsys vfs.FS) []byte {
+			g, err := fsys.Open("/f")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer g.Close()
+			b, err := io.ReadAll(g)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return b
+		}
+		t.Repeat(map[string]func(*rapid.T){
+			"write": func(t *rapid.T) {
+				off := rapid.Int64Range(0, 20000).Draw(t, "off")
+				n := rapid.IntRange(1, 9000).Draw(t, "n")
+				b := bytes.Repeat([]byte{rapid.Byte().Draw(t, "byte")}, n)
+				if _, err := f.WriteAt(b, off); err != nil {
+					t.Fatal(err)
+				}
+				if end := int(off) + n; end > len(live) {
+					live = append(live, make([]byte, end-len(live))...)
+				}
+				copy(live[off:], b)
+			},
+			"truncate": func(t *rapid.T) {
+				n := rapid.IntRange(0, 25000).Draw(t, "size")
+				if err := f.Truncate(int64(n)); err != nil {
+					t.Fatal(err)
+				}
+				if n < len(live) {
+					live = live[:n]
+				} else {
+					live = append(live, make([]byte, n-len(live))...)
+				}
+			},
+			"allocate": func(t *rapid.T) {
+				n := rapid.IntRange(1, 25000).Draw(t, "len")
+				if err := vfs.Allocate(f, 0, int64(n)); err != nil {
+					t.Fatal(err)
+				}
+				if n > len(live) {
+					live = append(live, make([]byte, n-len(live))...)
+				}
+			},
+			"sync": func(t *rapid.T) {
+				if err := vfs.Datasync(f); err != nil {
+					t.Fatal(err)
+				}
+				durable = append([]byte(nil), live...)
+			},
+			"strict clone": func(t *rapid.T) {
+				clones = append(clones, clone{m.CrashClone(faultfs.Strict, 1), append([]byte(nil), durable...)})
+			},
+			"process clone": func(t *rapid.T) {
+				clones = append(clones, clone{m.CrashClone(faultfs.ProcessCrash, 1), append([]byte(nil), live...)})
+			},
+			"scribble on a clone": func(t *rapid.T) {
+				if len(clones) == 0 {
+					t.Skip("no clone yet")
+				}
+				c := &clones[rapid.IntRange(0, len(clones)-1).Draw(t, "clone")]
+				g, err := c.fs.OpenFile("/f", os.O_RDWR, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				off := rapid.IntRange(0, 8000).Draw(t, "off")
+				if _, err := g.WriteAt([]byte("scribble"), int64(off)); err != nil {
+					t.Fatal(err)
+				}
+				g.Sync()
+				g.Close()
+				if end := off + 8; end > len(c.want) {
+					c.want = append(c.want, make([]byte, end-len(c.want))...)
+				}
+				copy(c.want[off:], "scribble")
+			},
+			"": func(t *rapid.T) {
+				if got := read(m); !bytes.Equal(got, live) {
+					t.Fatalf("live bytes: got %d bytes, want %d (first difference at %d)", len(got), len(live), firstDiff(got, live))
+				}
+				for i, c := range clones {
+					if got := read(c.fs); !bytes.Equal(got, c.want) {
+						t.Fatalf("clone %d: got %d bytes, want %d (first difference at %d)", i, len(got), len(c.want), firstDiff(got, c.want))
+					}
+				}
+			},
+		})
+	})
+}
+
+func firstDiff(a, b []byte) int {
+	for i := 0; i < len(a) && i < len(b); i++ {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return min(len(a), len(b))
+}
