@@ -53,9 +53,6 @@ const CrashAtEnv = "SWARMOPS_TEST_CRASH_AT"
 // death (128+n), so a test can tell a simulated crash from a real failure.
 const CrashExitStatus = 197
 
-// exit is os.Exit; tests never replace it (they run a subprocess instead).
-var exit = os.Exit
-
 // CrashExit makes the process exit at once with CrashExitStatus at call n,
 // before the call reaches the inner FS, as a SIGKILL would: no deferred
 // function runs and nothing is written or flushed.
@@ -74,7 +71,7 @@ func NewCrashExit(inner vfs.FS, n int64) *CrashExit {
 
 func (c *CrashExit) before(op Op, path, to string) error {
 	if c.calls.Add(1) == c.n {
-		exit(CrashExitStatus)
+		os.Exit(CrashExitStatus)
 	}
 	return nil
 }

@@ -184,7 +184,11 @@ func ignoringEINTR(fn func() error) error {
 // The wait happens in the kernel: a helper goroutine blocks in flock while
 // the caller waits at most timeout. On timeout the caller gets ErrBusy and
 // the helper, which cannot be interrupted, stays queued; if it gets the lock
-// later it releases it at once. A timeout of zero tries once (LOCK_NB).
+// later it releases it at once. Until then it holds one descriptor and one
+// OS thread, so a caller that times out again and again against a holder
+// that never lets go piles up threads: ErrBusy is meant to be reported, not
+// retried in a tight loop. A timeout of zero tries once (LOCK_NB) and leaves
+// no helper behind.
 func (o *osFS) Lock(name string, timeout time.Duration) (Locked, error) {
 	var fd int
 	err := ignoringEINTR(func() (err error) {
