@@ -19,11 +19,17 @@ const scaleEnv = "SWARMOPS_PROPS_SCALE"
 // line; an explicit flag wins over the per-property defaults and the knob.
 var explicitChecks bool
 
+// explicitSteps records whether -rapid.steps was given.
+var explicitSteps bool
+
 func TestMain(m *testing.M) {
 	flag.Parse()
 	flag.Visit(func(f *flag.Flag) {
-		if f.Name == "rapid.checks" {
+		switch f.Name {
+		case "rapid.checks":
 			explicitChecks = true
+		case "rapid.steps":
+			explicitSteps = true
 		}
 	})
 	os.Exit(m.Run())
@@ -51,6 +57,14 @@ func parseScale(lookup func(string) (string, bool)) (int, error) {
 // flag.
 func check(t *testing.T, defChecks int, prop func(*rapid.T)) {
 	t.Helper()
+	checkSteps(t, defChecks, 0, prop)
+}
+
+// checkSteps is check with a different average number of state-machine
+// steps per check (0: rapid's default, or -rapid.steps if given), for
+// machines whose bugs need long histories.
+func checkSteps(t *testing.T, defChecks, steps int, prop func(*rapid.T)) {
+	t.Helper()
 	scale, err := parseScale(os.LookupEnv)
 	if err != nil {
 		t.Fatal(err)
@@ -59,6 +73,13 @@ func check(t *testing.T, defChecks int, prop func(*rapid.T)) {
 		if err := flag.Set("rapid.checks", strconv.Itoa(defChecks*scale)); err != nil {
 			t.Fatalf("setting -rapid.checks: %v", err)
 		}
+	}
+	if steps > 0 && !explicitSteps {
+		old := flag.Lookup("rapid.steps").Value.String()
+		if err := flag.Set("rapid.steps", strconv.Itoa(steps)); err != nil {
+			t.Fatalf("setting -rapid.steps: %v", err)
+		}
+		defer flag.Set("rapid.steps", old)
 	}
 	rapid.Check(t, prop)
 }

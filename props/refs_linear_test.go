@@ -3,6 +3,7 @@ package props
 import (
 	"errors"
 	"fmt"
+	"path"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -13,6 +14,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/swarmops/swarmops/core"
+	"github.com/swarmops/swarmops/core/vfs"
 	"github.com/swarmops/swarmops/faultfs"
 )
 
@@ -174,9 +176,13 @@ func drawPlans(t *rapid.T) [][]casStep {
 // runCASHistory creates a store with four changesets, runs the plans on one
 // handle per worker concurrently, and returns the history.
 func runCASHistory(t fataler, plans [][]casStep, cas casFunc) []porcupine.Operation {
-	fs := faultfs.NewMem()
+	return runCASHistoryOn(t, faultfs.NewMem(), storeDir, plans, cas)
+}
+
+// runCASHistoryOn is runCASHistory on a given filesystem and directory.
+func runCASHistoryOn(t fataler, fs vfs.FS, dir string, plans [][]casStep, cas casFunc) []porcupine.Operation {
 	opts := core.Options{FS: fs, LockTimeout: 10 * time.Second, CheckpointEvery: 4, Now: func() time.Time { return epoch }}
-	s, err := core.Create(storeDir, opts)
+	s, err := core.Create(dir, opts)
 	if err != nil {
 		t.Fatalf("Create: %v", err)
 	}
@@ -206,7 +212,7 @@ func runCASHistory(t fataler, plans [][]casStep, cas casFunc) []porcupine.Operat
 	var wg sync.WaitGroup
 	start := make(chan struct{})
 	for w, plan := range plans {
-		h, err := core.Open(storeDir, opts)
+		h, err := core.Open(dir, opts)
 		if err != nil {
 			t.Fatalf("Open handle for worker %d: %v", w, err)
 		}
@@ -290,8 +296,10 @@ func linearizable(h []porcupine.Operation) (bool, error) {
 // several store handles at once (as several processes would) and checks
 // each ref's history against a register with porcupine (claim C5).
 func TestRefCASIsLinearizablePerRef(t *testing.T) {
-	check(t, 25, func(t *rapid.T) {
+	overlaps := 0
+	check(t, 100, func(t *rapid.T) {
 		h := runCASHistory(t, drawPlans(t), storeCAS)
+		overlaps += concurrentPairs(h)
 		ok, err := linearizable(h)
 		if err != nil {
 			t.Fatal(err)
@@ -300,6 +308,45 @@ func TestRefCASIsLinearizablePerRef(t *testing.T) {
 			t.Fatalf("the ref history is not linearizable:\n%s", describeHistory(h))
 		}
 	})
+	// A run in which no two operations of different handles overlapped
+	// checked nothing about concurrency.
+	if overlaps == 0 {
+		t.Fatalf("no two operations of different handles overlapped in any history; the property did not exercise concurrency")
+	}
+	t.Logf("%d pairs of operations from different handles overlapped in time", overlaps)
+}
+
+// TestRefCASIsLinearizablePerRefOnRealFiles is the same property on the
+// real filesystem (a temporary directory), where locks are kernel locks
+// and syncs are real fdatasyncs.
+func TestRefCASIsLinearizablePerRefOnRealFiles(t *testing.T) {
+	n := 0
+	check(t, 10, func(rt *rapid.T) {
+		n++
+		dir := path.Join(t.TempDir(), fmt.Sprint("store-", n))
+		h := runCASHistoryOn(rt, vfs.OS(), dir, drawPlans(rt), storeCAS)
+		ok, err := linearizable(h)
+		if err != nil {
+			rt.Fatal(err)
+		}
+		if !ok {
+			rt.Fatalf("the ref history is not linearizable:\n%s", describeHistory(h))
+		}
+	})
+}
+
+// concurrentPairs counts pairs of operations of different clients whose
+// call-return intervals overlap.
+func concurrentPairs(h []porcupine.Operation) int {
+	n := 0
+	for i := range h {
+		for j := i + 1; j < len(h); j++ {
+			if h[i].ClientId != h[j].ClientId && h[i].Call < h[j].Return && h[j].Call < h[i].Return {
+				n++
+			}
+		}
+	}
+	return n
 }
 
 // TestLinearizabilityCheckCatchesBlindCAS shows the check above can fail: a
