@@ -335,6 +335,27 @@ func TestRefCASIsLinearizablePerRefOnRealFiles(t *testing.T) {
 	})
 }
 
+// TestRefCASIsLinearizablePerRefWithSlowSyncs is the property on the memory
+// FS with every fdatasync delayed by 2ms, which widens the window between a
+// frame's append and its acknowledgement the way a real disk does.
+func TestRefCASIsLinearizablePerRefWithSlowSyncs(t *testing.T) {
+	rule, err := faultfs.ParseRule("op=datasync,latency=2ms,persistent")
+	if err != nil {
+		t.Fatal(err)
+	}
+	check(t, 30, func(rt *rapid.T) {
+		fs := faultfs.NewInjecting(faultfs.NewMem(), rule)
+		h := runCASHistoryOn(rt, fs, storeDir, drawPlans(rt), storeCAS)
+		ok, err := linearizable(h)
+		if err != nil {
+			rt.Fatal(err)
+		}
+		if !ok {
+			rt.Fatalf("the ref history is not linearizable:\n%s", describeHistory(h))
+		}
+	})
+}
+
 // concurrentPairs counts pairs of operations of different clients whose
 // call-return intervals overlap.
 func concurrentPairs(h []porcupine.Operation) int {
