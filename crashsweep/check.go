@@ -3,6 +3,7 @@ package crashsweep
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	"lukechampine.com/blake3"
 
@@ -45,6 +46,15 @@ func crashTask(ref *reference, t task, ms []modelSeed, cfg *Config) taskResult {
 	b := ref.boundsOf(r)
 	during := "crash during " + ref.opAt(r) + ": "
 	if cfg.RecoverAt == 0 {
+		if !slices.ContainsFunc(ms, func(m modelSeed) bool { return m.model == faultfs.ProcessCrash }) {
+			// The process model is not swept, but its reader still bounds
+			// C4, so a single-model reproduction sees what the sweep saw.
+			if seen := ref.instantReader(mem, cfg.Weaken); seen != nil {
+				if lo, _, ok := ref.match(seen); ok && lo > b.kread {
+					b.kread, b.readBy = lo, "a reader opening the store at the crash instant (process-crash clone)"
+				}
+			}
+		}
 		for _, m := range ms {
 			v := base
 			v.Model, v.Seed = m.model.String(), m.seed
@@ -160,6 +170,23 @@ func (ref *reference) checkClone(c *faultfs.MemFS, model faultfs.Model, b bounds
 	ps = append(ps, ref.postCommit(s, c, weaken)...)
 	sortProblems(ps)
 	return ps, reader
+}
+
+// instantReader opens a process-crash clone as a reader at the crash
+// instant and returns what it saw, or nil if that open changed anything.
+func (ref *reference) instantReader(mem *faultfs.MemFS, weaken core.Weakening) *state {
+	c := mem.CrashClone(faultfs.ProcessCrash, 0)
+	cnt := faultfs.NewCounting(c)
+	cnt.StartTrace()
+	s, got, err := ref.openState(cnt, weaken)
+	if s != nil {
+		defer s.Close()
+	}
+	cnt.StopTrace()
+	if err != nil || got == nil || !got.exists || !pureReader(cnt.Trace(), c) {
+		return nil
+	}
+	return got
 }
 
 // pureReader reports whether an open made only calls that change nothing a

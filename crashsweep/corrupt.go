@@ -63,7 +63,7 @@ func corruptTask(ref *reference, t task, cfg *Config) taskResult {
 		return res
 	}
 	if want := ref.states[len(ref.states)-1]; !got.equal(want) {
-		add("the store opened and reads %s without an error; the committed state is %s (undetected corruption)", got, want)
+		add("the store opened and read a different state without an error (undetected corruption): %s", got.diff(want))
 		return res
 	}
 	for _, p := range ref.contentProblems(sn, got, true) {

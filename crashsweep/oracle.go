@@ -75,6 +75,38 @@ func (s *state) String() string {
 	return b.String()
 }
 
+// diff lists how s differs from want, naming full ids.
+func (s *state) diff(want *state) string {
+	var d []string
+	if s.exists != want.exists {
+		d = append(d, fmt.Sprintf("store exists %v, want %v", s.exists, want.exists))
+	}
+	for _, n := range slices.Sorted(maps.Keys(want.refs)) {
+		if g, ok := s.refs[n]; !ok {
+			d = append(d, fmt.Sprintf("ref %s missing, want %s", n, want.refs[n]))
+		} else if g != want.refs[n] {
+			d = append(d, fmt.Sprintf("ref %s = %s, want %s", n, g, want.refs[n]))
+		}
+	}
+	for _, n := range slices.Sorted(maps.Keys(s.refs)) {
+		if _, ok := want.refs[n]; !ok {
+			d = append(d, fmt.Sprintf("unexpected ref %s = %s", n, s.refs[n]))
+		}
+	}
+	for id := range want.cs {
+		if !s.cs[id] {
+			d = append(d, fmt.Sprintf("changeset %s missing", id))
+		}
+	}
+	for id := range s.cs {
+		if !want.cs[id] {
+			d = append(d, fmt.Sprintf("unexpected changeset %s", id))
+		}
+	}
+	sort.Strings(d)
+	return strings.Join(d, "; ")
+}
+
 // observeStore reads a store's state through a fresh snapshot, probing the
 // changesets in known (nil: none).
 func observeStore(s *core.Store, known []core.ID) (*state, error) {

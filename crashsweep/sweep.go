@@ -671,3 +671,18 @@ func Trace(sc *scenarios.Scenario, weaken core.Weakening) ([]string, error) {
 	}
 	return out, nil
 }
+
+// QuickConfig is the bounded sweep run on every push (crashsim --quick) and
+// by the self-test: every scenario, every third crash point (seeded offset,
+// plus the first and the last), one torn seed, the crash-during-recovery
+// sweep at one point per scenario, every sixth fault, and eight bit flips.
+func QuickConfig() Config {
+	return Config{Stride: 3, FaultStride: 6, TornSeeds: 1, RecoveryPoints: 1, Faults: true, Flips: 8, Seed: 1}
+}
+
+// FullConfig is the release sweep (crashsim --sweep): every crash point,
+// three torn seeds, the crash-during-recovery sweep at four points per
+// scenario, every fault, and 32 bit flips.
+func FullConfig() Config {
+	return Config{TornSeeds: 3, RecoveryPoints: 4, Faults: true, Flips: 32, Seed: 1}
+}

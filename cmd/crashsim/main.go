@@ -66,6 +66,7 @@ type options struct {
 	tornSeeds, workers, recoveryPoints       int
 	stride, faultStride                      int
 	noFaults                                 bool
+	set                                      map[string]bool // flags given explicitly
 }
 
 func parse(args []string, stderr io.Writer) (*options, error) {
@@ -84,18 +85,18 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	fs.Int64Var(&o.at, "at", 0, "check only crash point N (1-based call number; calls+1 = after the last call)")
 	fs.Int64Var(&o.recoverAt, "recover-at", 0, "with --at: crash the recovery at its call R, then recover again")
 	fs.Int64Var(&o.seed, "seed", 1, "base seed of torn clones and of the quick sweep's sampling")
-	fs.IntVar(&o.tornSeeds, "torn-seeds", 0, "torn clones per crash point (default 3; 1 in --quick)")
+	fs.IntVar(&o.tornSeeds, "torn-seeds", 3, "torn clones per crash point (1 in --quick)")
 	fs.StringVar(&o.shard, "shard", "", "run shard i of n (i/n, 0 <= i < n)")
 	fs.IntVar(&o.workers, "workers", 0, "parallel workers (default: 4×GOMAXPROCS)")
 	fs.StringVar(&o.jsonPath, "json", "", "write the report as JSON to this file")
 	fs.StringVar(&o.fault, "fault", "", "run only this fault rule (e.g. op=datasync,nth=2,err=syncfail)")
 	fs.StringVar(&o.canary, "canary", "", "test only: sweep a store with this canary weakening (see --self-test)")
 	fs.BoolVar(&o.noFaults, "no-faults", false, "skip the C9 fault sweep")
-	fs.Int64Var(&o.flips, "flips", -1, "seeded bit flips per C6 scenario (default 32; 8 in --quick)")
+	fs.Int64Var(&o.flips, "flips", 32, "seeded bit flips per C6 scenario (default 32; 8 in --quick)")
 	fs.Int64Var(&o.flip, "flip", 0, "run only bit flip K (with --seed) of the C6 corruption check")
-	fs.IntVar(&o.recoveryPoints, "recovery-points", -2, "crash points per scenario whose recovery is crash-swept (-1: all)")
-	fs.IntVar(&o.stride, "stride", 0, "check every Nth crash point (default 1; larger in --quick)")
-	fs.IntVar(&o.faultStride, "fault-stride", 0, "inject at every Nth matching call (default 1; larger in --quick)")
+	fs.IntVar(&o.recoveryPoints, "recovery-points", 4, "crash points per scenario whose recovery is crash-swept (-1: all; 1 in --quick)")
+	fs.IntVar(&o.stride, "stride", 1, "check every Nth crash point (3 in --quick)")
+	fs.IntVar(&o.faultStride, "fault-stride", 1, "inject at every Nth matching call (6 in --quick)")
 	fs.StringVar(&o.binary, "binary", "", "with --subprocess: the swarmops binary (default: go build ./cmd/swarmops)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: crashsim (--quick | --sweep | --self-test | --subprocess | --at N) [flags]")
@@ -107,6 +108,8 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 		}
 		return nil, usagef("%v", err)
 	}
+	o.set = map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { o.set[f.Name] = true })
 	if fs.NArg() > 0 {
 		return nil, usagef("unexpected argument %q", fs.Arg(0))
 	}
@@ -119,23 +122,23 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	if modes > 1 {
 		return nil, usagef("give one of --sweep, --quick, --self-test, --subprocess, --list")
 	}
+	if o.recoverAt < 0 || (o.recoverAt > 0 && o.at == 0) {
+		return nil, usagef("--recover-at needs --at and a positive call number")
+	}
 	if modes == 0 && o.at == 0 && o.fault == "" && o.flip == 0 {
 		return nil, usagef("nothing to do: give --quick, --sweep, --self-test, --subprocess, --list, --trace, or --at N / --fault RULE / --flip K to reproduce one point")
 	}
-	if o.flips < -1 || o.flip < 0 {
+	if o.flips < 0 || o.flip < 0 {
 		return nil, usagef("--flips and --flip must not be negative")
 	}
 	if o.at < 0 {
 		return nil, usagef("--at %d: crash points are 1-based", o.at)
 	}
-	if o.recoverAt < 0 || (o.recoverAt > 0 && o.at == 0) {
-		return nil, usagef("--recover-at needs --at and a positive call number")
-	}
 	if o.seed < 0 {
 		return nil, usagef("--seed %d: seeds are non-negative", o.seed)
 	}
-	if o.tornSeeds < 0 || o.workers < 0 || o.stride < 0 || o.faultStride < 0 {
-		return nil, usagef("--torn-seeds, --workers, --stride and --fault-stride must not be negative")
+	if o.tornSeeds < 1 || o.workers < 0 || o.stride < 1 || o.faultStride < 1 {
+		return nil, usagef("--torn-seeds, --stride and --fault-stride must be at least 1, --workers not negative")
 	}
 	return o, nil
 }
@@ -219,25 +222,34 @@ func execute(ctx context.Context, o *options, stdout, stderr io.Writer) (int, er
 	if err != nil {
 		return 0, err
 	}
-	cfg := crashsweep.Config{
-		Models: models, TornSeeds: o.tornSeeds, Seed: o.seed, Workers: o.workers,
-		At: o.at, RecoverAt: o.recoverAt, Shard: shard, Shards: shards, Fault: o.fault,
-		Stride: o.stride, FaultStride: o.faultStride, Faults: !o.noFaults, RecoveryPoints: 4,
-		Flips: 32, Flip: o.flip,
+	cfg := crashsweep.FullConfig()
+	if o.quick || o.selfTest {
+		cfg = crashsweep.QuickConfig()
+	}
+	cfg.Models, cfg.Seed, cfg.Workers = models, o.seed, o.workers
+	cfg.At, cfg.RecoverAt, cfg.Shard, cfg.Shards, cfg.Fault, cfg.Flip = o.at, o.recoverAt, shard, shards, o.fault, o.flip
+	if o.set["torn-seeds"] {
+		cfg.TornSeeds = o.tornSeeds
+	}
+	if o.set["stride"] {
+		cfg.Stride = o.stride
+	}
+	if o.set["fault-stride"] {
+		cfg.FaultStride = o.faultStride
+	}
+	if o.set["flips"] {
+		cfg.Flips = o.flips
+	}
+	if o.set["recovery-points"] {
+		cfg.RecoveryPoints = o.recoveryPoints
+	}
+	if o.noFaults {
+		cfg.Faults = false
 	}
 	if o.canary != "" {
 		if cfg.Weaken, err = crashsweep.ParseCanary(o.canary); err != nil {
 			return 0, err
 		}
-	}
-	if o.quick || o.selfTest {
-		quickDefaults(&cfg, o)
-	}
-	if o.flips >= 0 {
-		cfg.Flips = o.flips
-	}
-	if o.recoveryPoints != -2 {
-		cfg.RecoveryPoints = o.recoveryPoints
 	}
 	switch {
 	case o.list:
@@ -286,23 +298,6 @@ func execute(ctx context.Context, o *options, stdout, stderr io.Writer) (int, er
 		return exitViolation, nil
 	}
 	return exitOK, nil
-}
-
-// quickDefaults bounds the quick sweep and the self-test: every scenario,
-// a strided subset of points, one torn seed, one recovery-crash point, and a
-// strided fault sweep. Flags given explicitly win.
-func quickDefaults(cfg *crashsweep.Config, o *options) {
-	if o.stride == 0 {
-		cfg.Stride = 3
-	}
-	if o.faultStride == 0 {
-		cfg.FaultStride = 6
-	}
-	if o.tornSeeds == 0 {
-		cfg.TornSeeds = 1
-	}
-	cfg.RecoveryPoints = 1
-	cfg.Flips = 8
 }
 
 func list(scs []*scenarios.Scenario, stdout io.Writer) (int, error) {
@@ -411,8 +406,13 @@ func selfTest(ctx context.Context, scs []*scenarios.Scenario, cfg crashsweep.Con
 			v := r.Violation
 			jr.Claim, jr.Violation, jr.Repro = v.Claim, v, repro(v)
 			where := fmt.Sprintf("point %d, model %s", v.At, v.Model)
-			if v.Fault != "" {
+			switch {
+			case v.Fault != "":
 				where = "fault " + v.Fault
+			case v.Flip > 0:
+				where = fmt.Sprintf("bit flip %d", v.Flip)
+			case v.At < 0:
+				where = "reference run"
 			}
 			fmt.Fprintf(stdout, "canary %-16s caught by %-4s in scenario %s (%s)\n    %s\n    reproduce: %s\n",
 				r.Canary.Name, v.Claim, v.Scenario, where, v.Detail, jr.Repro)

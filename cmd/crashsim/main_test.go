@@ -1,0 +1,95 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func runCLI(t *testing.T, args ...string) (int, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := run(context.Background(), args, &out, &errb)
+	return code, out.String() + errb.String()
+}
+
+func writeScenario(t *testing.T, body string) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "bad.yaml"), []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// TestBadInputExitsTwo checks that every kind of bad input is a clear error
+// with exit status 2, distinct from a violation (1).
+func TestBadInputExitsTwo(t *testing.T) {
+	unknownClaim := writeScenario(t, "name: x\nclaims: [C1, C7]\nsteps:\n  - init:\n")
+	malformed := writeScenario(t, "name: x\nclaims: [C1\n")
+	unknownLabel := writeScenario(t, "name: x\nclaims: [C1]\nsteps:\n  - init:\n  - commit: {parents: [ghost], files: {a: b}}\n")
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--quick", "--scenarios", unknownClaim}, `bad.yaml:2:14: unknown claim "C7"`},
+		{[]string{"--quick", "--scenarios", malformed}, "bad.yaml:1:1: malformed YAML"},
+		{[]string{"--quick", "--scenarios", unknownLabel}, `bad.yaml:5:24: parent: unknown label "ghost"`},
+		{[]string{"--quick", "--shard", "2/2"}, `--shard "2/2"`},
+		{[]string{"--quick", "--shard", "x"}, `--shard "x"`},
+		{[]string{"--quick", "--seed", "banana"}, `invalid value "banana" for flag -seed`},
+		{[]string{"--quick", "--seed", "-4"}, "--seed -4"},
+		{[]string{"--quick", "--model", "meteor"}, `unknown crash model "meteor"`},
+		{[]string{"--quick", "--scenario", "no-such-*"}, `no scenario matches "no-such-*"`},
+		{[]string{"--quick", "--canary", "nope"}, `unknown canary "nope"`},
+		{[]string{"--fault", "op=write,err=gremlins"}, "field err"},
+		{[]string{"--recover-at", "3"}, "--recover-at needs --at"},
+		{[]string{}, "nothing to do"},
+		{[]string{"--quick", "--sweep"}, "give one of"},
+		{[]string{"--quick", "stray"}, `unexpected argument "stray"`},
+	}
+	for _, c := range cases {
+		code, out := runCLI(t, c.args...)
+		if code != exitUsage {
+			t.Errorf("crashsim %s: exit %d, want %d\n%s", strings.Join(c.args, " "), code, exitUsage, out)
+		}
+		if !strings.Contains(out, c.want) {
+			t.Errorf("crashsim %s: output does not name the problem %q:\n%s", strings.Join(c.args, " "), c.want, out)
+		}
+	}
+}
+
+// TestViolationPrintsReproductionAndExitsOne uses a canary at a known-bad
+// point: the output must name the claim, scenario, model, crash point, the
+// trace around it, and a command that reproduces it; the exit status is 1.
+func TestViolationPrintsReproductionAndExitsOne(t *testing.T) {
+	code, out := runCLI(t, "--scenario", "commit-advance", "--at", "39", "--model", "strict", "--seed", "1", "--canary", "early-durable")
+	if code != exitViolation {
+		t.Fatalf("exit %d, want %d\n%s", code, exitViolation, out)
+	}
+	for _, want := range []string{"VIOLATION C4", "scenario commit-advance", "crash point 39", "model strict",
+		"=> #39", "reproduce: go run ./cmd/crashsim --scenario commit-advance --at 39 --model strict --seed 1 --canary early-durable",
+		"1 crash points"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	// The printed command, run as printed, reproduces the same violation.
+	line := out[strings.Index(out, "reproduce: ")+len("reproduce: "):]
+	line = line[:strings.Index(line, "\n")]
+	args := strings.Fields(strings.TrimPrefix(line, reproPrefix+" "))
+	code2, out2 := runCLI(t, args...)
+	if code2 != exitViolation || !strings.Contains(out2, "VIOLATION C4") {
+		t.Fatalf("the printed reproduction %q did not reproduce (exit %d):\n%s", line, code2, out2)
+	}
+}
+
+func TestCleanPointExitsZero(t *testing.T) {
+	code, out := runCLI(t, "--scenario", "commit-advance", "--at", "39", "--model", "strict")
+	if code != exitOK || !strings.Contains(out, "0 violations") {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+}
