@@ -303,6 +303,23 @@ var _ = Describe("swarmops", func() {
 			Expect(again).To(SatisfyAll(HaveKeyWithValue("noop", true), HaveKeyWithValue("changeset", merge)))
 			Expect(e.run("", "land", ch, "--onto", "main").Stdout).To(ContainSubstring("already on main"))
 		})
+		It("never lands a change twice, even after main undid its effect (the delta hash is in main's history)", func() {
+			ch := e.commit("put dir/b.txt = \"v2\\n\"\n", "--parent", "main")
+			e.ok("", "land", ch, "--onto", "main")
+			e.commit("put dir/b.txt = \"beta\\n\"\n", "--advance", "main") // main reverts it by hand
+			head := e.ok("", "ref", "get", "main").(map[string]any)["id"]
+			Expect(e.ok("", "land", ch, "--onto", "main")).To(SatisfyAll(HaveKeyWithValue("noop", true), HaveKeyWithValue("changeset", head)))
+			Expect(e.run("", "cat", "main:dir/b.txt").Stdout).To(Equal("beta\n"))
+		})
+		It("never lands a retried twin of a change main already holds, even after main undid it (delta hash)", func() {
+			// An agent crashed after committing m2's change, retried, and
+			// committed it again: a twin with m2's delta hash.
+			twin := e.commit(list2, "--parent", m1, "--agent", "retry")
+			e.commit("put a.txt = \"alpha\\n\"\n", "--advance", "main") // main restores a.txt by hand
+			head := e.ok("", "ref", "get", "main").(map[string]any)["id"]
+			Expect(e.ok("", "land", twin, "--onto", "main")).To(SatisfyAll(HaveKeyWithValue("noop", true), HaveKeyWithValue("changeset", head)))
+			Expect(e.run("", "cat", "main:a.txt").Stdout).To(Equal("alpha\n"))
+		})
 		It("recognises the same change made by another changeset (same delta hash) as already landed", func() {
 			twin := e.commit(list2, "--parent", m1, "--agent", "someone-else")
 			Expect(twin).NotTo(Equal(m2))
