@@ -368,3 +368,84 @@ func TestCanaryDamagedSegmentCatchesSkippedChecksums(t *testing.T) {
 	}
 	t.Logf("as required, the property failed against WeakSkipChecksum: %v", err)
 }
+
+// openReplaced replaces one file of a crash clone of the fixture with b
+// and opens the store. model chooses the clone: ProcessCrash keeps the boot
+// id, so a state file that still verifies is trusted; Strict changes it.
+func openReplaced(t *testing.T, fx *recoveryFixture, name string, b []byte, model faultfs.Model) (*faultfs.MemFS, *core.Store, core.Options, error) {
+	fsys := fx.fs.CrashClone(model, 0)
+	if err := writeAll(fsys, path.Join(storeDir, name), b); err != nil {
+		t.Fatal(err)
+	}
+	o := fx.opts
+	o.FS = fsys
+	s, err := openWithin(t, storeDir, o)
+	return fsys, s, o, err
+}
+
+// FuzzOpenWithArbitraryStateFile replaces the never-synced state file with
+// arbitrary bytes. The state file is only a hint (after a power loss it may
+// hold anything), and every frame of the fixture was acknowledged and
+// synced, so Open must succeed and show the whole history, whatever the
+// bytes, with the boot id kept or changed.
+func FuzzOpenWithArbitraryStateFile(f *testing.F) {
+	fx := getRecoveryFixture(f)
+	real, err := readAll(fx.fs, path.Join(storeDir, "state"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(bytes.Clone(real), false)
+	f.Add(bytes.Clone(real[:len(real)/2]), true)
+	f.Add([]byte{}, false)
+	f.Add(make([]byte, len(real)), true)
+	f.Fuzz(func(t *testing.T, b []byte, powerLoss bool) {
+		model := faultfs.ProcessCrash
+		if powerLoss {
+			model = faultfs.Strict
+		}
+		fsys, s, o, err := openReplaced(t, fx, "state", b, model)
+		if err != nil {
+			t.Fatalf("Open with a state file of %d arbitrary bytes (%v): %v", len(b), model, err)
+		}
+		defer s.Close()
+		if err := checkAgainstModel(s, fx.modelAt[fx.lastSeq]); err != nil {
+			t.Fatalf("with a state file of %d arbitrary bytes (%v), the store differs from its history: %v", len(b), model, err)
+		}
+		if err := stillUsable(fsys, s, o); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// FuzzOpenWithArbitraryCheckpoint replaces the checkpoint with arbitrary
+// bytes. The checkpoint is durable data, so damage to it must fail closed
+// (ErrCorrupt naming the file) unless the bytes still decode to a valid
+// checkpoint, in which case the store must show the whole history.
+func FuzzOpenWithArbitraryCheckpoint(f *testing.F) {
+	fx := getRecoveryFixture(f)
+	real, err := readAll(fx.fs, path.Join(storeDir, "checkpoint"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(bytes.Clone(real))
+	f.Add(bytes.Clone(real[:len(real)-1]))
+	f.Add([]byte{})
+	f.Add(make([]byte, len(real)))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		fsys, s, o, err := openReplaced(t, fx, "checkpoint", b, faultfs.Strict)
+		if err != nil {
+			var ce *core.CorruptError
+			if !errors.As(err, &ce) || ce.File == "" {
+				t.Fatalf("Open with a checkpoint of %d arbitrary bytes: %v (want success or a *CorruptError naming the file)", len(b), err)
+			}
+			return
+		}
+		defer s.Close()
+		if err := checkAgainstModel(s, fx.modelAt[fx.lastSeq]); err != nil {
+			t.Fatalf("a checkpoint of %d arbitrary bytes was accepted and the store differs from its history: %v", len(b), err)
+		}
+		if err := stillUsable(fsys, s, o); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
