@@ -2,6 +2,7 @@ package props
 
 import (
 	"bytes"
+	"fmt"
 	"testing"
 
 	"github.com/swarmops/swarmops/core/journal"
@@ -35,29 +36,53 @@ func FuzzJournalScan(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		fx := newJournalFixture(t, nil, nil, false)
-		hdr := fx.segBytes(t)[:journal.FirstFrame]
-		seg := append(bytes.Clone(hdr), body...)
-		fx.setSeg(t, seg)
-		got, res, err := scanAll(fx)
-		if err != nil {
-			// Only I/O can fail a scan, and a memory FS has none.
-			t.Fatalf("Scan over %d bytes: %v", len(body), err)
+		if err := checkJournalScan(t, body, false); err != nil {
+			t.Fatal(err)
 		}
-		for i, fr := range got {
-			if fr.Seq != uint64(i+1) {
-				t.Fatalf("frame %d carries seq %d", i, fr.Seq)
-			}
-			enc := journal.EncodeFrame(fx.cfg.Key, fr.Kind, fr.Seq, fr.Watermark, fr.Payload, journal.PayloadDigest(fr.Payload))
-			on := seg[fr.Pos.Off : fr.Pos.Off+int64(journal.FrameHeaderSize+len(fr.Payload))]
-			if !bytes.Equal(on, enc[:len(on)]) {
-				t.Fatalf("accepted frame %d at %v differs from its encoding: on disk %x, encoded %x", fr.Seq, fr.Pos, on, enc[:len(on)])
-			}
-		}
-		r := journal.NewReader(fx.cfg)
-		defer r.Close()
-		_ = r.Classify(res.End, res.NextSeq, 0)
 	})
+}
+
+// checkJournalScan is FuzzJournalScan's property; skipChecksum runs it
+// against the journal's WeakSkipChecksum canary.
+func checkJournalScan(t *testing.T, body []byte, skipChecksum bool) error {
+	fx := newJournalFixture(t, nil, nil, skipChecksum)
+	hdr := fx.segBytes(t)[:journal.FirstFrame]
+	seg := append(bytes.Clone(hdr), body...)
+	fx.setSeg(t, seg)
+	got, res, err := scanAll(fx)
+	if err != nil {
+		// Only I/O can fail a scan, and a memory FS has none.
+		return fmt.Errorf("Scan over %d bytes: %w", len(body), err)
+	}
+	for i, fr := range got {
+		if fr.Seq != uint64(i+1) {
+			return fmt.Errorf("frame %d carries seq %d", i, fr.Seq)
+		}
+		enc := journal.EncodeFrame(fx.cfg.Key, fr.Kind, fr.Seq, fr.Watermark, fr.Payload, journal.PayloadDigest(fr.Payload))
+		on := seg[fr.Pos.Off : fr.Pos.Off+int64(journal.FrameHeaderSize+len(fr.Payload))]
+		if !bytes.Equal(on, enc[:len(on)]) {
+			return fmt.Errorf("accepted frame %d at %v differs from its encoding: on disk %x, encoded %x", fr.Seq, fr.Pos, on, enc[:len(on)])
+		}
+	}
+	r := journal.NewReader(fx.cfg)
+	defer r.Close()
+	_ = r.Classify(res.End, res.NextSeq, 0)
+	return nil
+}
+
+// TestCanaryJournalScanCatchesSkippedChecksums: the fuzz property rejects a
+// scanner that accepts a frame with a flipped payload byte.
+func TestCanaryJournalScanCatchesSkippedChecksums(t *testing.T) {
+	body := bytes.Clone(seedFrames(t)[2])
+	body[journal.FrameHeaderSize] ^= 0x40 // the first payload byte of the first frame
+	if err := checkJournalScan(t, body, false); err != nil {
+		t.Fatalf("the correct journal fails the property: %v", err)
+	}
+	err := checkJournalScan(t, body, true)
+	if err == nil {
+		t.Fatal("the journal-scan property passed against WeakSkipChecksum")
+	}
+	t.Logf("as required, the property failed against WeakSkipChecksum: %v", err)
 }
 
 // FuzzSegmentHeader decodes arbitrary bytes as a segment header. It must
