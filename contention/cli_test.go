@@ -250,19 +250,14 @@ func (f *fixture) checkLands(r *run, writers, count int) {
 
 var _ = Describe("CLI level (real swarmops processes)", Ordered, ContinueOnFailure, Serial, func() {
 	var bin string
-	cliBusyControl := false
+	requireCLIBusyControl := func() {}
 
 	BeforeAll(func() {
 		var err error
 		bin, err = gexec.Build("github.com/swarmops/swarmops/cmd/swarmops")
 		Expect(err).NotTo(HaveOccurred())
-	})
 
-	requireCLIBusyControl := func() {
-		Expect(cliBusyControl).To(BeTrue(), "the CLI E_BUSY control failed or did not run first")
-	}
-
-	It("answers E_BUSY, retryable, when the spec holds the writer lock past --lock-timeout (control)", func() {
+		By("the E_BUSY control: E_BUSY, retryable, while the spec holds the writer lock past --lock-timeout")
 		f := newFixture()
 		lock, err := vfs.OS().Lock(filepath.Join(f.dir, LockFile), 0)
 		Expect(err).NotTo(HaveOccurred())
@@ -282,7 +277,7 @@ var _ = Describe("CLI level (real swarmops processes)", Ordered, ContinueOnFailu
 		Expect(lock.Unlock()).To(Succeed())
 		r := c.commit(0, 0, "main", "")
 		Expect(r.Err).To(BeEmpty(), "once the lock is released the same commit succeeds")
-		cliBusyControl = true
+		AddReportEntry("E_BUSY control (CLI level)", "exit 5, E_BUSY, retryable, after "+time.Since(start).Round(time.Millisecond).String())
 	})
 
 	It("keeps every agent's private chain intact", func() {
@@ -299,10 +294,10 @@ var _ = Describe("CLI level (real swarmops processes)", Ordered, ContinueOnFailu
 			f := newFixture()
 			r := f.runCLI(bin, knobs.Writers, knobs.PerWriter, mode)
 			f.checkPublishes(r, procOpts{mode: mode, count: knobs.PerWriter, ref: "main"}, knobs.Writers)
-			for ref, res := range f.linearizability(r, f.initialMain) {
+			report(fmt.Sprintf("CLI, shared main by %s, %d × %d", mode, knobs.Writers, knobs.PerWriter), r)
+			for ref, res := range f.linearizability(r, f.initialMain, false) {
 				Expect(res).To(Equal(porcupine.Ok), "history of %s", ref)
 			}
-			report(fmt.Sprintf("CLI, shared main by %s, %d × %d", mode, knobs.Writers, knobs.PerWriter), r)
 		})
 	}
 

@@ -41,7 +41,7 @@ type Knobs struct {
 func DefaultKnobs() Knobs {
 	return Knobs{
 		Writers:       32,
-		PerWriter:     20,
+		PerWriter:     10,
 		SlowPerWriter: 1000,
 		Pause:         0,
 		LockTimeout:   10 * time.Second,

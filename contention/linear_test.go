@@ -47,6 +47,11 @@ var _ = Describe("The ref model (C5)", func() {
 	It("accepts an operation of unknown outcome that never happened", func() {
 		Expect(check(unknown(0, "a", "b", 0), read(1, "a", 20, 21), cas(2, "a", "c", 22, 23, true, ""), read(3, "c", 24, 25))).To(Equal(porcupine.Ok))
 	})
+	It("accepts a read of unknown outcome whatever the state", func() {
+		h := read(0, "", 5, math.MaxInt64)
+		h.Output = refOutput{Unknown: true}
+		Expect(check(cas(1, "a", "b", 0, 1, true, ""), h, read(2, "b", 20, 21))).To(Equal(porcupine.Ok))
+	})
 	It("still rejects a value nobody wrote next to an unknown operation", func() {
 		Expect(check(unknown(0, "a", "b", 0), read(1, "z", 20, 21))).To(Equal(porcupine.Illegal))
 	})
@@ -93,5 +98,26 @@ var _ = Describe("Summarize", func() {
 		Expect(s.WaitMax).To(BeNumerically("~", 1.0, 1e-9))
 		Expect(s.Spread).To(BeNumerically("~", 40.0/30.0, 1e-9))
 		Expect(s.Throughput).To(BeNumerically("~", 100.0, 1e-9))
+	})
+})
+
+var _ = Describe("CheckConflicts", func() {
+	win := func(old, new string, call, ret int64) porcupine.Operation {
+		return porcupine.Operation{Input: refInput{Kind: KindCAS, Old: old, New: new}, Call: call, Output: refOutput{OK: true}, Return: ret}
+	}
+	lose := func(old, cur string, call, ret int64) porcupine.Operation {
+		return porcupine.Operation{Input: refInput{Kind: KindCAS, Old: old, New: "x"}, Call: call, Output: refOutput{Cur: cur}, Return: ret}
+	}
+	It("accepts losers told a value the ref held during their call", func() {
+		Expect(CheckConflicts("a", []porcupine.Operation{win("a", "b", 0, 10), lose("a", "b", 5, 20), lose("z", "a", 0, 3), win("b", "c", 30, 40), lose("a", "b", 21, 35)})).To(BeEmpty())
+	})
+	It("rejects a loser told a value replaced before it was called", func() {
+		Expect(CheckConflicts("a", []porcupine.Operation{win("a", "b", 0, 10), win("b", "c", 11, 12), lose("a", "b", 20, 30)})).To(HaveLen(1))
+	})
+	It("rejects a loser told a value installed after it returned", func() {
+		Expect(CheckConflicts("a", []porcupine.Operation{lose("z", "b", 0, 5), win("a", "b", 10, 20)})).To(HaveLen(1))
+	})
+	It("rejects a loser told a value nobody wrote, or its own expectation", func() {
+		Expect(CheckConflicts("a", []porcupine.Operation{lose("z", "q", 0, 5), lose("a", "a", 0, 5)})).To(HaveLen(2))
 	})
 })
