@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
 	"testing"
 
 	"github.com/swarmops/swarmops/core"
@@ -71,5 +74,30 @@ func TestErrorEnvelopeShape(t *testing.T) {
 	}
 	if errb.Len() != 0 {
 		t.Fatalf("stderr %q in JSON mode", errb.String())
+	}
+}
+
+// TestDocsErrorTableMatchesTheCode keeps the copy in docs/cli.md honest: each
+// row of the code's table appears there with the same status and
+// retryability, and the doc lists no code the table lacks.
+func TestDocsErrorTableMatchesTheCode(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "cli.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := regexp.MustCompile("(?m)^\\| `(E_[A-Z_]+)` \\| (\\d+) \\| (true|false) \\|").FindAllStringSubmatch(string(doc), -1)
+	got := map[string]string{}
+	for _, r := range rows {
+		got[r[1]] = r[2] + " " + r[3]
+	}
+	for _, k := range errorTable() {
+		want := fmt.Sprintf("%d %v", k.Exit, k.Retryable)
+		if got[k.Code] != want {
+			t.Errorf("docs/cli.md: %s is %q, the code says %q", k.Code, got[k.Code], want)
+		}
+		delete(got, k.Code)
+	}
+	for code := range got {
+		t.Errorf("docs/cli.md lists %s, which the code's table lacks", code)
 	}
 }
