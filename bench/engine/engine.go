@@ -31,6 +31,20 @@ type Key = [32]byte
 // ErrConflict is a failed ref compare-and-swap.
 var ErrConflict = errors.New("engine: ref conflict")
 
+// ConflictError is a failed ref compare-and-swap that names the ref's
+// current value, when the engine reports it.
+type ConflictError struct {
+	Ref     string
+	Current Key
+}
+
+func (e *ConflictError) Error() string {
+	return fmt.Sprintf("ref %q moved to %x", e.Ref, e.Current[:6])
+}
+
+// Unwrap makes errors.Is(err, ErrConflict) true.
+func (e *ConflictError) Unwrap() error { return ErrConflict }
+
 // ErrNotFound is a missing changeset or parent.
 var ErrNotFound = errors.New("engine: not found")
 

@@ -53,6 +53,10 @@ type swarmStore struct{ s *core.Store }
 var swarmEpoch = time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)
 
 func mapSwarm(err error) error {
+	var ce *core.ConflictError
+	if errors.As(err, &ce) {
+		return fmt.Errorf("%w: %w", &ConflictError{Ref: ce.Ref, Current: Key(ce.Current)}, err)
+	}
 	switch {
 	case errors.Is(err, core.ErrBusy):
 		return fmt.Errorf("%w: %w", ErrBusy, err)

@@ -4,9 +4,11 @@ import (
 	"bufio"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
+	"runtime/pprof"
 	"time"
 
 	"github.com/swarmops/swarmops/bench/engine"
@@ -39,6 +41,18 @@ func child(args []string) error {
 		return err
 	}
 	e = countingEngine(e)
+	// PEERBENCH_CPUPROFILE=FILE writes a CPU profile of this child, to
+	// show where an open or a recovery spends its time.
+	if pf := os.Getenv("PEERBENCH_CPUPROFILE"); pf != "" {
+		f, err := os.Create(pf)
+		if err != nil {
+			return fmt.Errorf("PEERBENCH_CPUPROFILE=%q: %w", pf, err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return fmt.Errorf("PEERBENCH_CPUPROFILE=%q: %w", pf, err)
+		}
+		defer pprof.StopCPUProfile()
+	}
 	result := func(m map[string]float64) error {
 		b, err := json.Marshal(m)
 		if err != nil {
@@ -125,6 +139,7 @@ func child(args []string) error {
 		if err != nil {
 			return err
 		}
+		retried := 0.0
 		t0 := time.Now()
 		s, err := e.Open(*dir, 1)
 		if err != nil {
@@ -136,7 +151,17 @@ func child(args []string) error {
 		if err != nil || !ok {
 			return fmt.Errorf("head of %s: %v %v", ref, ok, err)
 		}
-		if _, _, _, err := commitChain(s, *seed, *w, 1<<20, 1, ref, head, true); err != nil {
+		// A reader's view holds the durable prefix; a frame the killed
+		// writer appended but did not sync may still move the ref. The
+		// compare-and-swap then fails naming the current value, and the
+		// commit is retried on it, as any client would.
+		_, _, _, err = commitChain(s, *seed, *w, 1<<20, 1, ref, head, true)
+		var ce *engine.ConflictError
+		if errors.As(err, &ce) {
+			retried = 1
+			_, _, _, err = commitChain(s, *seed, *w, 1<<20, 1, ref, ce.Current, true)
+		}
+		if err != nil {
 			return err
 		}
 		t2 := time.Now()
@@ -154,7 +179,7 @@ func child(args []string) error {
 		if !found {
 			lost = 1
 		}
-		return result(map[string]float64{"open_us": us(t1.Sub(t0)), "write_us": us(t2.Sub(t1)), "lost": lost})
+		return result(map[string]float64{"open_us": us(t1.Sub(t0)), "write_us": us(t2.Sub(t1)), "lost": lost, "cas_retried": retried})
 	}
 	return fmt.Errorf("child: unknown command %q", args[0])
 }

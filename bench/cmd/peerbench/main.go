@@ -47,6 +47,7 @@ type harness struct {
 	killMax  time.Duration
 	w6Dur    time.Duration
 	syncN    int
+	syncRuns int
 	results  []Result
 	self     string
 	progress bool
@@ -122,7 +123,7 @@ func run(args []string) error {
 	fl.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	h := &harness{runs: *runs, quick: *quick, seed: *seed, minFree: *minFree, w1N: *w1N, w1Warm: 200,
 		w2N: *w2N, writers: *writers, lookups: *lookups, opens: *opens, kills: *kills, w6Dur: *w6,
-		syncN: *syncN, killMin: 100 * time.Millisecond, killMax: time.Second, progress: true}
+		syncN: *syncN, syncRuns: 2, killMin: 100 * time.Millisecond, killMax: time.Second, progress: true}
 	var err error
 	if h.sizes, err = parseSizes(*sizes); err != nil {
 		return err
@@ -133,15 +134,16 @@ func run(args []string) error {
 				f()
 			}
 		}
-		def("w1-n", func() { h.w1N = 150 })
+		def("w1-n", func() { h.w1N = 100 })
 		h.w1Warm = 20
-		def("w2-n", func() { h.w2N = 8 })
+		def("w2-n", func() { h.w2N = 5 })
 		def("sizes", func() { h.sizes = []int{10000} })
 		def("lookups", func() { h.lookups = 2000 })
 		def("opens", func() { h.opens = 3 })
 		def("kills", func() { h.kills = 1 })
 		def("w6", func() { h.w6Dur = time.Second })
-		def("sync-n", func() { h.syncN = 128 })
+		def("sync-n", func() { h.syncN = 64 })
+		h.syncRuns = 1
 		h.killMin, h.killMax = 50*time.Millisecond, 200*time.Millisecond
 	}
 	if h.runs < 1 || h.w1N < 1 || h.w2N < 1 || h.writers < 1 || h.lookups < 1 || h.opens < 1 || h.kills < 0 || h.syncN < 1 {

@@ -64,7 +64,7 @@ func (h *harness) syncs() error {
 		}
 		return nil
 	}
-	for r := 0; r < min(h.runs, 2); r++ {
+	for r := 0; r < min(h.runs, h.syncRuns); r++ {
 		for _, e := range h.order(r) {
 			env := h.env()
 			counts := [2]map[string]float64{}
@@ -723,6 +723,7 @@ func (h *harness) w4recover(e engine.Engine, b *built, r int) Result {
 		}
 		rec = append(rec, m["open_us"]+m["write_us"])
 		res.Metrics["acked_lost"] += m["lost"]
+		res.Metrics["cas_retried"] += m["cas_retried"]
 	}
 	res.Metrics["recover_ms"] = median(rec) / 1e3
 	res.Metrics["recover_max_ms"] = pct(rec, 100) / 1e3
