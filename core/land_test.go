@@ -1,6 +1,7 @@
 package core
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -9,6 +10,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/swarmops/swarmops/core/objects"
+	"github.com/swarmops/swarmops/faultfs"
 )
 
 // file makes an entry whose id is derived from a content label.
@@ -182,4 +184,150 @@ func TestMergeResultIsTheirsOverHead(t *testing.T) {
 			})
 		}
 	})
+}
+
+// newLandStore makes a store on the power-loss memory filesystem with main
+// at a changeset holding base.txt.
+func newLandStore(t *testing.T) (*Store, ID) {
+	t.Helper()
+	s, err := Create("/s", Options{FS: faultfs.NewMem()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	m0, err := s.Commit(CommitRequest{Changes: []Change{{Path: "base.txt", Data: []byte("b")}}, Advance: "main"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, m0
+}
+
+// puts builds n put changes named prefix0..prefix(n-1).
+func puts(prefix string, n int) []Change {
+	var out []Change
+	for i := 0; i < n; i++ {
+		out = append(out, Change{Path: fmt.Sprintf("%s%d", prefix, i), Data: []byte(prefix)})
+	}
+	return out
+}
+
+// advanceMain commits changes onto main.
+func advanceMain(t *testing.T, s *Store, changes []Change) ID {
+	t.Helper()
+	sn, err := s.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	head, err := sn.Ref("main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := s.Commit(CommitRequest{Parents: []ID{head}, Changes: changes, Advance: "main"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+func setLandHook(t *testing.T, f func(attempt int)) {
+	TestHookLandBeforeCommit = f
+	t.Cleanup(func() { TestHookLandBeforeCommit = nil })
+}
+
+func TestLandAfterALostRaceRemergesOnlyWhatTheTargetGained(t *testing.T) {
+	for _, ff := range []bool{true, false} {
+		t.Run(fmt.Sprintf("first-attempt-fast-forward=%v", ff), func(t *testing.T) {
+			s, m0 := newLandStore(t)
+			change, err := s.Commit(CommitRequest{Parents: []ID{m0}, Changes: puts("mine", 5)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !ff {
+				advanceMain(t, s, puts("early", 2))
+			}
+			setLandHook(t, func(attempt int) {
+				if attempt == 1 {
+					advanceMain(t, s, puts("theirs", 3))
+				}
+			})
+			r, err := s.Land(change, "main", LandOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Attempts != 2 || !slices.Equal(r.Remerged, []int{3}) || r.NoOp {
+				t.Fatalf("got attempts %d remerged %v noop %v, want 2, [3], false", r.Attempts, r.Remerged, r.NoOp)
+			}
+			sn, _ := s.Snapshot()
+			flat, err := sn.Flatten(r.Changeset)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := 1 + 5 + 3
+			if !ff {
+				want += 2
+			}
+			if len(flat) != want {
+				t.Fatalf("merged tree has %d files, want %d: %v", len(flat), want, flat)
+			}
+		})
+	}
+}
+
+func TestLandGivesUpWithErrBusyWhenTheTargetNeverStops(t *testing.T) {
+	s, m0 := newLandStore(t)
+	change, err := s.Commit(CommitRequest{Parents: []ID{m0}, Changes: puts("mine", 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	setLandHook(t, func(int) { n++; advanceMain(t, s, puts(fmt.Sprintf("r%d-", n), 1)) })
+	_, err = s.Land(change, "main", LandOptions{MaxAttempts: 3})
+	if !errors.Is(err, ErrBusy) || n != 3 {
+		t.Fatalf("got %v after %d attempts, want ErrBusy after 3", err, n)
+	}
+}
+
+func TestLandConflictListsPathsAndWritesNothing(t *testing.T) {
+	s, m0 := newLandStore(t)
+	change, err := s.Commit(CommitRequest{Parents: []ID{m0}, Changes: []Change{{Path: "base.txt", Data: []byte("mine")}, {Path: "ok", Data: []byte("1")}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	head := advanceMain(t, s, []Change{{Path: "base.txt", Data: []byte("theirs")}})
+	_, err = s.Land(change, "main", LandOptions{})
+	var mc *MergeConflictError
+	if !errors.As(err, &mc) || !slices.Equal(mc.Paths, []string{"base.txt"}) || !errors.Is(err, ErrConflict) {
+		t.Fatalf("got %v, want a merge conflict on base.txt", err)
+	}
+	sn, _ := s.Snapshot()
+	if now, _ := sn.Ref("main"); now != head {
+		t.Fatalf("main moved to %s on a conflict", now)
+	}
+}
+
+func TestLandMergesAChangeWhoseBranchForkedEarlier(t *testing.T) {
+	s, m0 := newLandStore(t)
+	side, err := s.Commit(CommitRequest{Parents: []ID{m0}, Changes: puts("side", 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	change, err := s.Commit(CommitRequest{Parents: []ID{side}, Changes: puts("mine", 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	advanceMain(t, s, puts("main", 1))
+	r, err := s.Land(change, "main", LandOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sn, _ := s.Snapshot()
+	flat, _ := sn.Flatten(r.Changeset)
+	for _, p := range []string{"base.txt", "side0", "mine0", "main0"} {
+		if _, ok := flat[p]; !ok {
+			t.Errorf("%s missing after landing a change whose branch forked at the merge base", p)
+		}
+	}
+	if base, _ := mergeBase(sn, r.Changeset, change); base != change {
+		t.Errorf("mergeBase(merge, change) = %s, want change itself", short(base))
+	}
 }
