@@ -24,7 +24,21 @@
 // them for nightly runs; a malformed value fails every test that reads it,
 // naming the variable. An explicit -rapid.checks flag wins over both.
 //
-// Failures print the rapid seed and the -rapid.failfile that replays them;
-// fail files are kept under testdata/rapid as regressions and replayed first
-// on every run.
+// Failures print the rapid seed and the -rapid.failfile that replays them,
+// as in
+//
+//	go test ./props -run=TestStoreMatchesModelOfAcknowledgedTransactions -rapid.failfile=testdata/rapid/...
+//
+// Fail files are kept under testdata/rapid as regressions and replayed
+// first on every run. Fuzz targets run with
+//
+//	go test ./props -run='^$' -fuzz='^FuzzRecoverDamagedSegment$' -fuzztime=5m
+//
+// and a finding is written under testdata/fuzz, from where plain go test
+// replays it.
+//
+// Tests named TestCanary… run a property against a deliberately broken
+// variant (a store weakening such as WeakSkipDatasync, a broken decoder, a
+// CAS that ignores its expectation, a mutated model) and fail unless the
+// property catches it; with -v they log rapid's shrunk counterexample.
 package props

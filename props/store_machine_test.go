@@ -291,12 +291,13 @@ func (sm *storeMachine) reopen(t *rapid.T) {
 }
 
 // crash takes a crash clone of the files (strict: only synced state; torn:
-// a seeded part of the unsynced sectors survives, zeroed or garbage), opens
+// a seeded part of the unsynced sectors survives, zeroed or garbage;
+// process: the page cache survives and the boot id stays), opens
 // it twice from identical bytes to check that recovery is deterministic,
 // and continues on the first. Nothing is in flight when the clone is taken,
 // so the model after the crash is the model before it.
 func (sm *storeMachine) crash(t *rapid.T) {
-	model := rapid.SampledFrom([]faultfs.Model{faultfs.Strict, faultfs.Torn}).Draw(t, "crashModel")
+	model := rapid.SampledFrom([]faultfs.Model{faultfs.Strict, faultfs.Torn, faultfs.ProcessCrash}).Draw(t, "crashModel")
 	seed := rapid.Int64().Draw(t, "crashSeed")
 	a := sm.fs.CrashClone(model, seed)
 	b := sm.fs.CrashClone(model, seed)
