@@ -94,6 +94,33 @@ func BenchmarkCommitRealOS(b *testing.B) {
 	})
 }
 
+// BenchmarkCommitCPU is the same commit on the memory FS: the CPU part of a
+// commit (build, hash, encode, lock, append, publish), without the disk.
+func BenchmarkCommitCPU(b *testing.B) {
+	c := faultfs.NewCounting(faultfs.NewMem())
+	s, err := core.Create("/s", core.Options{FS: c})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	head, err := s.Commit(core.CommitRequest{Changes: []core.Change{put("f", "0")}, Advance: "main"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	c.Reset()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		head, err = s.Commit(core.CommitRequest{Parents: []core.ID{head}, Advance: "main",
+			Changes: []core.Change{put(fmt.Sprintf("d/f%d", i%16), strconv.Itoa(i))}})
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(c.Total())/float64(b.N), "fscalls/op")
+	b.ReportMetric(float64(c.Count(faultfs.OpDatasync))/float64(b.N), "syncs/op")
+}
+
 // benchChangesets is the history size of the lookup benchmarks
 // (SWARMOPS_BENCH_CHANGESETS, default 100000).
 func benchChangesets(b *testing.B) int {

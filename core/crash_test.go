@@ -313,3 +313,41 @@ func TestCrashDuringRecovery(t *testing.T) {
 	}
 	t.Logf("%d crash points inside recovery", points)
 }
+
+// TestCrashDuringCreate: init is acknowledged only once the store is
+// durable; a crashed init leaves either a store that opens or leftovers a
+// new Create clears.
+func TestCrashDuringCreate(t *testing.T) {
+	for n := int64(1); ; n++ {
+		live := faultfs.NewMem()
+		c := faultfs.NewCrashing(live, n)
+		s, err := core.Create("/s", core.Options{FS: c})
+		if err == nil {
+			s.Close()
+		}
+		if !c.Crashed() {
+			break
+		}
+		acked := err == nil
+		for _, mod := range []faultfs.Model{faultfs.Strict, faultfs.Torn, faultfs.ProcessCrash} {
+			after := live.CrashClone(mod, n)
+			s, err := core.Open("/s", core.Options{FS: after})
+			if err == nil {
+				_, err = s.Commit(core.CommitRequest{Changes: []core.Change{put("a", "1")}})
+				s.Close()
+				if err != nil {
+					t.Fatalf("init crashed at call %d (%s): store opens but does not commit: %v", n, mod, err)
+				}
+				continue
+			}
+			if acked {
+				t.Fatalf("init crashed at call %d (%s) after acknowledging: %v", n, mod, err)
+			}
+			s, err = core.Create("/s", core.Options{FS: after})
+			if err != nil {
+				t.Fatalf("init crashed at call %d (%s): neither Open nor Create works: %v", n, mod, err)
+			}
+			s.Close()
+		}
+	}
+}

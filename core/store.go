@@ -123,13 +123,20 @@ func Create(dir string, o Options) (*Store, error) {
 		if err != nil {
 			return nil, ioErr("open "+dir, err)
 		}
-		names, err := d.Readdirnames(1)
+		names, err := d.Readdirnames(-1)
 		d.Close()
 		if err != nil && len(names) == 0 && !isEOF(err) {
 			return nil, ioErr("read "+dir, err)
 		}
-		if len(names) > 0 {
+		if len(names) > 0 && !interruptedInit(names) {
 			return nil, fmt.Errorf("%w: %s is not empty", ErrExist, dir)
+		}
+		// An init that crashed before its checkpoint was durable was never
+		// acknowledged: its leftovers are removed and init starts over.
+		for _, n := range names {
+			if err := fsys.RemoveAll(path.Join(dir, n)); err != nil {
+				return nil, ioErr("remove leftover of an interrupted init", err)
+			}
 		}
 	} else if errors.Is(err, fs.ErrNotExist) {
 		if err := fsys.MkdirAll(dir, 0o755); err != nil {
@@ -181,6 +188,19 @@ func Create(dir string, o Options) (*Store, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// interruptedInit reports whether a directory's names are only what Create
+// makes before the checkpoint, the file whose presence makes a store.
+func interruptedInit(names []string) bool {
+	for _, n := range names {
+		switch n {
+		case "journal", "objects", "index", ckptTemp, "state", "LOCK", "SYNCLOCK", "CKPTLOCK":
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 func isEOF(err error) bool { return err != nil && err.Error() == "EOF" }
