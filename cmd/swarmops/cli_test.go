@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
@@ -415,6 +416,26 @@ var _ = Describe("swarmops", func() {
 			e.ok("", "checkout", "main~1", wt, "--force")
 			b, _ = os.ReadFile(filepath.Join(wt, "a.txt"))
 			Expect(string(b)).To(Equal("alpha\n"))
+		})
+	})
+
+	Describe("progress", func() {
+		It("draws a bar for checkout and verify --deep on a terminal, and none when piped", func() {
+			script, err := exec.LookPath("script")
+			if err != nil {
+				Skip("needs script(1) to give the binary a terminal")
+			}
+			wt := filepath.Join(e.root, "wt")
+			for _, args := range [][]string{{"checkout", "main", wt}, {"verify", "--deep"}} {
+				c := exec.Command(script, "-qec", binPath+" "+strings.Join(args, " "), "/dev/null")
+				c.Env = append(baseEnv(), "SWARMOPS_STORE="+e.store)
+				out, err := c.CombinedOutput()
+				Expect(err).NotTo(HaveOccurred(), "%s", out)
+				Expect(string(out)).To(MatchRegexp(`%s.*\(\d+/\d+\)`, args[0]), "no bar on a terminal for %v", args)
+			}
+			r := e.run("", "verify", "--deep")
+			Expect(r.Exit).To(Equal(0))
+			Expect(r.Stderr).To(BeEmpty())
 		})
 	})
 
