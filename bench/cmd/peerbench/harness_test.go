@@ -16,8 +16,11 @@ func TestPercentilesAreNearestRank(t *testing.T) {
 			t.Errorf("pct(%v) = %v, want %v", c.q, got, c.want)
 		}
 	}
-	if got := median([]float64{3, 1, 2, 4}); got != 2 {
-		t.Errorf("median = %v, want 2 (the lower middle, a measured value)", got)
+	if got := median([]float64{3, 1, 2, 4}); got != 2.5 {
+		t.Errorf("median = %v, want 2.5 (the mean of the middle two)", got)
+	}
+	if got := median([]float64{3, 1, 2}); got != 2 {
+		t.Errorf("median = %v, want 2", got)
 	}
 	if !math.IsNaN(pct(nil, 50)) {
 		t.Errorf("pct of nothing must be NaN")

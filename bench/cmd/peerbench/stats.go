@@ -23,15 +23,20 @@ func pct(xs []float64, q float64) float64 {
 	return xs[r-1]
 }
 
-// median of xs (the lower middle for even lengths, so it is always a
-// measured value).
+// median of xs: the middle value, or the mean of the two middle values for
+// an even count (with two runs, a lower or upper pick would favour one
+// direction of every metric).
 func median(xs []float64) float64 {
 	if len(xs) == 0 {
 		return math.NaN()
 	}
 	c := append([]float64(nil), xs...)
 	sort.Float64s(c)
-	return c[(len(c)-1)/2]
+	m := len(c) / 2
+	if len(c)%2 == 1 {
+		return c[m]
+	}
+	return (c[m-1] + c[m]) / 2
 }
 
 func minmax(xs []float64) (float64, float64) {
