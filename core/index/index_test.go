@@ -216,19 +216,23 @@ func TestIndexMatchesModelAcrossFlushCompactAndReopen(t *testing.T) {
 	}
 	x := New(fsys)
 	m := newModel()
+	var prevObjs, allObjs []ObjRecord
 	runNo := 0
 	name := func() string { runNo++; return fmt.Sprintf("idx/run-%06d", runNo) }
 	for step := range 60 {
 		b := g.batch(g.r.IntN(40), g.r.IntN(80))
-		if step > 0 && g.r.IntN(5) == 0 && len(g.ids) > 0 {
-			// Re-add a known object at a new location: the newest wins.
-			o := m.obj
-			for id, rec := range o {
-				rec.Loc = g.loc()
-				b.Objects = append(b.Objects, ObjRecord{ID: id, Kind: rec.Kind, Loc: rec.Loc})
-				break
+		// Re-add known objects at new locations, one from the previous batch
+		// (likely still in the same tail) and one from anywhere (likely in a
+		// run): the newest record must win everywhere.
+		for _, pool := range [][]ObjRecord{prevObjs, allObjs} {
+			if len(pool) > 0 {
+				o := pool[g.r.IntN(len(pool))]
+				o.Loc = g.loc()
+				b.Objects = append(b.Objects, o)
 			}
 		}
+		prevObjs = b.Objects
+		allObjs = append(allObjs, b.Objects...)
 		before := x.View()
 		beforeLen := before.TailLen()
 		if err := x.Add(b); err != nil {
