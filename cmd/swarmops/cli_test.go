@@ -184,6 +184,8 @@ var _ = Describe("swarmops", func() {
 			Entry("commit with neither -F nor --dir", "E_USAGE", "exactly one of", "commit"),
 			Entry("ref set without --expect", "E_USAGE", "--expect OLD is required", "ref", "set", "main", "main~1"),
 			Entry("land without --onto", "E_USAGE", "--onto REF is required", "land", "main~1"),
+			Entry("a zero --lock-timeout", "E_USAGE", "--lock-timeout 0s", "info", "--lock-timeout", "0s"),
+			Entry("a malformed --lock-timeout", "E_USAGE", "invalid argument", "info", "--lock-timeout", "soon"),
 		)
 
 		DescribeTable("change lists: the message names line and column",
@@ -449,15 +451,29 @@ var _ = Describe("swarmops", func() {
 			Expect(er).To(SatisfyAll(HaveKeyWithValue("code", "E_BUSY"), HaveKeyWithValue("retryable", true)))
 			Expect(e.journalState()).To(Equal(before))
 		})
-		It("crashes at the Nth filesystem call with SWARMOPS_TEST_CRASH_AT, and recover then reports", func() {
-			e.extra = []string{"SWARMOPS_TEST_CRASH_AT=12"}
-			r := e.run("put x = \"x\\n\"\n", "commit", "-F", "-", "--advance", "main", "--json")
-			Expect(r.Exit).To(Equal(kindCrashed.Exit))
-			Expect(r.Stdout).To(BeEmpty())
-			e.extra = nil
-			r = e.run("", "recover", "--json")
-			Expect(r.Exit).To(Or(Equal(0), Equal(kindRepaired.Exit)), r.Stdout)
-			e.ok("", "verify", "--deep")
+		It("crashes at the Nth filesystem call with SWARMOPS_TEST_CRASH_AT; afterwards the commit is all there or not at all", func() {
+			crashed := 0
+			for _, n := range []int{2, 6, 12, 24} {
+				before := e.ok("", "ref", "get", "main").(map[string]any)["id"]
+				e.extra = []string{fmt.Sprintf("SWARMOPS_TEST_CRASH_AT=%d", n)}
+				r := e.run(fmt.Sprintf("put crash%d = \"x\"\n", n), "commit", "-F", "-", "--advance", "main", "--json")
+				e.extra = nil
+				Expect(r.Exit).To(Or(Equal(0), Equal(kindCrashed.Exit)), "crash at %d: %s %s", n, r.Stdout, r.Stderr)
+				if r.Exit == kindCrashed.Exit {
+					crashed++
+					Expect(r.Stdout).To(BeEmpty())
+				}
+				rr := e.run("", "recover", "--json")
+				Expect(rr.Exit).To(Or(Equal(0), Equal(kindRepaired.Exit)), rr.Stdout)
+				e.ok("", "verify", "--deep")
+				after := e.ok("", "ref", "get", "main").(map[string]any)["id"]
+				if after != before {
+					Expect(e.run("", "cat", fmt.Sprintf("main:crash%d", n)).Stdout).To(Equal("x"))
+				} else {
+					Expect(r.Exit).To(Equal(kindCrashed.Exit), "an acknowledged commit is missing")
+				}
+			}
+			Expect(crashed).To(BeNumerically(">", 0), "no run reached its crash point")
 		})
 		It("cuts a torn tail after a power loss and says so with E_REPAIRED, then finds nothing", func() {
 			info := e.ok("", "info").(map[string]any)

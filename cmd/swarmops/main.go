@@ -199,6 +199,9 @@ func (a *app) storeDir() string {
 // options builds the store options, wrapping the OS filesystem for crash
 // tests when SWARMOPS_TEST_CRASH_AT is set.
 func (a *app) options() (core.Options, error) {
+	if a.lockTimeout <= 0 {
+		return core.Options{}, usagef("--lock-timeout %v: want a positive duration", a.lockTimeout)
+	}
 	o := core.Options{LockTimeout: a.lockTimeout}
 	fsys, err := crashFS(a.getenv)
 	if err != nil {
