@@ -19,28 +19,49 @@ type page struct {
 	frozen bool
 }
 
-// content is a file's bytes: a slice of pages, where a nil page reads as
-// zeros, and a size. Invariant: every byte at or beyond size reads as zero,
-// so growing the size exposes zeros, as ftruncate does.
+// chunkPages is the number of page pointers per chunk (1 MiB of file).
+const chunkPages = 256
+
+// chunk is a fixed run of page pointers; a nil pointer reads as zeros.
+// Frozen chunks are shared and copied before a change, as pages are.
+type chunk struct {
+	p      [chunkPages]*page
+	frozen bool
+}
+
+// content is a file's bytes: a slice of chunks of pages, where a nil chunk
+// or page reads as zeros, and a size. Invariant: every byte at or beyond
+// size reads as zero, so growing the size exposes zeros, as ftruncate does.
 //
-// Sharing is copy-on-write at two levels, so that a sync or a clone costs
-// O(pages written since the last one), not O(file size): the pages slice
-// itself is shared after a snapshot (shared), and copied before its first
-// change; pages are frozen before they are shared, and copied before a
-// write. fresh lists the pages this content allocated and has not frozen.
+// Sharing is copy-on-write at three levels, so that a sync or a clone costs
+// O(pages written since the last one), not O(file size), and so does the
+// first write after it: the chunks slice is shared after a snapshot
+// (shared) and copied (one pointer per MiB) before its first change;
+// chunks and pages are frozen before they are shared and copied before a
+// change. fresh lists the chunks this content made or copied and has not
+// frozen; every unfrozen page lies in one of them.
 type content struct {
-	pages  []*page
+	chunks []*chunk
 	size   int64
 	shared bool
 	fresh  []int64
 }
 
-// own makes the pages slice private before a change.
+// own makes the chunks slice private before a change.
 func (c *content) own() {
 	if c.shared {
-		c.pages = append(make([]*page, 0, len(c.pages)+len(c.pages)/4+1), c.pages...)
+		c.chunks = append(make([]*chunk, 0, len(c.chunks)+len(c.chunks)/4+1), c.chunks...)
 		c.shared = false
 	}
+}
+
+// page returns page pi, or nil if it reads as zeros.
+func (c *content) page(pi int64) *page {
+	ci := pi / chunkPages
+	if ci >= int64(len(c.chunks)) || c.chunks[ci] == nil {
+		return nil
+	}
+	return c.chunks[ci].p[pi%chunkPages]
 }
 
 // readAt copies the bytes at off into p and reports how many it copied; it
@@ -59,8 +80,8 @@ func (c *content) readAt(p []byte, off int64) int {
 		if k > len(p)-n {
 			k = len(p) - n
 		}
-		if pi < int64(len(c.pages)) && c.pages[pi] != nil {
-			copy(p[n:n+k], c.pages[pi].b[po:])
+		if pg := c.page(pi); pg != nil {
+			copy(p[n:n+k], pg.b[po:])
 		} else {
 			clear(p[n : n+k])
 		}
@@ -69,32 +90,41 @@ func (c *content) readAt(p []byte, off int64) int {
 	return n
 }
 
+// writableChunk returns chunk ci ready to be changed, making or copying it.
+func (c *content) writableChunk(ci int64) *chunk {
+	c.own()
+	for int64(len(c.chunks)) <= ci {
+		c.chunks = append(c.chunks, nil)
+	}
+	ch := c.chunks[ci]
+	switch {
+	case ch == nil:
+		ch = new(chunk)
+	case ch.frozen:
+		cp := new(chunk)
+		cp.p = ch.p
+		ch = cp
+	default:
+		return ch
+	}
+	c.chunks[ci] = ch
+	c.fresh = append(c.fresh, ci)
+	return ch
+}
+
 // writable returns page pi ready to be written, allocating or copying it.
 func (c *content) writable(pi int64) *page {
-	c.own()
-	if pi >= int64(len(c.pages)) {
-		if pi < int64(cap(c.pages)) {
-			c.pages = c.pages[:pi+1]
-		} else {
-			np := make([]*page, pi+1, (pi+1)*5/4+1)
-			copy(np, c.pages)
-			c.pages = np
-		}
-	}
-	pg := c.pages[pi]
-	switch {
+	ch := c.writableChunk(pi / chunkPages)
+	slot := &ch.p[pi%chunkPages]
+	switch pg := *slot; {
 	case pg == nil:
-		pg = new(page)
-		c.pages[pi] = pg
-		c.fresh = append(c.fresh, pi)
+		*slot = new(page)
 	case pg.frozen:
 		cp := new(page)
 		cp.b = pg.b
-		pg = cp
-		c.pages[pi] = pg
-		c.fresh = append(c.fresh, pi)
+		*slot = cp
 	}
-	return pg
+	return *slot
 }
 
 // writeAt stores p at off, growing size if needed, and marks the touched
@@ -130,33 +160,47 @@ func (c *content) setSize(n int64, dirty *bitset) {
 	if dirty != nil {
 		dirty.setRange(n/SectorSize, (old-1)/SectorSize)
 	}
-	// Drop whole pages beyond n, zero the tail of the page holding n.
-	keep := (n + pageSize - 1) / pageSize
-	if keep < int64(len(c.pages)) {
+	// Drop whole chunks and pages beyond n, zero the tail of the page
+	// holding n.
+	keepPages := (n + pageSize - 1) / pageSize
+	keepChunks := (keepPages + chunkPages - 1) / chunkPages
+	if keepChunks < int64(len(c.chunks)) {
 		c.own()
-		clear(c.pages[keep:])
-		c.pages = c.pages[:keep]
+		clear(c.chunks[keepChunks:])
+		c.chunks = c.chunks[:keepChunks]
+	}
+	if keepPages%chunkPages != 0 {
+		ci := keepPages / chunkPages
+		if ci < int64(len(c.chunks)) && c.chunks[ci] != nil {
+			ch := c.writableChunk(ci)
+			clear(ch.p[keepPages%chunkPages:])
+		}
 	}
 	if po := n % pageSize; po != 0 {
-		pi := n / pageSize
-		if pi < int64(len(c.pages)) && c.pages[pi] != nil {
+		if pi := n / pageSize; c.page(pi) != nil {
 			clear(c.writable(pi).b[po:])
 		}
 	}
 }
 
-// snapshot returns an immutable image of c sharing its pages and its pages
-// slice. It freezes only the pages written since the last snapshot; no data
-// and no slice is copied.
+// snapshot returns an immutable image of c sharing its chunks slice, chunks
+// and pages. It freezes only what was written since the last snapshot; no
+// data, chunk or slice is copied.
 func (c *content) snapshot() content {
-	for _, pi := range c.fresh {
-		if pi < int64(len(c.pages)) && c.pages[pi] != nil {
-			c.pages[pi].frozen = true
+	for _, ci := range c.fresh {
+		if ci < int64(len(c.chunks)) && c.chunks[ci] != nil && !c.chunks[ci].frozen {
+			ch := c.chunks[ci]
+			for _, pg := range ch.p {
+				if pg != nil {
+					pg.frozen = true
+				}
+			}
+			ch.frozen = true
 		}
 	}
 	c.fresh = c.fresh[:0]
 	c.shared = true
-	return content{pages: c.pages, size: c.size, shared: true}
+	return content{chunks: c.chunks, size: c.size, shared: true}
 }
 
 // bitset is a growable set of sector numbers.
