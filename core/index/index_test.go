@@ -336,6 +336,19 @@ func TestOpenAndFirstLookupReadAConstantNumberOfTimes(t *testing.T) {
 		if got := c.Count(faultfs.OpRead); got > 3 {
 			t.Errorf("n=%d: a miss made %d reads, want <= 3", n, got)
 		}
+		// A long-lived run caches its fanout: then a lookup is one read.
+		for i := range min(preloadAfter, 1000) {
+			if _, _, err := r.Object(b.Objects[i%n].ID); err != nil {
+				t.Fatal(err)
+			}
+		}
+		c.Reset()
+		if _, ok, err := r.Object(b.Objects[n/3].ID); !ok || err != nil {
+			t.Fatalf("n=%d: Object: %v %v", n, ok, err)
+		}
+		if got := c.Count(faultfs.OpRead); got != 1 {
+			t.Errorf("n=%d: a lookup on a warm run made %d reads, want 1", n, got)
+		}
 		r.Close()
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"hash/crc32"
 	"io"
 	"sync"
+	"sync/atomic"
 
 	"github.com/spf13/afero"
 	"lukechampine.com/blake3"
@@ -130,7 +131,17 @@ type Run struct {
 	name string
 	f    afero.File
 	h    *header
+
+	// fan caches each table's checked fanout once the run has served
+	// preloadAfter lookups, saving one read per lookup for long-lived
+	// readers while keeping open + first lookup at one small read.
+	fan     [nTables]atomic.Pointer[[]uint32]
+	lookups atomic.Int64
 }
+
+// preloadAfter is the number of lookups after which a run loads its fanout
+// tables into memory (about 4 bytes per 16 to 32 records).
+const preloadAfter = 32
 
 // OpenRun opens the run file at path and checks its header (one read of
 // 256 bytes and one Stat). Records are checked as lookups touch them; the
@@ -228,6 +239,16 @@ func fanoutCRC(tab byte, bucket uint32, start uint32) uint32 {
 // when they are adjacent, as for an exact lookup).
 func (r *Run) bucketRange(tab byte, b0, b1 uint32) (uint64, uint64, error) {
 	t := &r.h.tables[tab]
+	if f := r.fan[tab].Load(); f != nil {
+		return uint64((*f)[b0]), uint64((*f)[b1+1]), nil
+	}
+	if r.lookups.Add(1) == preloadAfter {
+		if err := r.LoadFanout(); err != nil {
+			return 0, 0, err
+		}
+		f := r.fan[tab].Load()
+		return uint64((*f)[b0]), uint64((*f)[b1+1]), nil
+	}
 	var e [16]byte
 	check := func(b uint32, p []byte) (uint64, error) {
 		start := binary.BigEndian.Uint32(p[:4])
@@ -264,6 +285,38 @@ func (r *Run) bucketRange(tab byte, b0, b1 uint32) (uint64, uint64, error) {
 		return 0, 0, r.corrupt(t.fanoutOff+8*int64(b1+1), "fanout of table %d decreases", tab)
 	}
 	return lo, hi, nil
+}
+
+// LoadFanout reads and checks every fanout table (one read each) and keeps
+// them in memory, so later lookups read only their records. Runs call it
+// by themselves after preloadAfter lookups; a caller that knows a run will
+// serve many lookups may call it at once. It is safe to call concurrently.
+func (r *Run) LoadFanout() error {
+	for tab := byte(0); tab < nTables; tab++ {
+		if r.fan[tab].Load() != nil {
+			continue
+		}
+		t := &r.h.tables[tab]
+		nb := uint32(1) << t.bits
+		raw := make([]byte, 8*(int64(nb)+1))
+		if err := r.readAt(raw, t.fanoutOff); err != nil {
+			return err
+		}
+		f := make([]uint32, nb+1)
+		for b := uint32(0); b <= nb; b++ {
+			start := binary.BigEndian.Uint32(raw[8*b:])
+			off := t.fanoutOff + 8*int64(b)
+			if binary.BigEndian.Uint32(raw[8*b+4:]) != fanoutCRC(tab, b, start) {
+				return r.corrupt(off, "fanout entry %d of table %d: checksum mismatch", b, tab)
+			}
+			if uint64(start) > t.count || (b > 0 && start < f[b-1]) || (b == nb && uint64(start) != t.count) {
+				return r.corrupt(off, "fanout entry %d of table %d out of range", b, tab)
+			}
+			f[b] = start
+		}
+		r.fan[tab].Store(&f)
+	}
+	return nil
 }
 
 // topBits returns the bucket of a key.
