@@ -268,6 +268,8 @@ var _ = Describe("swarmops", func() {
 				Expect(r.Stdout).To(MatchRegexp(`%s\s+%d\s+%v`, k.Code, k.Exit, k.Retryable))
 			}
 			Expect(e.run("", "help", "land").Stdout).To(ContainSubstring("--onto"))
+			Expect(e.run("", "help", "nosuch", "--json").Err()).To(HaveKeyWithValue("code", "E_USAGE"))
+			Expect(e.run("", "commit", "--help", "--json").Data()).To(HaveKeyWithValue("command", "swarmops commit"))
 		})
 	})
 

@@ -34,7 +34,7 @@ func (a *app) rootCmd() *cobra.Command {
 	root.CompletionOptions.DisableDefaultCmd = true
 	pf := root.PersistentFlags()
 	pf.StringVar(&a.storeFlag, "store", "", "store directory (default: $SWARMOPS_STORE, else ./.swarmops)")
-	pf.BoolVar(&a.jsonOut, "json", a.jsonOut, "print one JSON envelope on stdout (also SWARMOPS_JSON=1)")
+	pf.BoolVar(&a.jsonFlag, "json", false, "print one JSON envelope on stdout (also SWARMOPS_JSON=1)")
 	pf.DurationVar(&a.lockTimeout, "lock-timeout", 10*time.Second, "how long to wait for the writer lock before E_BUSY")
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return usagef("%s: %w", c.CommandPath(), err)
@@ -44,8 +44,8 @@ func (a *app) rootCmd() *cobra.Command {
 		Use:   "help [COMMAND]",
 		Short: "Show usage and the error table",
 		RunE: func(c *cobra.Command, args []string) error {
-			target, _, err := root.Find(args)
-			if err != nil || target == nil {
+			target, rest, err := root.Find(args)
+			if err != nil || target == nil || len(rest) > 0 {
 				return usagef("help: unknown command %q", strings.Join(args, " "))
 			}
 			a.help(target)

@@ -32,7 +32,8 @@ type app struct {
 	start          time.Time
 
 	storeFlag   string
-	jsonOut     bool
+	jsonOut     bool // from a pre-scan of the arguments, or SWARMOPS_JSON
+	jsonFlag    bool // --json as parsed by cobra
 	lockTimeout time.Duration
 
 	data any             // the JSON "data" of a success
@@ -73,6 +74,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(s
 // not already in the table came from cobra's parsing (unknown command or
 // flag, wrong argument count) and is a usage error.
 func (a *app) finish(err error) int {
+	a.jsonOut = a.jsonOut || a.jsonFlag
 	var ce *cliError
 	switch {
 	case err != nil:
