@@ -584,3 +584,37 @@ func mustRule(t *testing.T, s string) faultfs.Rule {
 	}
 	return r
 }
+
+func TestResolveUniqueAmbiguousAndMissingPrefixes(t *testing.T) {
+	x := New(faultfs.NewMem())
+	a := objects.ID{0xab, 0xcd, 0x01}
+	b := objects.ID{0xab, 0xcd, 0x02}
+	c := objects.ID{0x12, 0x34}
+	if err := x.Add(Batch{Objects: []ObjRecord{{ID: a, Kind: objects.KindBlob}, {ID: b, Kind: objects.KindTree}},
+		Changesets: []CSRecord{{ID: c, Generation: 1}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := x.Flush("r", 0); err != nil {
+		t.Fatal(err)
+	}
+	parse := func(s string) objects.Prefix {
+		p, err := objects.ParsePrefix(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	v := x.View()
+	if m, _, err := v.Resolve(parse("1234")); err != nil || m.ID != c || m.Kind != objects.KindChangeset {
+		t.Errorf("Resolve(1234) = %v, %v", m, err)
+	}
+	if m, _, err := v.Resolve(parse("abcd02")); err != nil || m.ID != b || m.Kind != objects.KindTree {
+		t.Errorf("Resolve(abcd02) = %v, %v", m, err)
+	}
+	if _, cands, err := v.Resolve(parse("abcd")); !errors.Is(err, ErrAmbiguous) || len(cands) != 2 || cands[0].ID != a {
+		t.Errorf("Resolve(abcd) = %v, %v; want ErrAmbiguous with 2 candidates", cands, err)
+	}
+	if _, _, err := v.Resolve(parse("ffff")); !errors.Is(err, ErrNotFound) {
+		t.Errorf("Resolve(ffff) error %v, want ErrNotFound", err)
+	}
+}

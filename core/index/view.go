@@ -92,6 +92,32 @@ func (v *View) Prefix(p objects.Prefix, max int) ([]Match, error) {
 	return out, nil
 }
 
+// ErrNotFound is returned by Resolve for a prefix that matches nothing.
+var ErrNotFound = errors.New("index: not found")
+
+// ErrAmbiguous is returned by Resolve for a prefix that matches more than
+// one object; the candidates are returned beside it.
+var ErrAmbiguous = errors.New("index: ambiguous prefix")
+
+// MaxCandidates bounds the candidates Resolve returns for an ambiguous prefix.
+const MaxCandidates = 16
+
+// Resolve resolves an id prefix: a unique match returns it; several return
+// an error wrapping ErrAmbiguous and up to MaxCandidates of them, sorted; none
+// returns an error wrapping ErrNotFound. Errors quote the prefix.
+func (v *View) Resolve(p objects.Prefix) (Match, []Match, error) {
+	ms, err := v.Prefix(p, MaxCandidates)
+	switch {
+	case err != nil:
+		return Match{}, nil, err
+	case len(ms) == 0:
+		return Match{}, nil, fmt.Errorf("%w: prefix %q", ErrNotFound, p)
+	case len(ms) > 1:
+		return Match{}, ms, fmt.Errorf("%w: prefix %q matches %d or more objects", ErrAmbiguous, p, len(ms))
+	}
+	return ms[0], nil, nil
+}
+
 func maxOf(a, b int) int {
 	if a > b {
 		return a
