@@ -58,8 +58,9 @@ func ParseModel(s string) (Model, error) {
 // seed. An unknown model panics: models are constants in code, never input
 // (parse input with ParseModel).
 //
-// A clone shares file pages with m copy-on-write, so it costs one pointer
-// per 4 KiB page plus the directory maps, not a copy of the data.
+// A clone shares file data with m copy-on-write, so it costs a few small
+// allocations per file and directory (plus the pages holding unsynced
+// sectors under Torn), not a copy of the data.
 func (m *MemFS) CrashClone(model Model, seed int64) *MemFS {
 	m.mu.Lock()
 	defer m.mu.Unlock()

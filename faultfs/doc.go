@@ -72,10 +72,13 @@
 // seeded with the seed, so a torn clone is a pure function of the state and
 // the seed.
 //
-// A clone shares unchanged 4 KiB pages with the original copy-on-write: a
-// page is frozen when a sync or a clone first shares it, and written only
-// after being copied. A clone therefore costs one pointer per page plus the
-// directory maps, which keeps crash sweeps at many clones per second.
+// File data lives in 4 KiB pages, held in chunks of 256 page pointers
+// (1 MiB), held in a slice. All three are shared copy-on-write between a
+// file's live bytes, its durable image and clones: each is frozen when a
+// sync or a clone first shares it and copied before it is changed. A sync
+// or a clone therefore costs O(what changed since the last one), not
+// O(bytes stored), which keeps crash sweeps at thousands of clones per
+// second, and a commit after a sync copies one page and one chunk.
 //
 // # Surfacing injected errors
 //
