@@ -273,6 +273,9 @@ type fataler interface {
 // describeHistory prints a history in call order, for failure messages.
 func describeHistory(h []porcupine.Operation) string {
 	var b strings.Builder
+	if lostThenUnseen(h) {
+		b.WriteString("  (a CAS lost naming a current value that a read returning after it did not see: the conflict reported a value that was not yet durable, see claims C4 and C5)\n")
+	}
 	for _, op := range h {
 		fmt.Fprintf(&b, "  [%3d,%3d] client %d: %s\n", op.Call, op.Return, op.ClientId, refRegisterModel.DescribeOperation(op.Input, op.Output))
 	}
@@ -354,6 +357,36 @@ func TestRefCASIsLinearizablePerRefWithSlowSyncs(t *testing.T) {
 			rt.Fatalf("the ref history is not linearizable:\n%s", describeHistory(h))
 		}
 	})
+}
+
+// lostThenUnseen reports whether some CAS lost naming a current value v
+// and a read of the same ref that started after the loss returned
+// something else, with no successful move away from v that could fall in
+// between: the pattern of a conflict reported from an undurable frame.
+func lostThenUnseen(h []porcupine.Operation) bool {
+	for _, a := range h {
+		in, out := a.Input.(refInput), a.Output.(refOutput)
+		if in.Read || out.OK {
+			continue
+		}
+		for _, b := range h {
+			bin, bout := b.Input.(refInput), b.Output.(refOutput)
+			if !bin.Read || bin.Ref != in.Ref || b.Call <= a.Return || bout.Cur == out.Cur {
+				continue
+			}
+			moved := false
+			for _, c := range h {
+				cin, cout := c.Input.(refInput), c.Output.(refOutput)
+				if !cin.Read && cout.OK && cin.Ref == in.Ref && cin.New != out.Cur && c.Call < b.Return && c.Return > a.Call {
+					moved = true
+				}
+			}
+			if !moved {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // concurrentPairs counts pairs of operations of different clients whose
