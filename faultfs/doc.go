@@ -68,10 +68,9 @@
 // file whose live size differs from its durable size gets one of the two;
 // each unsynced directory operation is kept or dropped as a whole, decided
 // once even when it spans two directories. Kept operations of a directory
-// apply in their original order. A kept operation never removes a name that
-// no longer holds its file in the torn state (a rename whose create was
-// dropped adds only its new name), so no file is ever lost by a kept
-// operation. Every choice comes from one generator
+// apply in their original order. A kept remove or rename takes away a name
+// only if that name still holds its file in the torn state; a kept rename
+// whose create was dropped adds only its new name. Every choice comes from one generator
 // seeded with the seed, so a torn clone is a pure function of the state and
 // the seed.
 //
