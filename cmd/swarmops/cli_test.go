@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -403,6 +404,51 @@ var _ = Describe("swarmops", func() {
 				onMainOnce()
 			})
 		})
+	})
+
+	It("lands N disjoint changes from N processes at once, each exactly once (N from SWARMOPS_TEST_LANDERS, default 4)", func() {
+		n := 4
+		if v := os.Getenv("SWARMOPS_TEST_LANDERS"); v != "" {
+			k, err := strconv.Atoi(v)
+			Expect(err == nil && k >= 2).To(BeTrue(), "SWARMOPS_TEST_LANDERS=%q: want an integer >= 2", v)
+			n = k
+		}
+		changes := make([]string, n)
+		size := make([]int, n)
+		total := 0
+		for i := range changes {
+			size[i] = i + 1
+			total += size[i]
+			var list strings.Builder
+			for j := 0; j < size[i]; j++ {
+				fmt.Fprintf(&list, "put many/c%d-%d = \"%d\"\n", i, j, j)
+			}
+			changes[i] = e.commit(list.String(), "--parent", "main")
+		}
+		sessions := make([]*gexec.Session, n)
+		for i, ch := range changes {
+			s, err := gexec.Start(e.cmd("", "land", ch, "--onto", "main", "--json"), GinkgoWriter, GinkgoWriter)
+			Expect(err).NotTo(HaveOccurred())
+			sessions[i] = s
+		}
+		for i, s := range sessions {
+			Eventually(s, 60*time.Second).Should(gexec.Exit(0))
+			var env struct{ Data map[string]any }
+			Expect(json.Unmarshal(s.Out.Contents(), &env)).To(Succeed())
+			for _, rm := range env.Data["remerged"].([]any) {
+				// A retry re-merges only what others landed, never its own paths.
+				Expect(rm).To(BeNumerically("<=", total-size[i]))
+			}
+		}
+		log := e.ok("", "log", "main").([]any)
+		deltas := map[any]int{}
+		for _, c := range log {
+			deltas[c.(map[string]any)["delta"]]++
+		}
+		for _, ch := range changes {
+			Expect(deltas[e.ok("", "show", ch).(map[string]any)["delta"]]).To(Equal(1))
+		}
+		Expect(e.ok("", "ls", "main:many")).To(HaveLen(total))
 	})
 
 	Describe("checkout", func() {
