@@ -419,6 +419,12 @@ var checks = []check{
 		r.must("SyncDir", r.fs.SyncDir(r.p("d")))
 		r.must("SyncDir of the test dir", r.fs.SyncDir(r.dir))
 		r.wantErr("SyncDir missing", r.fs.SyncDir(r.p("nope")), fs.ErrNotExist)
+		if err := r.fs.SyncDir(r.p("d/a")); err == nil {
+			r.errorf("SyncDir of a regular file: got no error")
+		}
+		if _, err := r.fs.OpenFile(r.p("d"), os.O_RDWR, 0); err == nil {
+			r.errorf("OpenFile of a directory for writing: got no error")
+		}
 	}},
 	{"BootID", func(r *runner) {
 		a, err := r.fs.BootID()
