@@ -36,6 +36,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"runtime/debug"
 	"slices"
 	"sort"
 	"strings"
@@ -225,7 +226,7 @@ func Sweep(ctx context.Context, scs []*scenarios.Scenario, cfg Config) (*Report,
 	var tasks []task
 	for i, sc := range scs {
 		rep.Scenarios = append(rep.Scenarios, ScenarioStats{Name: sc.Name})
-		ref, err := makeReference(sc, cfg.Weaken)
+		ref, err := safeReference(sc, cfg.Weaken)
 		if err != nil {
 			claim := "reference"
 			var ce *claimError
@@ -265,18 +266,7 @@ func Sweep(ctx context.Context, scs []*scenarios.Scenario, cfg Config) (*Report,
 		go func() {
 			defer wg.Done()
 			for t := range ch {
-				ref := refs[t.sc]
-				var res taskResult
-				switch t.kind {
-				case taskCrash:
-					res = crashTask(ref, t, ms, &cfg)
-				case taskFault:
-					res = faultTask(ref, t, &cfg)
-				case taskRecover:
-					res = recoverTask(ref, t, &cfg)
-				case taskCorrupt:
-					res = corruptTask(ref, t, &cfg)
-				}
+				res := runTask(refs[t.sc], t, ms, &cfg)
 				kept := res.violations[:0]
 				for _, v := range res.violations {
 					if cfg.Baseline[v.Key()] {
@@ -342,6 +332,38 @@ feed:
 	})
 	rep.Elapsed = time.Since(start)
 	return rep, nil
+}
+
+// runTask runs one task. A panic in the store (or the sweep) becomes a
+// violation naming the task, so one bad point cannot end a release sweep
+// without a reproduction.
+func runTask(ref *reference, t task, ms []modelSeed, cfg *Config) (res taskResult) {
+	defer func() {
+		if p := recover(); p != nil {
+			v := Violation{Claim: "panic", Scenario: ref.sc.Name, File: ref.sc.File, At: t.n, Calls: ref.calls,
+				Seed: cfg.Seed, RecoverAt: t.r, Fault: t.rule, Flip: t.flip,
+				Detail: fmt.Sprintf("panic: %v\n%s", p, debug.Stack())}
+			if t.kind == taskCrash || t.kind == taskRecover {
+				v.Model = faultfs.Strict.String()
+				if t.kind == taskRecover {
+					v.Model, v.Seed = t.model.model.String(), t.model.seed
+				}
+				v.Trace = ref.traceAround(t.n)
+			}
+			res = taskResult{violations: []Violation{v}}
+		}
+	}()
+	switch t.kind {
+	case taskCrash:
+		return crashTask(ref, t, ms, cfg)
+	case taskFault:
+		return faultTask(ref, t, cfg)
+	case taskRecover:
+		return recoverTask(ref, t, cfg)
+	case taskCorrupt:
+		return corruptTask(ref, t, cfg)
+	}
+	return taskResult{}
 }
 
 func (cfg *Config) normalize() error {
@@ -590,6 +612,16 @@ func makeReference(sc *scenarios.Scenario, weaken core.Weakening) (*reference, e
 		}
 	}
 	return ref, nil
+}
+
+// safeReference is makeReference with a panic turned into an error.
+func safeReference(sc *scenarios.Scenario, weaken core.Weakening) (ref *reference, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			ref, err = nil, fmt.Errorf("panic: %v\n%s", p, debug.Stack())
+		}
+	}()
+	return makeReference(sc, weaken)
 }
 
 // claimError is a reference-run failure that is itself a claim violation.
