@@ -40,13 +40,31 @@ func (s *Store) Commit(req CommitRequest) (ID, error) {
 			}
 		}
 	}
-	var moves []refs.Move
 	if req.Advance != "" {
 		if err := refs.ValidateName(req.Advance); err != nil {
 			return ID{}, refErr(err)
 		}
 	}
+	for attempt := 0; ; attempt++ {
+		id, err := s.commitOnce(req)
+		if errors.Is(err, errRebuild) && attempt < 3 {
+			continue
+		}
+		return id, err
+	}
+}
+
+// errRebuild says another process's recovery changed the journal while the
+// commit was being built: objects the builder left out as already stored
+// may have been cut, so the commit is built again.
+var errRebuild = fmt.Errorf("%w: the store was recovered by another process during the commit", ErrIO)
+
+func (s *Store) commitOnce(req CommitRequest) (ID, error) {
+	var moves []refs.Move
 	// Build outside the writer lock: read the parents, build trees, hash.
+	s.mu.Lock()
+	epoch := s.epoch
+	s.mu.Unlock()
 	b := &builder{s: s, seen: map[ID]bool{}}
 	var gen uint64
 	var base ID
@@ -85,7 +103,7 @@ func (s *Store) Commit(req CommitRequest) (ID, error) {
 	if err := b.writeLoose(); err != nil {
 		return ID{}, err
 	}
-	tx := &txn{Time: t.UTC(), Objs: b.objs, Moves: moves}
+	tx := &txn{Time: t.UTC(), Objs: b.objs, Moves: moves, builtEpoch: epoch}
 	if err := s.transact(tx, req.Parents); err != nil {
 		return ID{}, err
 	}
@@ -185,6 +203,9 @@ func (s *Store) appendLocked(t *txn, payload []byte, digest [32]byte, need []ID)
 		if err := s.reload(end.Epoch, end.NextSeq); err != nil {
 			return 0, 0, err
 		}
+	}
+	if len(t.Objs) > 0 && s.epoch != t.builtEpoch {
+		return 0, 0, errRebuild
 	}
 	if err := s.catchUp(end.NextSeq); err != nil {
 		return 0, 0, err

@@ -38,6 +38,9 @@ type txn struct {
 	Time  time.Time
 	Objs  []txnObj
 	Moves []refs.Move
+	// builtEpoch is the epoch of the projection the objects were deduplicated
+	// against (not encoded).
+	builtEpoch uint64
 }
 
 const flagLoose = 1
