@@ -265,3 +265,27 @@ func BenchmarkWriteRun(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkPreadProbe is the floor a lookup is measured against: one ReadAt
+// of a bucket's worth (2 KiB) at a random record-aligned offset of the same
+// run file, through the same vfs.OS() file, with no decoding or checking.
+func BenchmarkPreadProbe(b *testing.B) {
+	for _, n := range benchSizes(b) {
+		d := benchRun(b, n)
+		f, err := vfs.OS().Open(d.path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		buf := make([]byte, 2048)
+		rng := rand.New(rand.NewPCG(3, 4))
+		b.Run(fmt.Sprintf("n=%d", n), func(b *testing.B) {
+			for b.Loop() {
+				off := headerSize + int64(rng.IntN(n))*csRecSize
+				if err := vfs.ReadFull(f, buf, off); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		f.Close()
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/afero"
 	"lukechampine.com/blake3"
 
+	"github.com/swarmops/swarmops/core/objects"
 	"github.com/swarmops/swarmops/core/vfs"
 )
 
@@ -280,16 +281,37 @@ func WriteRun(fsys vfs.FS, dst string, meta uint64, b Batch) (*Run, error) {
 		sliceIter(cs), sliceIter(obj), sliceIter(deltaRows(cs)))
 }
 
+// sortedUnique returns the records of in sorted by id, keeping the first of
+// each id. It sorts positions rather than the records (pdqsort over 4-byte
+// indices with the position as tie-break: stable without a stable sort's
+// costly rotations of large records).
+func sortedUnique[T any](in []T, id func(*T) *objects.ID) []T {
+	idx := make([]int32, len(in))
+	for i := range idx {
+		idx[i] = int32(i)
+	}
+	slices.SortFunc(idx, func(a, b int32) int {
+		if c := bytes.Compare(id(&in[a])[:], id(&in[b])[:]); c != 0 {
+			return c
+		}
+		return int(a) - int(b)
+	})
+	out := make([]T, 0, len(in))
+	for k, i := range idx {
+		if k > 0 && *id(&in[i]) == *id(&in[idx[k-1]]) {
+			continue
+		}
+		out = append(out, in[i])
+	}
+	return out
+}
+
 func sortedCS(in []CSRecord) []CSRecord {
-	cs := slices.Clone(in)
-	slices.SortStableFunc(cs, cmpCS)
-	return slices.CompactFunc(cs, func(a, b CSRecord) bool { return a.ID == b.ID })
+	return sortedUnique(in, func(r *CSRecord) *objects.ID { return &r.ID })
 }
 
 func sortedObj(in []ObjRecord) []ObjRecord {
-	obj := slices.Clone(in)
-	slices.SortStableFunc(obj, cmpObj)
-	return slices.CompactFunc(obj, func(a, b ObjRecord) bool { return a.ID == b.ID })
+	return sortedUnique(in, func(r *ObjRecord) *objects.ID { return &r.ID })
 }
 
 func deltaRows(cs []CSRecord) []deltaRec {
