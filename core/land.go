@@ -5,6 +5,7 @@ import (
 	"container/heap"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/swarmops/swarmops/core/objects"
 )
@@ -125,7 +126,7 @@ func (s *Store) Land(change ID, onto string, o LandOptions) (*LandResult, error)
 				return fail(err)
 			}
 			prevHead, head = head, cur
-			if sn, err = s.Snapshot(); err != nil {
+			if sn, err = s.snapshotWith(cur); err != nil {
 				return fail(err)
 			}
 			continue
@@ -200,7 +201,7 @@ func (s *Store) Land(change ID, onto string, o LandOptions) (*LandResult, error)
 			return fail(err)
 		}
 		prevHead, head = head, cur
-		if sn, err = s.Snapshot(); err != nil {
+		if sn, err = s.snapshotWith(cur); err != nil {
 			return fail(err)
 		}
 	}
@@ -215,6 +216,31 @@ func lostRace(err error, ref string) (ID, bool) {
 		return ce.Current, true
 	}
 	return ID{}, false
+}
+
+// snapshotWith returns a snapshot that holds changeset id (any snapshot if
+// id is zero). A ref's value as a lost compare-and-swap reports it can be a
+// frame another writer has appended but not yet made durable (its sync step
+// is under way), while snapshots see only the durable prefix; so this waits,
+// for at most the store's lock timeout, and then reports ErrBusy.
+func (s *Store) snapshotWith(id ID) (*Snapshot, error) {
+	deadline := time.Now().Add(s.o.LockTimeout)
+	for delay := 100 * time.Microsecond; ; delay = min(2*delay, 10*time.Millisecond) {
+		sn, err := s.Snapshot()
+		if err != nil || id.IsZero() {
+			return sn, err
+		}
+		_, err = sn.Changeset(id)
+		switch {
+		case err == nil:
+			return sn, nil
+		case !errors.Is(err, ErrNotFound):
+			return nil, err
+		case time.Now().After(deadline):
+			return nil, fmt.Errorf("%w: changeset %s, the target's new head, is not durable after %v", ErrBusy, short(id), s.o.LockTimeout)
+		}
+		time.Sleep(delay)
+	}
 }
 
 // buildMerge flattens the three trees and decides every path.
