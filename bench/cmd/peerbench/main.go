@@ -116,8 +116,12 @@ func run(args []string) error {
 	syncN := fl.Int("sync-n", 1024, "commits in the sync count's difference")
 	jsonOut := fl.String("json", "peerbench.json", "JSON results file")
 	mdOut := fl.String("md", "peerbench.md", "Markdown table file")
+	render := fl.String("render", "", "re-render the Markdown of an existing JSON results file and exit")
 	if err := fl.Parse(args); err != nil {
 		return err
+	}
+	if *render != "" {
+		return rerender(*render, *mdOut)
 	}
 	set := map[string]bool{}
 	fl.Visit(func(f *flag.Flag) { set[f.Name] = true })
@@ -217,6 +221,33 @@ func run(args []string) error {
 	fmt.Print(md)
 	h.logf("done in %.1f s; %s, %s", rep.Seconds, *jsonOut, *mdOut)
 	return nil
+}
+
+// rerender rebuilds the summary and the Markdown from a JSON report, so
+// that a report's presentation can change without re-measuring.
+func rerender(in, mdOut string) error {
+	b, err := os.ReadFile(in)
+	if err != nil {
+		return err
+	}
+	var rep Report
+	if err := json.Unmarshal(b, &rep); err != nil {
+		return fmt.Errorf("%s: %w", in, err)
+	}
+	rep.Summary = summarize(rep.Results)
+	var engines []engine.Engine
+	seen := map[string]bool{}
+	for _, e := range engine.Engines() {
+		for _, r := range rep.Results {
+			if r.Engine == e.Name() && !seen[e.Name()] {
+				seen[e.Name()] = true
+				engines = append(engines, e)
+			}
+		}
+	}
+	md := markdown(&rep, engines)
+	fmt.Print(md)
+	return os.WriteFile(mdOut, []byte(md), 0o644)
 }
 
 func (h *harness) logf(f string, a ...any) {
