@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -92,4 +93,23 @@ func TestCleanPointExitsZero(t *testing.T) {
 	if code != exitOK || !strings.Contains(out, "0 violations") {
 		t.Fatalf("exit %d:\n%s", code, out)
 	}
+}
+
+// TestSubprocessSweepPasses crashes the real binary at a strided subset of
+// the calls of every CLI write command (the full set is the release job's
+// crashsim --subprocess).
+func TestSubprocessSweepPasses(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the swarmops binary a few hundred times; -short skips it")
+	}
+	bin := filepath.Join(t.TempDir(), "swarmops")
+	build := exec.Command("go", "build", "-o", bin, "../swarmops")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build ../swarmops: %v\n%s", err, out)
+	}
+	code, out := runCLI(t, "--subprocess", "--binary", bin, "--stride", "25")
+	if code != exitOK || !strings.Contains(out, "0 violations") {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+	t.Log(out[strings.LastIndex(strings.TrimSpace(out), "\n")+1:])
 }
