@@ -1,5 +1,11 @@
 package faultfs
 
+import (
+	"maps"
+	"math/bits"
+	"slices"
+)
+
 // SectorSize is the unit of torn writes: a power loss keeps, drops, zeroes or
 // garbles each unsynced 512-byte sector independently.
 const SectorSize = 512
@@ -7,8 +13,6 @@ const SectorSize = 512
 // pageSize is the unit of copy-on-write sharing between a file, its durable
 // image and crash clones. It is a multiple of SectorSize.
 const pageSize = 4096
-
-const sectorsPerPage = pageSize / SectorSize
 
 // page holds pageSize bytes of a file. A frozen page is shared (by a durable
 // image or a clone) and is never written again; a writer copies it first. A
@@ -149,7 +153,9 @@ func (c *content) writeAt(p []byte, off int64, dirty *bitset) {
 }
 
 // setSize changes the size. Shrinking zeroes the cut bytes (keeping the
-// invariant) and marks their sectors in dirty; growing exposes zeros.
+// invariant) and marks in dirty the cut sectors that held a page (the
+// others read as zeros before and after, unless an earlier change already
+// marked them); growing exposes zeros.
 func (c *content) setSize(n int64, dirty *bitset) {
 	if n >= c.size {
 		c.size = n
@@ -158,7 +164,21 @@ func (c *content) setSize(n int64, dirty *bitset) {
 	old := c.size
 	c.size = n
 	if dirty != nil {
-		dirty.setRange(n/SectorSize, (old-1)/SectorSize)
+		for pi := n / pageSize; pi <= (old-1)/pageSize; {
+			ci := pi / chunkPages
+			if ci >= int64(len(c.chunks)) {
+				break
+			}
+			if c.chunks[ci] == nil {
+				pi = (ci + 1) * chunkPages
+				continue
+			}
+			if c.chunks[ci].p[pi%chunkPages] != nil {
+				lo, hi := max(n, pi*pageSize), min(old, (pi+1)*pageSize)-1
+				dirty.setRange(lo/SectorSize, hi/SectorSize)
+			}
+			pi++
+		}
 	}
 	// Drop whole chunks and pages beyond n, zero the tail of the page
 	// holding n.
@@ -203,57 +223,56 @@ func (c *content) snapshot() content {
 	return content{chunks: c.chunks, size: c.size, shared: true}
 }
 
-// bitset is a growable set of sector numbers.
-type bitset struct{ w []uint64 }
-
-func (b *bitset) set(i int64) {
-	wi := i / 64
-	for int64(len(b.w)) <= wi {
-		b.w = append(b.w, 0)
-	}
-	b.w[wi] |= 1 << uint(i%64)
-}
+// bitset is a sparse set of sector numbers: words of 64 sectors, keyed by
+// word index, so that a write at a huge offset costs one word, not a dense
+// bitmap up to it.
+type bitset struct{ w map[int64]uint64 }
 
 func (b *bitset) setRange(lo, hi int64) {
-	for i := lo; i <= hi; i++ {
-		if i%64 == 0 && i+63 <= hi {
-			wi := i / 64
-			for int64(len(b.w)) <= wi {
-				b.w = append(b.w, 0)
-			}
-			b.w[wi] = ^uint64(0)
-			i += 63
-			continue
+	if b.w == nil {
+		b.w = map[int64]uint64{}
+	}
+	for wi := lo / 64; wi <= hi/64; wi++ {
+		mask := ^uint64(0)
+		if wi == lo/64 {
+			mask &= ^uint64(0) << uint(lo%64)
 		}
-		b.set(i)
+		if wi == hi/64 {
+			mask &= ^uint64(0) >> uint(63-hi%64)
+		}
+		b.w[wi] |= mask
 	}
 }
 
-func (b *bitset) clear() { b.w = b.w[:0] }
-
-func (b *bitset) empty() bool {
-	for _, w := range b.w {
-		if w != 0 {
-			return false
-		}
+// clear empties the set; a large map is dropped rather than cleared, since
+// clearing costs its capacity.
+func (b *bitset) clear() {
+	if len(b.w) > 64 {
+		b.w = nil
+		return
 	}
-	return true
+	clear(b.w)
 }
+
+func (b *bitset) empty() bool { return len(b.w) == 0 }
 
 // each calls f for every member in ascending order.
 func (b *bitset) each(f func(i int64)) {
-	for wi, w := range b.w {
+	keys := make([]int64, 0, len(b.w))
+	for k := range b.w {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, wi := range keys {
+		w := b.w[wi]
 		for w != 0 {
-			bit := int64(0)
-			for w&(1<<uint(bit)) == 0 {
-				bit++
-			}
-			f(int64(wi)*64 + bit)
+			bit := int64(bits.TrailingZeros64(w))
+			f(wi*64 + bit)
 			w &^= 1 << uint(bit)
 		}
 	}
 }
 
 func (b *bitset) clone() bitset {
-	return bitset{w: append([]uint64(nil), b.w...)}
+	return bitset{w: maps.Clone(b.w)}
 }

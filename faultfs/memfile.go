@@ -28,6 +28,13 @@ var (
 	_ vfs.Allocator  = (*memFile)(nil)
 )
 
+// MaxFileSize bounds a MemFS file, as a real filesystem's limit does: a
+// write, truncate or allocation beyond it fails with EFBIG instead of
+// allocating a page table for an absurd offset.
+const MaxFileSize = 1 << 40
+
+func tooBig(end int64) bool { return end > MaxFileSize || end < 0 }
+
 func (f *memFile) Name() string { return f.name }
 
 // check reports a closed handle, a directory where data is needed, and a
@@ -121,6 +128,9 @@ func (f *memFile) Write(p []byte) (int, error) {
 	if f.flag&os.O_APPEND != 0 {
 		f.off = f.node.live.size
 	}
+	if tooBig(f.off + int64(len(p))) {
+		return 0, perr("write", f.name, syscall.EFBIG)
+	}
 	f.node.live.writeAt(p, f.off, &f.node.dirty)
 	f.off += int64(len(p))
 	return len(p), nil
@@ -139,6 +149,9 @@ func (f *memFile) WriteAt(p []byte, off int64) (int, error) {
 	if off < 0 {
 		return 0, perr("writeat", f.name, syscall.EINVAL)
 	}
+	if tooBig(off + int64(len(p))) {
+		return 0, perr("writeat", f.name, syscall.EFBIG)
+	}
 	f.node.live.writeAt(p, off, &f.node.dirty)
 	return len(p), nil
 }
@@ -153,6 +166,9 @@ func (f *memFile) Truncate(size int64) error {
 	}
 	if size < 0 {
 		return perr("truncate", f.name, syscall.EINVAL)
+	}
+	if tooBig(size) {
+		return perr("truncate", f.name, syscall.EFBIG)
 	}
 	f.node.live.setSize(size, &f.node.dirty)
 	return nil
@@ -169,6 +185,9 @@ func (f *memFile) Allocate(off, n int64) error {
 	}
 	if off < 0 || n <= 0 {
 		return perr("allocate", f.name, syscall.EINVAL)
+	}
+	if tooBig(off + n) {
+		return perr("allocate", f.name, syscall.EFBIG)
 	}
 	if end := off + n; end > f.node.live.size {
 		f.node.live.setSize(end, nil)

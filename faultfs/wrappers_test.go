@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -350,5 +351,56 @@ func TestCrashAtFromEnvExits(t *testing.T) {
 		if code != 2 || !strings.Contains(out, faultfs.CrashAtEnv) {
 			t.Errorf("CRASH_AT=%q: exit %d, output %q; want an error naming %s", bad, code, out, faultfs.CrashAtEnv)
 		}
+	}
+}
+
+// TestMemFSRefusesAbsurdSizes checks that offsets from a corrupt file
+// cannot make MemFS allocate without bound: it answers EFBIG, as a real
+// filesystem does past its size limit.
+func TestMemFSRefusesAbsurdSizes(t *testing.T) {
+	f, err := faultfs.NewMem().Create("/f")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt([]byte("x"), 1<<62); !errors.Is(err, syscall.EFBIG) {
+		t.Errorf("WriteAt at 2^62: got %v, want EFBIG", err)
+	}
+	if err := f.Truncate(1 << 62); !errors.Is(err, syscall.EFBIG) {
+		t.Errorf("Truncate to 2^62: got %v, want EFBIG", err)
+	}
+	if err := vfs.Allocate(f, 1<<62, 1<<62); !errors.Is(err, syscall.EFBIG) {
+		t.Errorf("Allocate overflowing int64: got %v, want EFBIG", err)
+	}
+	if _, err := f.WriteAt([]byte("x"), faultfs.MaxFileSize-1); err != nil {
+		t.Errorf("WriteAt just below MaxFileSize: %v", err)
+	}
+}
+
+// TestMemFSSparseHugeFileIsCheap checks that a write near MaxFileSize and
+// a truncate back to zero cost work proportional to the data, not to the
+// offset (the dirty-sector set and page table are sparse).
+func TestMemFSSparseHugeFileIsCheap(t *testing.T) {
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	m := faultfs.NewMem()
+	f, err := m.Create("/f")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt([]byte("far"), faultfs.MaxFileSize-3); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(0); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	m.CrashClone(faultfs.Torn, 1)
+	runtime.ReadMemStats(&after)
+	// The page table of a 1 TiB sparse file is 2^20 chunk pointers (8 MiB,
+	// copied a few times); a dense dirty bitmap alone would be 256 MiB.
+	if got := after.TotalAlloc - before.TotalAlloc; got > 64<<20 {
+		t.Errorf("allocated %d MiB for one far write and a truncate, want < 64 MiB", got>>20)
 	}
 }
