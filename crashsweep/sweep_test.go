@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/swarmops/swarmops/core"
@@ -31,7 +32,7 @@ func reportViolations(t *testing.T, rep *Report) {
 			t.Errorf("... %d more", len(rep.Violations)-10)
 			break
 		}
-		t.Errorf("%s in %s: %s\n    reproduce: go run ./cmd/crashsim %v", v.Claim, v.Scenario, v.Detail, v.Args())
+		t.Errorf("%s in %s: %s\n    reproduce: go run ./cmd/crashsim %s", v.Claim, v.Scenario, v.Detail, strings.Join(v.Args(), " "))
 	}
 }
 
