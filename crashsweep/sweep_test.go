@@ -151,3 +151,28 @@ func TestBadConfigIsRejected(t *testing.T) {
 }
 
 func TestMain(m *testing.M) { os.Exit(m.Run()) }
+
+// TestShardsPartitionTheSweep checks that the shards of a CI matrix together
+// cover exactly the points of the unsharded sweep.
+func TestShardsPartitionTheSweep(t *testing.T) {
+	scs := pick(t, "init")
+	cfg := Config{Models: []faultfs.Model{faultfs.Strict}, Flips: 2}
+	whole, err := Sweep(context.Background(), scs, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var points, flips int64
+	for i := 0; i < 3; i++ {
+		c := cfg
+		c.Shard, c.Shards = i, 3
+		rep, err := Sweep(context.Background(), scs, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		points += rep.Points
+		flips += rep.Flips
+	}
+	if points != whole.Points || flips != whole.Flips || whole.Points == 0 {
+		t.Fatalf("shards covered %d points and %d flips, the whole sweep %d and %d", points, flips, whole.Points, whole.Flips)
+	}
+}
