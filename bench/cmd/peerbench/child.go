@@ -63,6 +63,9 @@ func child(args []string) error {
 	}
 	switch args[0] {
 	case "commits":
+		if err := os.MkdirAll(*dir, 0o755); err != nil {
+			return err
+		}
 		s, err := e.Open(*dir, 1)
 		if err != nil {
 			return err

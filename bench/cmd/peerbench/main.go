@@ -48,6 +48,7 @@ type harness struct {
 	w6Dur    time.Duration
 	syncN    int
 	syncRuns int
+	keep     bool
 	results  []Result
 	self     string
 	progress bool
@@ -116,6 +117,7 @@ func run(args []string) error {
 	syncN := fl.Int("sync-n", 1024, "commits in the sync count's difference")
 	jsonOut := fl.String("json", "peerbench.json", "JSON results file")
 	mdOut := fl.String("md", "peerbench.md", "Markdown table file")
+	keep := fl.Bool("keep", false, "keep the built W3–W6 stores (with --dir) for inspection")
 	render := fl.String("render", "", "re-render the Markdown of an existing JSON results file and exit")
 	if err := fl.Parse(args); err != nil {
 		return err
@@ -127,7 +129,7 @@ func run(args []string) error {
 	fl.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	h := &harness{runs: *runs, quick: *quick, seed: *seed, minFree: *minFree, w1N: *w1N, w1Warm: 200,
 		w2N: *w2N, writers: *writers, lookups: *lookups, opens: *opens, kills: *kills, w6Dur: *w6,
-		syncN: *syncN, syncRuns: 2, killMin: 100 * time.Millisecond, killMax: time.Second, progress: true}
+		syncN: *syncN, syncRuns: 2, keep: *keep, killMin: 100 * time.Millisecond, killMax: time.Second, progress: true}
 	var err error
 	if h.sizes, err = parseSizes(*sizes); err != nil {
 		return err

@@ -412,7 +412,9 @@ func (h *harness) sized(workloads string) error {
 			}
 		}
 		for _, b := range stores {
-			os.RemoveAll(b.dir)
+			if !h.keep {
+				os.RemoveAll(b.dir)
+			}
 		}
 	}
 	return nil
