@@ -283,18 +283,27 @@ var _ = Describe("CLI level (real swarmops processes)", Ordered, ContinueOnFailu
 	It("keeps every agent's private chain intact", func() {
 		requireCLIBusyControl()
 		f := newFixture()
-		r := f.runCLI(bin, knobs.Writers, knobs.PerWriter, ModeChain)
-		f.checkChains(r, knobs.Writers, knobs.PerWriter)
-		report(fmt.Sprintf("CLI, private chains, %d × %d", knobs.Writers, knobs.PerWriter), r)
+		r := f.runCLI(bin, knobs.Writers, knobs.CLIPerWriter, ModeChain)
+		f.checkChains(r, knobs.Writers, knobs.CLIPerWriter)
+		report(fmt.Sprintf("CLI, private chains, %d × %d", knobs.Writers, knobs.CLIPerWriter), r)
 	})
 
+	// A loser's retry through the CLI is a new process, started while the
+	// ref moves on in milliseconds: at 32 agents on one ref most attempts
+	// lose (16.7 losses per publish measured with --advance), so the shared
+	// ref specs publish once per agent by default, and commit-then-ref-set
+	// (two processes per attempt) runs only with the slow specs.
 	for _, mode := range []string{ModeAdvance, ModeRefSet} {
-		It("lands every publish onto a shared main exactly once ("+mode+")", func() {
+		var labels Labels
+		if mode == ModeRefSet {
+			labels = Label("slow")
+		}
+		It("lands every publish onto a shared main exactly once ("+mode+")", labels, func() {
 			requireCLIBusyControl()
 			f := newFixture()
-			r := f.runCLI(bin, knobs.Writers, knobs.PerWriter, mode)
-			f.checkPublishes(r, procOpts{mode: mode, count: knobs.PerWriter, ref: "main"}, knobs.Writers)
-			report(fmt.Sprintf("CLI, shared main by %s, %d × %d", mode, knobs.Writers, knobs.PerWriter), r)
+			r := f.runCLI(bin, knobs.Writers, 1, mode)
+			f.checkPublishes(r, procOpts{mode: mode, count: 1, ref: "main"}, knobs.Writers)
+			report(fmt.Sprintf("CLI, shared main by %s, %d × 1", mode, knobs.Writers), r)
 			for ref, res := range f.linearizability(r, f.initialMain, false) {
 				Expect(res).To(Equal(porcupine.Ok), "history of %s", ref)
 			}
@@ -304,13 +313,15 @@ var _ = Describe("CLI level (real swarmops processes)", Ordered, ContinueOnFailu
 	It("lands racing changes onto main, each exactly once", func() {
 		requireCLIBusyControl()
 		f := newFixture()
-		r := f.runCLI(bin, knobs.Writers, knobs.PerWriter, modeLand)
-		f.checkLands(r, knobs.Writers, knobs.PerWriter)
-		report(fmt.Sprintf("CLI, land races onto main, %d × %d", knobs.Writers, knobs.PerWriter), r)
+		r := f.runCLI(bin, knobs.Writers, knobs.CLIPerWriter, modeLand)
+		f.checkLands(r, knobs.Writers, knobs.CLIPerWriter)
+		report(fmt.Sprintf("CLI, land races onto main, %d × %d", knobs.Writers, knobs.CLIPerWriter), r)
 	})
 
 	Context("at full size", Label("slow"), func() {
-		for _, mode := range []string{ModeChain, ModeAdvance} {
+		// Private chains and land races: the shapes in which a slow agent
+		// is not also a loser that must start a new process per lost round.
+		for _, mode := range []string{ModeChain, modeLand} {
 			It("serves "+mode+" agents in turn with no E_BUSY", func() {
 				requireCLIBusyControl()
 				f := newFixture()
@@ -318,7 +329,7 @@ var _ = Describe("CLI level (real swarmops processes)", Ordered, ContinueOnFailu
 				if mode == ModeChain {
 					f.checkChains(r, knobs.Writers, knobs.SlowPerWriter)
 				} else {
-					f.checkPublishes(r, procOpts{mode: mode, count: knobs.SlowPerWriter, ref: "main"}, knobs.Writers)
+					f.checkLands(r, knobs.Writers, knobs.SlowPerWriter)
 				}
 				report(fmt.Sprintf("CLI, %s, %d × %d", mode, knobs.Writers, knobs.SlowPerWriter), r)
 				Expect(r.summary.Busy).To(Equal(0), "E_BUSY below the lock timeout (C8)")

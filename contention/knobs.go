@@ -16,6 +16,11 @@ const (
 	EnvPerWriter   = "SWARMOPS_CONTENTION_PER_WRITER"
 	EnvPauseUS     = "SWARMOPS_CONTENTION_PAUSE_US"
 	EnvLockTimeout = "SWARMOPS_CONTENTION_LOCK_TIMEOUT"
+	// EnvCLIPerWriter sizes the default CLI-level specs, where every
+	// operation is a process and a loser's retry is a new process: under
+	// 32-way contention on one ref that costs a process start per lost
+	// round, so the default is small.
+	EnvCLIPerWriter = "SWARMOPS_CONTENTION_CLI_PER_WRITER"
 	// EnvSlowPerWriter sizes the specs labelled "slow" (32 × 1,000 unless set).
 	EnvSlowPerWriter = "SWARMOPS_CONTENTION_SLOW_PER_WRITER"
 	// EnvLinTimeout bounds each porcupine check; running out is a failure.
@@ -29,6 +34,7 @@ var ErrKnob = errors.New("contention: malformed knob")
 type Knobs struct {
 	Writers       int           // concurrent writers (processes or goroutines)
 	PerWriter     int           // operations per writer in the default specs
+	CLIPerWriter  int           // operations per agent in the default CLI specs
 	SlowPerWriter int           // operations per writer in the slow specs
 	Pause         time.Duration // pause between one writer's operations
 	LockTimeout   time.Duration // Options.LockTimeout of every writer
@@ -42,6 +48,7 @@ func DefaultKnobs() Knobs {
 	return Knobs{
 		Writers:       32,
 		PerWriter:     10,
+		CLIPerWriter:  2,
 		SlowPerWriter: 1000,
 		Pause:         0,
 		LockTimeout:   10 * time.Second,
@@ -63,6 +70,7 @@ func knobsFrom(lookup func(string) (string, bool)) (Knobs, error) {
 	}{
 		{EnvWriters, &k.Writers, 1},
 		{EnvPerWriter, &k.PerWriter, 1},
+		{EnvCLIPerWriter, &k.CLIPerWriter, 1},
 		{EnvSlowPerWriter, &k.SlowPerWriter, 1},
 	}
 	for _, v := range ints {

@@ -19,9 +19,9 @@ var _ = Describe("Knobs", func() {
 
 	It("reads every knob from the environment", func() {
 		k, err := knobsFrom(env(EnvWriters, "8", EnvPerWriter, "3", EnvPauseUS, "2000",
-			EnvLockTimeout, "250ms", EnvSlowPerWriter, "50", EnvLinTimeout, "5s"))
+			EnvLockTimeout, "250ms", EnvSlowPerWriter, "50", EnvLinTimeout, "5s", EnvCLIPerWriter, "4"))
 		Expect(err).NotTo(HaveOccurred())
-		Expect(k).To(Equal(Knobs{Writers: 8, PerWriter: 3, SlowPerWriter: 50,
+		Expect(k).To(Equal(Knobs{Writers: 8, PerWriter: 3, CLIPerWriter: 4, SlowPerWriter: 50,
 			Pause: 2 * time.Millisecond, LockTimeout: 250 * time.Millisecond, LinTimeout: 5 * time.Second}))
 	})
 
@@ -41,6 +41,7 @@ var _ = Describe("Knobs", func() {
 		Entry("writers not a number", EnvWriters, "32x"),
 		Entry("writers zero", EnvWriters, "0"),
 		Entry("per-writer empty", EnvPerWriter, ""),
+		Entry("CLI per-writer a float", EnvCLIPerWriter, "2.5"),
 		Entry("pause negative", EnvPauseUS, "-5"),
 		Entry("pause with a unit", EnvPauseUS, "2ms"),
 		Entry("lock timeout without unit", EnvLockTimeout, "10"),
