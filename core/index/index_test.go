@@ -410,7 +410,7 @@ func checkCorrupt(t *testing.T, err error, off int) {
 	}
 }
 
-func readAll(t *testing.T, fsys vfs.FS, path string) []byte {
+func readAll(t testing.TB, fsys vfs.FS, path string) []byte {
 	t.Helper()
 	f, err := fsys.Open(path)
 	if err != nil {
@@ -425,7 +425,7 @@ func readAll(t *testing.T, fsys vfs.FS, path string) []byte {
 	return b
 }
 
-func writeAll(t *testing.T, fsys vfs.FS, path string, b []byte) {
+func writeAll(t testing.TB, fsys vfs.FS, path string, b []byte) {
 	t.Helper()
 	f, err := fsys.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
