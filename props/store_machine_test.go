@@ -258,6 +258,31 @@ func (sm *storeMachine) update(t *rapid.T) {
 		}
 		ups = append(ups, u)
 	}
+	// A snapshot taken before the update keeps answering as before it.
+	before, serr := sm.handles[0].Snapshot()
+	if serr != nil {
+		t.Fatalf("Snapshot: %v", serr)
+	}
+	beforeRefs := map[string]core.ID{}
+	for n, id := range m.refs {
+		beforeRefs[n] = id
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			panic(r) // the step already failed; report that, not this
+		}
+		got, err := before.Refs()
+		if err != nil {
+			t.Fatalf("Refs of an earlier snapshot: %v", err)
+		}
+		gotRefs := map[string]core.ID{}
+		for _, r := range got {
+			gotRefs[r.Name] = r.ID
+		}
+		if err := sameRefs(gotRefs, beforeRefs); err != nil {
+			t.Fatalf("a snapshot taken before UpdateRefs changed: %v", err)
+		}
+	}()
 	err := sm.handle(t).UpdateRefs(ups...)
 	if len(losers) > 0 {
 		var ce *core.ConflictError
