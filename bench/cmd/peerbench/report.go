@@ -199,12 +199,23 @@ func markdown(r *Report, engines []engine.Engine) string {
 		num(lmin), num(lmax), num(probe), num(pmin), num(pmax), fmin)
 	p("Cells: median over runs [min–max]. Ratios compare medians of the same run set; \"best peer\" is the best durable peer (SQLite WAL synchronous=FULL, bbolt, Pebble Sync).\n\n")
 
+	has := func(w string, size int) bool {
+		for _, x := range r.Summary {
+			if x.Workload == w && (size < 0 || x.Size == size) {
+				return true
+			}
+		}
+		return false
+	}
+	// Every section is printed only when its workload ran.
 	// Syncs.
-	p("#### Syncs per commit (strace -f -c on the committing process; difference of two runs over the commits between them)\n\n")
-	p("| engine | fsync+fdatasync / commit | fdatasync | fsync | sync_file_range |\n|---|---|---|---|---|\n")
-	for _, n := range names {
-		p("| %s | %s | %s | %s | %s |\n", label(n), t.cell("syncs", n, "", 0, "syncs_per_commit"), t.cell("syncs", n, "", 0, "fdatasync_per_commit"),
-			t.cell("syncs", n, "", 0, "fsync_per_commit"), t.cell("syncs", n, "", 0, "sync_file_range_per_commit"))
+	if has("syncs", -1) {
+		p("#### Syncs per commit (strace -f -c on the committing process; difference of two runs over the commits between them)\n\n")
+		p("| engine | fsync+fdatasync / commit | fdatasync | fsync | sync_file_range |\n|---|---|---|---|---|\n")
+		for _, n := range names {
+			p("| %s | %s | %s | %s | %s |\n", label(n), t.cell("syncs", n, "", 0, "syncs_per_commit"), t.cell("syncs", n, "", 0, "fdatasync_per_commit"),
+				t.cell("syncs", n, "", 0, "fsync_per_commit"), t.cell("syncs", n, "", 0, "sync_file_range_per_commit"))
+		}
 	}
 	if _, ok := t.get("syncs-counting", "swarmops", "", 0, "datasync_per_commit"); ok {
 		p("\nSwarmOps through faultfs.Counting over vfs.OS(): %s data syncs, %s fsyncs, %s directory syncs per commit.\n",
@@ -226,32 +237,39 @@ func markdown(r *Report, engines []engine.Engine) string {
 
 	// W1.
 	_, bestW1 := t.best(peers, "W1", "one goroutine", 0, "commits_per_s", true)
-	p("\n#### W1: one writer, back to back (%d timed commits per run)\n\n", r.W1N)
-	p("| engine | commits/s | p50 µs | p99 µs | vs best peer | p50 / fdatasync probe of its runs |\n|---|---|---|---|---|---|\n")
-	for _, n := range names {
-		p("| %s | %s | %s | %s | %s | %s |\n", label(n), t.cell("W1", n, "one goroutine", 0, "commits_per_s"), t.cell("W1", n, "one goroutine", 0, "p50_us"),
-			t.cell("W1", n, "one goroutine", 0, "p99_us"), ratio(t.med("W1", n, "one goroutine", 0, "commits_per_s"), bestW1),
-			ratio(t.med("W1", n, "one goroutine", 0, "p50_us"), probeFor("W1", n, "one goroutine")))
-	}
-
-	// W2.
-	p("\n#### W2: %d writers × %d commits, each on its own chain and ref\n\n", r.W2Writers, r.W2N)
-	p("Model: processes = one OS process per writer, each opening the store (SwarmOps, SQLite); threads = one handle shared by %d goroutines (every engine; bbolt and Pebble lock their files to one process).\n\n", r.W2Writers)
-	p("| engine | model | tx/s | spread | Busy | p50 µs | p99 µs | vs best peer (threads) |\n|---|---|---|---|---|---|---|---|\n")
-	_, bestW2 := t.best(peers, "W2", "threads", 0, "tx_per_s", true)
-	for _, n := range names {
-		for _, m := range []string{"processes", "threads"} {
-			if _, ok := t.get("W2", n, m, 0, "tx_per_s"); !ok {
-				continue
-			}
-			p("| %s | %s | %s | %s | %s | %s | %s | %s |\n", label(n), m, t.cell("W2", n, m, 0, "tx_per_s"), t.cell("W2", n, m, 0, "spread"),
-				t.cell("W2", n, m, 0, "busy"), t.cell("W2", n, m, 0, "p50_us"), t.cell("W2", n, m, 0, "p99_us"), ratio(t.med("W2", n, m, 0, "tx_per_s"), bestW2))
+	if has("W1", -1) {
+		p("\n#### W1: one writer, back to back (%d timed commits per run)\n\n", r.W1N)
+		p("| engine | commits/s | p50 µs | p99 µs | vs best peer | p50 / fdatasync probe of its runs |\n|---|---|---|---|---|---|\n")
+		for _, n := range names {
+			p("| %s | %s | %s | %s | %s | %s |\n", label(n), t.cell("W1", n, "one goroutine", 0, "commits_per_s"), t.cell("W1", n, "one goroutine", 0, "p50_us"),
+				t.cell("W1", n, "one goroutine", 0, "p99_us"), ratio(t.med("W1", n, "one goroutine", 0, "commits_per_s"), bestW1),
+				ratio(t.med("W1", n, "one goroutine", 0, "p50_us"), probeFor("W1", n, "one goroutine")))
 		}
-	}
 
+	}
+	// W2.
+	if has("W2", -1) {
+		p("\n#### W2: %d writers × %d commits, each on its own chain and ref\n\n", r.W2Writers, r.W2N)
+		p("Model: processes = one OS process per writer, each opening the store (SwarmOps, SQLite); threads = one handle shared by %d goroutines (every engine; bbolt and Pebble lock their files to one process).\n\n", r.W2Writers)
+		p("| engine | model | tx/s | spread | Busy | p50 µs | p99 µs | vs best peer (threads) |\n|---|---|---|---|---|---|---|---|\n")
+		_, bestW2 := t.best(peers, "W2", "threads", 0, "tx_per_s", true)
+		for _, n := range names {
+			for _, m := range []string{"processes", "threads"} {
+				if _, ok := t.get("W2", n, m, 0, "tx_per_s"); !ok {
+					continue
+				}
+				p("| %s | %s | %s | %s | %s | %s | %s | %s |\n", label(n), m, t.cell("W2", n, m, 0, "tx_per_s"), t.cell("W2", n, m, 0, "spread"),
+					t.cell("W2", n, m, 0, "busy"), t.cell("W2", n, m, 0, "p50_us"), t.cell("W2", n, m, 0, "p99_us"), ratio(t.med("W2", n, m, 0, "tx_per_s"), bestW2))
+			}
+		}
+
+	}
 	// W5 + W3.
 	kinds := []string{"get", "prefix", "delta", "miss", "fresh"}
 	for _, size := range r.Sizes {
+		if !has("W3", size) {
+			goto w5
+		}
 		p("\n#### W3: warm lookups at %d changesets (%d of each kind per run), p50 µs (p99)\n\n", size, r.Lookups)
 		p("| engine | get | 6-byte prefix | delta hash | miss | fresh snapshot + get |\n|---|---|---|---|---|---|\n")
 		for _, n := range names {
@@ -269,6 +287,10 @@ func markdown(r *Report, engines []engine.Engine) string {
 			p(" %s |", ratio(t.med("W3", "swarmops", "", size, k+"_p50_us"), t.med("W3", "sqlite", "", size, k+"_p50_us")))
 		}
 		p("\n")
+	w5:
+		if !has("W5", size) {
+			continue
+		}
 		p("\n#### W5: bytes on disk at %d changesets (allocated, as du counts; store settled and closed)\n\n", size)
 		p("| engine | bytes / changeset | MiB | load s | how loaded |\n|---|---|---|---|---|\n")
 		for _, n := range names {
@@ -286,27 +308,31 @@ func markdown(r *Report, engines []engine.Engine) string {
 	if len(r.Sizes) > 0 {
 		largest, smallest = r.Sizes[len(r.Sizes)-1], r.Sizes[0]
 	}
-	p("\n#### W4: open + first lookup, and recovery after SIGKILL, at %d changesets\n\n", largest)
-	p("| engine | open µs | first lookup µs | open + lookup µs | process ms | recovery ms (open + first commit) | worst recovery ms | acknowledged lost |\n|---|---|---|---|---|---|---|---|\n")
-	for _, n := range names {
-		if _, ok := t.get("W4open", n, "", largest, "open_us"); !ok {
-			continue
+	if has("W4open", -1) || has("W4recover", -1) {
+		p("\n#### W4: open + first lookup, and recovery after SIGKILL, at %d changesets\n\n", largest)
+		p("| engine | open µs | first lookup µs | open + lookup µs | process ms | recovery ms (open + first commit) | worst recovery ms | acknowledged lost |\n|---|---|---|---|---|---|---|---|\n")
+		for _, n := range names {
+			if _, ok := t.get("W4open", n, "", largest, "open_us"); !ok {
+				continue
+			}
+			p("| %s | %s | %s | %s | %s | %s | %s | %s |\n", n, t.cell("W4open", n, "", largest, "open_us"), t.cell("W4open", n, "", largest, "first_lookup_us"),
+				t.cell("W4open", n, "", largest, "open_lookup_us"), t.cell("W4open", n, "", largest, "process_ms"),
+				t.cell("W4recover", n, "", largest, "recover_ms"), t.cell("W4recover", n, "", largest, "recover_max_ms"), t.cell("W4recover", n, "", largest, "acked_lost"))
 		}
-		p("| %s | %s | %s | %s | %s | %s | %s | %s |\n", n, t.cell("W4open", n, "", largest, "open_us"), t.cell("W4open", n, "", largest, "first_lookup_us"),
-			t.cell("W4open", n, "", largest, "open_lookup_us"), t.cell("W4open", n, "", largest, "process_ms"),
-			t.cell("W4recover", n, "", largest, "recover_ms"), t.cell("W4recover", n, "", largest, "recover_max_ms"), t.cell("W4recover", n, "", largest, "acked_lost"))
 	}
-	p("\n#### W6: a reader's fresh snapshot + get beside a back-to-back writer, at %d changesets (one process, two goroutines, %.0f s)\n\n", smallest, r.W6Seconds)
-	p("| engine | idle p50 µs | idle p99 µs | beside writer p50 µs | p99 µs | max µs | p99 / idle p99 | writer commits/s |\n|---|---|---|---|---|---|---|---|\n")
-	for _, n := range names {
-		if _, ok := t.get("W6", n, "", smallest, "idle_p50_us"); !ok {
-			continue
+	if has("W6", -1) {
+		p("\n#### W6: a reader's fresh snapshot + get beside a back-to-back writer, at %d changesets (one process, two goroutines, %.0f s)\n\n", smallest, r.W6Seconds)
+		p("| engine | idle p50 µs | idle p99 µs | beside writer p50 µs | p99 µs | max µs | p99 / idle p99 | writer commits/s |\n|---|---|---|---|---|---|---|---|\n")
+		for _, n := range names {
+			if _, ok := t.get("W6", n, "", smallest, "idle_p50_us"); !ok {
+				continue
+			}
+			p("| %s | %s | %s | %s | %s | %s | %s | %s |\n", n, t.cell("W6", n, "", smallest, "idle_p50_us"), t.cell("W6", n, "", smallest, "idle_p99_us"),
+				t.cell("W6", n, "", smallest, "busy_p50_us"), t.cell("W6", n, "", smallest, "busy_p99_us"), t.cell("W6", n, "", smallest, "busy_max_us"),
+				t.cell("W6", n, "", smallest, "p99_ratio"), t.cell("W6", n, "", smallest, "writer_commits_per_s"))
 		}
-		p("| %s | %s | %s | %s | %s | %s | %s | %s |\n", n, t.cell("W6", n, "", smallest, "idle_p50_us"), t.cell("W6", n, "", smallest, "idle_p99_us"),
-			t.cell("W6", n, "", smallest, "busy_p50_us"), t.cell("W6", n, "", smallest, "busy_p99_us"), t.cell("W6", n, "", smallest, "busy_max_us"),
-			t.cell("W6", n, "", smallest, "p99_ratio"), t.cell("W6", n, "", smallest, "writer_commits_per_s"))
-	}
 
+	}
 	// Targets.
 	p("\n#### SwarmOps against the targets (PRODUCT.md §7)\n\n| # | target | measured | verdict |\n|---|---|---|---|\n")
 	sw := func(w, m string, n int, metric string) float64 { return t.med(w, "swarmops", m, n, metric) }
