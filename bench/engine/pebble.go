@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"sync"
 
 	"github.com/cockroachdb/pebble"
@@ -45,6 +44,10 @@ func (Pebble) Open(dir string, writers int) (Store, error) {
 	return &pebbleStore{db: db}, nil
 }
 
+// quietLogger silences Pebble's informational logging, which would
+// otherwise interleave with the harness's output. Fatalf must not return
+// (Pebble's own logger exits the process); it panics with the message, which
+// only Pebble's internal invariant failures reach.
 type quietLogger struct{}
 
 func (quietLogger) Infof(string, ...interface{})  {}
@@ -210,5 +213,3 @@ func (v *pebbleView) Close() error { return v.sn.Close() }
 func (s *pebbleStore) Settle() error { return s.db.Flush() }
 
 func (s *pebbleStore) Close() error { return s.db.Close() }
-
-var _ = io.EOF

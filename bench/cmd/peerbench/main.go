@@ -142,12 +142,12 @@ func run(args []string) error {
 		}
 		def("w1-n", func() { h.w1N = 100 })
 		h.w1Warm = 20
-		def("w2-n", func() { h.w2N = 5 })
-		def("sizes", func() { h.sizes = []int{10000} })
-		def("lookups", func() { h.lookups = 2000 })
-		def("opens", func() { h.opens = 3 })
+		def("w2-n", func() { h.w2N = 3 })
+		def("sizes", func() { h.sizes = []int{5000} })
+		def("lookups", func() { h.lookups = 1000 })
+		def("opens", func() { h.opens = 2 })
 		def("kills", func() { h.kills = 1 })
-		def("w6", func() { h.w6Dur = time.Second })
+		def("w6", func() { h.w6Dur = time.Second / 2 })
 		def("sync-n", func() { h.syncN = 64 })
 		h.syncRuns = 1
 		h.killMin, h.killMax = 50*time.Millisecond, 200*time.Millisecond
