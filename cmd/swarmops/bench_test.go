@@ -50,6 +50,30 @@ func BenchmarkCommitProcess(b *testing.B) {
 	b.ReportMetric(float64(median(lat).Nanoseconds()), "p50-ns")
 }
 
+// BenchmarkSpawnProcess is the floor under BenchmarkCommitProcess: the same
+// binary spawned to exit with no store work (`swarmops help`), so the cost
+// of process start can be subtracted.
+func BenchmarkSpawnProcess(b *testing.B) {
+	bin, err := gexec.Build("github.com/swarmops/swarmops/cmd/swarmops")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer gexec.CleanupBuildArtifacts()
+	lat := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		t0 := time.Now()
+		c := exec.Command(bin, "help")
+		c.Env = baseEnv()
+		if out, err := c.CombinedOutput(); err != nil {
+			b.Fatalf("swarmops help: %v: %s", err, out)
+		}
+		lat = append(lat, time.Since(t0))
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(median(lat).Nanoseconds()), "p50-ns")
+}
+
 // BenchmarkFdatasyncProbe is the raw probe: overwrite 4 KiB inside a
 // pre-allocated, already-synced file and fdatasync it, on the same disk
 // (the test's temp dir) as BenchmarkCommitProcess.
