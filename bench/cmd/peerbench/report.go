@@ -217,6 +217,12 @@ func markdown(r *Report, engines []engine.Engine) string {
 				t.cell("syncs", n, "", 0, "fsync_per_commit"), t.cell("syncs", n, "", 0, "sync_file_range_per_commit"))
 		}
 	}
+	for _, res := range r.Results {
+		if res.Workload == "syncs" && res.Note == "strace not found" {
+			p("\n#### Syncs per commit\n\nstrace not found: the peers' sync counts were skipped (install strace to count them).\n")
+			break
+		}
+	}
 	if _, ok := t.get("syncs-counting", "swarmops", "", 0, "datasync_per_commit"); ok {
 		p("\nSwarmOps through faultfs.Counting over vfs.OS(): %s data syncs, %s fsyncs, %s directory syncs per commit.\n",
 			t.cell("syncs-counting", "swarmops", "", 0, "datasync_per_commit"), t.cell("syncs-counting", "swarmops", "", 0, "sync_per_commit"),

@@ -62,7 +62,7 @@ func (h *harness) syncs() error {
 		for _, e := range h.engines {
 			h.record(Result{Workload: "syncs", Engine: e.Name(), Metrics: map[string]float64{}, Note: "strace not found"})
 		}
-		return nil
+		return h.countingSyncs()
 	}
 	for r := 0; r < min(h.runs, h.syncRuns); r++ {
 		for _, e := range h.order(r) {
