@@ -4,6 +4,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/swarmops/swarmops/bench/engine"
@@ -86,5 +87,34 @@ func TestFreeSpaceFloorRefuses(t *testing.T) {
 	h.minFree = 0
 	if err := h.checkFree(); err != nil {
 		t.Fatalf("a zero floor must run: %v", err)
+	}
+}
+
+// TestReportSaysWhenSwarmOpsMissesP2 guards the report's honesty: the P2
+// row must say MISSED when SwarmOps' W1 rate is below the best durable
+// peer's, and met when it is above.
+func TestReportSaysWhenSwarmOpsMissesP2(t *testing.T) {
+	engines := []engine.Engine{engine.SwarmOps{}, engine.SQLite{Sync: "FULL"}, engine.SQLite{Sync: "NORMAL"}}
+	for _, c := range []struct {
+		swarm float64
+		want  string
+	}{{100, "**MISSED**"}, {300, "**met**"}} {
+		rep := &Report{Results: []Result{
+			{Workload: "W1", Engine: "swarmops", Model: "one goroutine", Metrics: map[string]float64{"commits_per_s": c.swarm}},
+			{Workload: "W1", Engine: "sqlite", Model: "one goroutine", Metrics: map[string]float64{"commits_per_s": 200}},
+			// The non-durable line is faster than both and must not count as the best peer.
+			{Workload: "W1", Engine: "sqlite-NORMAL", Model: "one goroutine", Metrics: map[string]float64{"commits_per_s": 5000}},
+		}}
+		rep.Summary = summarize(rep.Results)
+		md := markdown(rep, engines)
+		var row string
+		for _, l := range strings.Split(md, "\n") {
+			if strings.HasPrefix(l, "| P2 | W1 ≥ best peer") {
+				row = l
+			}
+		}
+		if !strings.Contains(row, c.want) {
+			t.Errorf("W1 %v against SQLite's 200: P2 row %q, want %s", c.swarm, row, c.want)
+		}
 	}
 }
