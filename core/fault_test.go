@@ -120,3 +120,29 @@ func TestWriteErrorsAreTyped(t *testing.T) {
 		})
 	}
 }
+
+// TestCreateSyncsALeftoverDirectory (C1): when an init failed at the sync
+// of the store directory's parent, the directory exists only in the page
+// cache. The next Create must make it durable, or a commit it acknowledges
+// vanishes with the whole store at the next power loss.
+func TestCreateSyncsALeftoverDirectory(t *testing.T) {
+	m := faultfs.NewMem()
+	in := faultfs.NewInjecting(m, rule(t, "op=syncdir,nth=1,err=syncfail"))
+	if _, err := core.Create("/s", core.Options{FS: in}); !errors.Is(err, core.ErrIO) || !in.Check(err) {
+		t.Fatalf("create over a failed parent sync: got %v, want ErrIO carrying the injected fault", err)
+	}
+	s, err := core.Create("/s", core.Options{FS: m})
+	if err != nil {
+		t.Fatalf("create over the leftover directory: %v", err)
+	}
+	a := mustCommit(t, s, core.CommitRequest{Changes: []core.Change{put("a", "1")}, Advance: "main"})
+	s.Close()
+	s2, err := core.Open("/s", core.Options{FS: m.CrashClone(faultfs.Strict, 0)})
+	if err != nil {
+		t.Fatalf("open after a power loss: %v", err)
+	}
+	defer s2.Close()
+	if got, _ := snap(t, s2).Ref("main"); got != a {
+		t.Fatalf("main = %v after a power loss, want the acknowledged commit", got)
+	}
+}

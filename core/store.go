@@ -142,11 +142,15 @@ func Create(dir string, o Options) (*Store, error) {
 		if err := fsys.MkdirAll(dir, 0o755); err != nil {
 			return nil, ioErr("create "+dir, err)
 		}
-		if err := fsys.SyncDir(path.Dir(path.Clean(dir))); err != nil {
-			return nil, ioErr("sync parent of "+dir, err)
-		}
 	} else {
 		return nil, ioErr("stat "+dir, err)
+	}
+	// The parent is synced whether or not dir existed: a directory left by
+	// an init that crashed (or whose parent sync failed) may exist only in
+	// the page cache, and a store acknowledged inside it would vanish with it
+	// at the next power loss.
+	if err := fsys.SyncDir(path.Dir(path.Clean(dir))); err != nil {
+		return nil, ioErr("sync parent of "+dir, err)
 	}
 	var id journal.StoreID
 	if _, err := rand.Read(id[:]); err != nil {
