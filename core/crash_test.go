@@ -316,7 +316,8 @@ func TestCrashDuringRecovery(t *testing.T) {
 
 // TestCrashDuringCreate: init is acknowledged only once the store is
 // durable; a crashed init leaves either a store that opens or leftovers a
-// new Create clears.
+// new Create clears. Either way a commit acknowledged on what the crash left
+// survives a further power loss.
 func TestCrashDuringCreate(t *testing.T) {
 	for n := int64(1); ; n++ {
 		live := faultfs.NewMem()
@@ -329,23 +330,37 @@ func TestCrashDuringCreate(t *testing.T) {
 			break
 		}
 		acked := err == nil
-		for _, mod := range []faultfs.Model{faultfs.Strict, faultfs.Torn, faultfs.ProcessCrash} {
-			after := live.CrashClone(mod, n)
+		type clone struct {
+			mod  faultfs.Model
+			seed int64
+		}
+		clones := []clone{{faultfs.Strict, 0}, {faultfs.ProcessCrash, 0}}
+		for seed := n; seed < n+4; seed++ {
+			clones = append(clones, clone{faultfs.Torn, seed})
+		}
+		for _, cl := range clones {
+			mod := cl.mod
+			after := live.CrashClone(cl.mod, cl.seed)
 			s, err := core.Open("/s", core.Options{FS: after})
-			if err == nil {
-				_, err = s.Commit(core.CommitRequest{Changes: []core.Change{put("a", "1")}})
-				s.Close()
-				if err != nil {
-					t.Fatalf("init crashed at call %d (%s): store opens but does not commit: %v", n, mod, err)
-				}
-				continue
-			}
-			if acked {
-				t.Fatalf("init crashed at call %d (%s) after acknowledging: %v", n, mod, err)
-			}
-			s, err = core.Create("/s", core.Options{FS: after})
 			if err != nil {
-				t.Fatalf("init crashed at call %d (%s): neither Open nor Create works: %v", n, mod, err)
+				if acked {
+					t.Fatalf("init crashed at call %d (%s) after acknowledging: %v", n, mod, err)
+				}
+				if s, err = core.Create("/s", core.Options{FS: after}); err != nil {
+					t.Fatalf("init crashed at call %d (%s seed %d): neither Open nor Create works: %v", n, mod, cl.seed, err)
+				}
+			}
+			id, err := s.Commit(core.CommitRequest{Changes: []core.Change{put("a", "1")}, Advance: "main"})
+			s.Close()
+			if err != nil {
+				t.Fatalf("init crashed at call %d (%s): store opens but does not commit: %v", n, mod, err)
+			}
+			s, err = core.Open("/s", core.Options{FS: after.CrashClone(faultfs.Strict, 0)})
+			if err != nil {
+				t.Fatalf("init crashed at call %d (%s seed %d): a commit acknowledged afterwards is lost at a power loss: %v", n, mod, cl.seed, err)
+			}
+			if got, err := snap(t, s).Ref("main"); err != nil || got != id {
+				t.Fatalf("init crashed at call %d (%s seed %d): after a power loss main = %v, %v", n, mod, cl.seed, got, err)
 			}
 			s.Close()
 		}

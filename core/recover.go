@@ -3,6 +3,7 @@ package core
 import (
 	"errors"
 	"fmt"
+	"path"
 
 	"github.com/swarmops/swarmops/core/journal"
 )
@@ -105,6 +106,18 @@ func (s *Store) recoverLocked(explicit bool) (*RecoverReport, error) {
 	}
 	if err := s.jcfg.Sync(c.Pos.Seg, res.End.Seg); err != nil {
 		return rep, ioErr("sync journal after recovery", err)
+	}
+	if cut {
+		// A power loss or a crashed init may have left entries of the
+		// store (the checkpoint renamed in, the store directory itself)
+		// only in the page cache; the state published below tells later
+		// openers the store is sound, so they are made durable first.
+		if err := s.fs.SyncDir(s.dir); err != nil {
+			return rep, ioErr("sync store directory after recovery", err)
+		}
+		if err := s.fs.SyncDir(path.Dir(path.Clean(s.dir))); err != nil {
+			return rep, ioErr("sync parent of the store directory after recovery", err)
+		}
 	}
 	epoch := end.Epoch
 	if cut {

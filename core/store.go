@@ -168,14 +168,20 @@ func Create(dir string, o Options) (*Store, error) {
 	if err := s.jcfg.Sync(1, 1); err != nil {
 		return nil, ioErr("sync first segment", err)
 	}
+	// The checkpoint is the file whose presence makes a store, so every
+	// entry of dir it depends on (journal, objects, index) is made durable
+	// before it is renamed in. Otherwise a torn power loss could keep the
+	// rename and drop the journal directory, leaving a directory that is
+	// neither a store nor an interrupted init.
+	if err := fsys.SyncDir(dir); err != nil {
+		return nil, ioErr("sync store directory", err)
+	}
 	start := journal.Pos{Seg: 1, Off: journal.FirstFrame}
 	epoch := randEpoch()
 	s.p = newProj(start, 1)
+	// writeCheckpoint syncs dir after the rename.
 	if err := writeCheckpoint(fsys, dir, encodeCheckpoint(id, start, 1, epoch, s.p), false); err != nil {
 		return nil, err
-	}
-	if err := fsys.SyncDir(dir); err != nil {
-		return nil, ioErr("sync store directory", err)
 	}
 	boot, err := fsys.BootID()
 	if err != nil {
