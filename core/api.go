@@ -37,6 +37,13 @@ type Options struct {
 	SegmentSize     int64         // journal segment size; 0: default
 	Now             func() time.Time
 	Weaken          Weakening
+	// InlineCheckpoint, for tests, runs the checkpoint that follows an
+	// acknowledged commit synchronously in the committing call instead of
+	// on a background goroutine, so the sequence of filesystem calls is
+	// deterministic (crash-point sweeps). The commit is acknowledged before
+	// the checkpoint starts either way, and a checkpoint error is reported
+	// by Close in both modes.
+	InlineCheckpoint bool
 }
 
 // Change is one path change of a commit.

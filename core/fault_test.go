@@ -146,3 +146,51 @@ func TestCreateSyncsALeftoverDirectory(t *testing.T) {
 		t.Fatalf("main = %v after a power loss, want the acknowledged commit", got)
 	}
 }
+
+// TestCheckpointErrorsAreSurfaced (C9): a checkpoint error reaches a
+// caller. Recover returns it; after an acknowledged commit (background or
+// inline checkpoint) the commit stays acknowledged and durable, and Close
+// returns the error.
+func TestCheckpointErrorsAreSurfaced(t *testing.T) {
+	for _, inline := range []bool{false, true} {
+		m := faultfs.NewMem()
+		s, err := core.Create("/s", core.Options{FS: m})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Close()
+		in := faultfs.NewInjecting(m, rule(t, "op=create,path=*/checkpoint.tmp,nth=1,err=eio"))
+		o := core.Options{FS: in, CheckpointEvery: 2, InlineCheckpoint: inline}
+		s, err = core.Open("/s", o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a := mustCommit(t, s, core.CommitRequest{Changes: []core.Change{put("a", "1")}, Advance: "main"})
+		b := mustCommit(t, s, core.CommitRequest{Parents: []core.ID{a}, Changes: []core.Change{put("b", "2")}, Advance: "main"})
+		if err := s.Close(); !errors.Is(err, core.ErrIO) || !in.Check(err) {
+			t.Fatalf("inline=%v: Close after a failed checkpoint: got %v, want ErrIO carrying the injected fault", inline, err)
+		}
+		if u := in.Unsurfaced(); len(u) != 0 {
+			t.Fatalf("inline=%v: injected faults never surfaced: %+v", inline, u)
+		}
+		s2, err := core.Open("/s", core.Options{FS: m.CrashClone(faultfs.Strict, 0)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := snap(t, s2).Ref("main"); got != b {
+			t.Fatalf("inline=%v: main = %v after a power loss, want the acknowledged commit", inline, got)
+		}
+		s2.Close()
+	}
+	m := faultfs.NewMem()
+	s, err := core.Create("/s", core.Options{FS: m})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustCommit(t, s, core.CommitRequest{Changes: []core.Change{put("a", "1")}, Advance: "main"})
+	s.Close()
+	in := faultfs.NewInjecting(m, rule(t, "op=rename,path=*/checkpoint.tmp,nth=1,err=eio"))
+	if _, err := core.Recover("/s", core.Options{FS: in}); !errors.Is(err, core.ErrIO) || !in.Check(err) {
+		t.Fatalf("Recover over a failed checkpoint rename: got %v, want ErrIO carrying the injected fault", err)
+	}
+}

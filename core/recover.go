@@ -151,7 +151,10 @@ func (s *Store) failClosed(rep *RecoverReport, err error) error {
 // journal from the checkpoint, cuts a torn tail if the state says one may
 // exist, syncs and publishes, and reports what it did. On corruption inside
 // the durable prefix it changes nothing and returns the report with the
-// problem and a *CorruptError.
+// problem and a *CorruptError. It then writes a checkpoint of the recovered
+// prefix; if that fails the error is returned (typed, wrapping the cause)
+// with the report: the recovery itself stands, and the old checkpoint stays
+// valid, so the store still opens.
 func Recover(dir string, o Options) (*RecoverReport, error) {
 	s, err := openStore(dir, o)
 	if err != nil {
@@ -164,16 +167,23 @@ func Recover(dir string, o Options) (*RecoverReport, error) {
 		rep, err = s.recoverLocked(true)
 		return err
 	})
-	if err == nil {
-		s.maybeCheckpointAt(true)
+	if err != nil {
+		return rep, err
 	}
-	return rep, err
+	if err := s.checkpointNow(true); err != nil {
+		return rep, fmt.Errorf("recovered, but the checkpoint after it failed: %w", err)
+	}
+	return rep, nil
 }
 
-// maybeCheckpoint starts a checkpoint in the background when at least
-// CheckpointEvery frames are durable past the newest checkpoint this
-// process knows of. It runs after the commit is acknowledged, off the
-// commit path.
+// maybeCheckpoint writes a checkpoint when at least CheckpointEvery frames
+// are durable past the newest checkpoint this process knows of. It runs
+// after the commit is acknowledged, off the commit path: on a background
+// goroutine, or inline in the committing call when
+// Options.InlineCheckpoint is set. A checkpoint is an optimization of
+// recovery (the journal stays authoritative), so its failure never turns
+// the acknowledged commit into an error; it is recorded and returned by
+// Close (see ckptFailed).
 func (s *Store) maybeCheckpoint() {
 	s.mu.Lock()
 	due := s.p.nextSeq >= s.ckptNext.Load()+uint64(s.o.CheckpointEvery)
@@ -181,47 +191,94 @@ func (s *Store) maybeCheckpoint() {
 	if !due || !s.ckptRunning.CompareAndSwap(false, true) {
 		return
 	}
+	if s.o.InlineCheckpoint {
+		defer s.ckptRunning.Store(false)
+		s.recordCkptErr(s.checkpointNow(false))
+		return
+	}
 	s.bg.Add(1)
 	go func() {
 		defer s.bg.Done()
 		defer s.ckptRunning.Store(false)
-		s.maybeCheckpointAt(false)
+		s.recordCkptErr(s.checkpointNow(false))
 	}()
 }
 
-// maybeCheckpointAt writes a checkpoint if it can take CKPTLOCK at once
-// (another process writing one makes this one unnecessary). force writes
-// one even if few frames are new. Errors are not surfaced: a checkpoint is
-// an optimization of recovery, and the journal stays authoritative.
-func (s *Store) maybeCheckpointAt(force bool) {
-	l, err := s.fs.Lock(s.lockPath("CKPTLOCK"), 0)
-	if err != nil {
+// recordCkptErr keeps the first checkpoint error for Close.
+func (s *Store) recordCkptErr(err error) {
+	if err == nil {
 		return
 	}
-	defer l.Unlock()
+	s.ckptMu.Lock()
+	if s.ckptErr == nil {
+		s.ckptErr = err
+	}
+	s.ckptMu.Unlock()
+}
+
+// ckptFailed returns (and clears) the recorded checkpoint error, wrapped to
+// say that no acknowledged commit is affected.
+func (s *Store) ckptFailed() error {
+	s.ckptMu.Lock()
+	defer s.ckptMu.Unlock()
+	err := s.ckptErr
+	s.ckptErr = nil
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("a checkpoint after an acknowledged commit failed (every acknowledged commit is durable; recovery replays more journal until a checkpoint succeeds): %w", err)
+}
+
+// checkpointNow writes a checkpoint of the durable prefix if it can take
+// CKPTLOCK at once (another process writing one makes this one
+// unnecessary, so a busy lock is not an error). force writes one even if
+// few frames are new. It returns every I/O error, typed.
+func (s *Store) checkpointNow(force bool) error {
+	l, err := s.fs.Lock(s.lockPath("CKPTLOCK"), 0)
+	if err != nil {
+		if errors.Is(err, ErrBusy) {
+			return nil
+		}
+		return ioErr("checkpoint lock", err)
+	}
+	ferr := s.checkpointLocked(force)
+	if uerr := l.Unlock(); uerr != nil && ferr == nil {
+		ferr = ioErr("checkpoint unlock", uerr)
+	}
+	return ferr
+}
+
+func (s *Store) checkpointLocked(force bool) error {
 	cur, err := readCheckpoint(s.fs, s.dir)
 	if err != nil {
-		return
+		return err
 	}
 	s.ckptNext.Store(max(s.ckptNext.Load(), cur.NextSeq))
 	dur, ok, err := s.st.readStable(recDurable)
-	if err != nil || !ok {
-		return
+	if err != nil {
+		return err
+	}
+	if !ok {
+		// The state is being recovered (or was lost): the next opener
+		// recovers, and a later checkpoint covers its prefix.
+		return nil
 	}
 	s.mu.Lock()
 	if dur.Epoch != s.epoch || (!force && dur.NextSeq < cur.NextSeq+uint64(s.o.CheckpointEvery)) {
 		s.mu.Unlock()
-		return
+		return nil
 	}
 	if err := s.catchUp(dur.NextSeq); err != nil {
 		s.mu.Unlock()
-		return
+		return err
 	}
 	// The projection may include frames past the durable position; the
 	// checkpoint covers exactly the durable prefix.
 	b := encodeCheckpoint(s.id, dur.Pos, dur.NextSeq, dur.Epoch, s.p)
 	s.mu.Unlock()
-	if writeCheckpoint(s.fs, s.dir, b, false) == nil {
-		s.ckptNext.Store(dur.NextSeq)
+	if err := writeCheckpoint(s.fs, s.dir, b, false); err != nil {
+		return err
 	}
+	s.ckptNext.Store(dur.NextSeq)
+	return nil
 }

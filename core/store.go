@@ -54,6 +54,10 @@ type Store struct {
 	ckptNext atomic.Uint64
 	// ckptRunning keeps one background checkpoint per process at a time.
 	ckptRunning atomic.Bool
+	// ckptErr is the first error of a checkpoint run after an acknowledged
+	// commit; Close returns it.
+	ckptMu  sync.Mutex
+	ckptErr error
 }
 
 func (o *Options) fill() error {
@@ -379,14 +383,17 @@ func (s *Store) closeFiles() {
 }
 
 // Close waits for background checkpoint work and releases files. Later
-// calls on s fail with ErrClosed.
+// calls on s fail with ErrClosed. If a checkpoint written after an
+// acknowledged commit failed, Close still releases everything and then
+// returns that error (ErrIO or ErrNoSpace, wrapping the cause): the commits
+// stay acknowledged and durable; only recovery has more journal to replay.
 func (s *Store) Close() error {
 	if s.closed.Swap(true) {
 		return fmt.Errorf("%w: already closed", ErrClosed)
 	}
 	s.bg.Wait()
 	s.closeFiles()
-	return nil
+	return s.ckptFailed()
 }
 
 func (s *Store) usable() error {
