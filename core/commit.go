@@ -269,7 +269,7 @@ func (s *Store) syncTo(seq, epoch uint64) error {
 	if dur.NextSeq > seq {
 		return nil
 	}
-	end, ok, err := s.st.readStable(recEnd)
+	end, ok, err := s.st.readStable(recEnd, s.boot)
 	if err != nil {
 		return err
 	}

@@ -254,7 +254,7 @@ func (s *Store) checkpointLocked(force bool) error {
 		return err
 	}
 	s.ckptNext.Store(max(s.ckptNext.Load(), cur.NextSeq))
-	dur, ok, err := s.st.readStable(recDurable)
+	dur, ok, err := s.st.readStable(recDurable, s.boot)
 	if err != nil {
 		return err
 	}

@@ -37,7 +37,7 @@ func (s *Store) Snapshot() (*Snapshot, error) {
 		if err := s.withWriterLock(func() error { _, err := s.recoverLocked(false); return err }); err != nil {
 			return nil, err
 		}
-		if dur, ok, err = s.st.readStable(recDurable); err != nil {
+		if dur, ok, err = s.st.readStable(recDurable, s.boot); err != nil {
 			return nil, err
 		}
 		if !ok {
@@ -66,7 +66,7 @@ func (s *Store) readObject(id ID, k objects.Kind, maxSeq uint64, catchUp bool) (
 	defer s.mu.Unlock()
 	l, ok := s.p.idx.get(id)
 	if !ok && catchUp {
-		end, eok, err := s.st.readStable(recEnd)
+		end, eok, err := s.st.readStable(recEnd, s.boot)
 		if err != nil {
 			return nil, err
 		}

@@ -134,8 +134,15 @@ func (sf *stateFile) close() {
 
 // read reads one record. ok is false for a missing, short or invalid record.
 func (sf *stateFile) read(kind uint32) (stateRec, bool, error) {
+	r, ok, _, err := sf.readRaw(kind)
+	return r, ok, err
+}
+
+// readRaw is read that also returns the bytes it read (nil if the record is
+// missing or short).
+func (sf *stateFile) readRaw(kind uint32) (stateRec, bool, []byte, error) {
 	if err := sf.open(); err != nil {
-		return stateRec{}, false, err
+		return stateRec{}, false, nil, err
 	}
 	off := int64(0)
 	if kind == recDurable {
@@ -144,22 +151,37 @@ func (sf *stateFile) read(kind uint32) (stateRec, bool, error) {
 	b := make([]byte, stateRecSize)
 	err := vfs.ReadFull(sf.f, b, off)
 	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, fs.ErrNotExist) {
-		return stateRec{}, false, nil
+		return stateRec{}, false, nil, nil
 	}
 	if err != nil {
-		return stateRec{}, false, ioErr("read state", err)
+		return stateRec{}, false, nil, ioErr("read state", err)
 	}
 	r, ok := decodeStateRec(sf.key, kind, b)
-	return r, ok, nil
+	return r, ok, b, nil
+}
+
+// mayBeTorn reports whether an invalid record b could be a read torn by a
+// concurrent write in this boot, the only case worth reading again. Such a
+// read mixes two records this boot wrote, so it is whole, carries the magic
+// and kind, and names this boot. A missing, short or zero record, or one
+// from another boot, is what a power loss leaves (the state file is never
+// synced): retrying it would only delay every Open after a power loss.
+func mayBeTorn(b []byte, kind uint32, boot [16]byte) bool {
+	if len(b) < stateRecSize || binary.LittleEndian.Uint32(b[0:]) != stateMagic ||
+		binary.LittleEndian.Uint32(b[4:]) != kind {
+		return false
+	}
+	return [16]byte(b[40:56]) == boot
 }
 
 // readStable reads a record written by a holder of a lock the caller does
-// not hold: an invalid read is retried a few times, since it may be a read
-// torn by a concurrent write of the record.
-func (sf *stateFile) readStable(kind uint32) (stateRec, bool, error) {
+// not hold: an invalid read that may be torn by a concurrent write of the
+// record (mayBeTorn) is retried a few times; any other invalid read returns
+// at once.
+func (sf *stateFile) readStable(kind uint32, boot [16]byte) (stateRec, bool, error) {
 	for i := 0; ; i++ {
-		r, ok, err := sf.read(kind)
-		if ok || err != nil || i == 4 {
+		r, ok, b, err := sf.readRaw(kind)
+		if ok || err != nil || i == 4 || !mayBeTorn(b, kind, boot) {
 			return r, ok, err
 		}
 		time.Sleep(time.Duration(i+1) * 100 * time.Microsecond)
