@@ -88,6 +88,8 @@ func storeOptions(sc *scenarios.Scenario, fs vfs.FS, weaken core.Weakening, now 
 		SegmentSize:     sc.Options.SegmentSize,
 		Now:             now,
 		Weaken:          weaken,
+		// Checkpoints run in the committing call, so call numbers are the same in every run.
+		InlineCheckpoint: true,
 	}
 }
 
