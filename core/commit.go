@@ -157,6 +157,18 @@ func (s *Store) transact(t *txn, need []ID) error {
 		seq, epoch, err = s.appendLocked(t, payload, digest, need)
 		return err
 	})
+	var ce *ConflictError
+	if errors.As(err, &ce) && seq > 0 {
+		// A loser must be told only a value every later reader sees (C4,
+		// C5): ConflictError.Current came from frames up to the end the
+		// check saw, so that end is made durable first. It is the same
+		// group-commit step as a commit's, so usually another writer's
+		// fdatasync already covers it and at most one is made.
+		if serr := s.syncTo(seq, epoch); serr != nil {
+			return fmt.Errorf("ref %q conflicts, but the value it saw could not be made durable: %w", ce.Ref, serr)
+		}
+		return err
+	}
 	if err != nil {
 		return err
 	}
@@ -220,7 +232,10 @@ func (s *Store) appendLocked(t *txn, payload []byte, digest [32]byte, need []ID)
 		}
 	}
 	if err := s.p.refs.Check(t.Moves); err != nil {
-		return 0, 0, refErr(err)
+		// The conflict reports a value from the projection up to end,
+		// which may include frames not yet durable: the caller makes
+		// end durable before reporting it (see transact).
+		return end.NextSeq - 1, end.Epoch, refErr(err)
 	}
 	seq := end.NextSeq
 	frame := journal.EncodeFrame(s.key, frameTxn, seq, dur.NextSeq-1, payload, digest)

@@ -219,10 +219,9 @@ func lostRace(err error, ref string) (ID, bool) {
 }
 
 // snapshotWith returns a snapshot that holds changeset id (any snapshot if
-// id is zero). A ref's value as a lost compare-and-swap reports it can be a
-// frame another writer has appended but not yet made durable (its sync step
-// is under way), while snapshots see only the durable prefix; so this waits,
-// for at most the store's lock timeout, and then reports ErrBusy.
+// id is zero). A lost compare-and-swap makes the value it reports durable
+// before returning (transact), so the first snapshot normally holds it; the
+// wait (at most the store's lock timeout, then ErrBusy) is kept as a guard.
 func (s *Store) snapshotWith(id ID) (*Snapshot, error) {
 	deadline := time.Now().Add(s.o.LockTimeout)
 	for delay := 100 * time.Microsecond; ; delay = min(2*delay, 10*time.Millisecond) {
