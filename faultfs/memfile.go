@@ -60,6 +60,7 @@ func (f *memFile) Close() error {
 		return perr("close", f.name, fs.ErrClosed)
 	}
 	f.closed = true
+	f.fs.open--
 	return nil
 }
 
