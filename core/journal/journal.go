@@ -374,11 +374,21 @@ func (r *Reader) ReadFrame(pos Pos, seq uint64) (*Frame, error) {
 	if pos.Off+fsz > size {
 		return nil, errInvalid
 	}
-	payload := make([]byte, h.length)
-	if err := vfs.ReadFull(f, payload, pos.Off+FrameHeaderSize); err != nil {
+	// Payload and padding come in one read. The padding is not under the
+	// checksum, so it must be all zeros: it was written with the frame, in
+	// the same write and covered by the same sync, and a flipped bit there is
+	// corruption that Verify and recovery must see, not a value to ignore.
+	body := make([]byte, fsz-FrameHeaderSize)
+	if err := vfs.ReadFull(f, body, pos.Off+FrameHeaderSize); err != nil {
 		return nil, err
 	}
+	payload := body[:h.length:h.length]
 	if !r.SkipChecksum {
+		for _, b := range body[h.length:] {
+			if b != 0 {
+				return nil, errInvalid
+			}
+		}
 		if frameSum(r.Key, hb[:32], PayloadDigest(payload)) != h.sum {
 			return nil, errInvalid
 		}
