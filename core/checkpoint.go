@@ -179,7 +179,7 @@ func openRuns(fsys vfs.FS, dir string, names []string) (*index.Index, error) {
 			return nil, corrupt(ce.File, ce.Offset, "index run named by the checkpoint: %s", ce.Reason)
 		}
 		if errors.Is(err, fs.ErrNotExist) {
-			return nil, corrupt(dir+"/"+ckptName, 0, "index run named by the checkpoint is missing: %v", err)
+			return nil, &missingRunError{corrupt(dir+"/"+ckptName, 0, "%v: %v", errRunMissing, err)}
 		}
 		return nil, ioErr("open index runs", err)
 	}
@@ -188,7 +188,33 @@ func openRuns(fsys vfs.FS, dir string, names []string) (*index.Index, error) {
 
 // readCheckpoint reads and decodes dir/checkpoint. A missing file is
 // ErrNotStore; anything unreadable is a *CorruptError naming the file.
+//
+// It also opens the index runs the checkpoint names. Another process's
+// checkpoint may replace it and delete runs it retired between the read and
+// the open; a missing run therefore re-reads the checkpoint (a few times)
+// before it is reported as damage.
 func readCheckpoint(fsys vfs.FS, dir string) (*checkpoint, error) {
+	for attempt := 0; ; attempt++ {
+		c, err := readCheckpointFile(fsys, dir)
+		if err != nil {
+			return nil, err
+		}
+		x, err := openRuns(fsys, dir, c.Runs)
+		if errors.Is(err, errRunMissing) && attempt < 4 {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		c.proj.idx = newRunIdx(x, c.Runs)
+		return c, nil
+	}
+}
+
+// errRunMissing marks a run named by the checkpoint that does not exist.
+var errRunMissing = errors.New("index run named by the checkpoint is missing")
+
+func readCheckpointFile(fsys vfs.FS, dir string) (*checkpoint, error) {
 	p := path.Join(dir, ckptName)
 	st, err := fsys.Stat(p)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -213,11 +239,6 @@ func readCheckpoint(fsys vfs.FS, dir string) (*checkpoint, error) {
 	if err != nil {
 		return nil, corrupt(p, 0, "%v", err)
 	}
-	x, err := openRuns(fsys, dir, c.Runs)
-	if err != nil {
-		return nil, err
-	}
-	c.proj.idx = newRunIdx(x, c.Runs)
 	return c, nil
 }
 
@@ -249,3 +270,10 @@ func writeCheckpoint(fsys vfs.FS, dir string, b []byte, skipDirSync bool) error 
 	}
 	return nil
 }
+
+// missingRunError is the *CorruptError of a missing run that also matches
+// errRunMissing, so readCheckpoint can retry it.
+type missingRunError struct{ err error }
+
+func (e *missingRunError) Error() string   { return e.err.Error() }
+func (e *missingRunError) Unwrap() []error { return []error{e.err, errRunMissing} }
