@@ -9,37 +9,40 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"strings"
 	"time"
 
 	"lukechampine.com/blake3"
 
+	"github.com/swarmops/swarmops/core/index"
 	"github.com/swarmops/swarmops/core/journal"
-	"github.com/swarmops/swarmops/core/objects"
 	"github.com/swarmops/swarmops/core/refs"
 	"github.com/swarmops/swarmops/core/vfs"
 )
 
-// The checkpoint file is the durable root of a store: its identity and a
-// projection of every frame before a journal position. It is replaced
-// atomically (temp file, datasync, rename, directory sync), so after any
-// crash it is either the old or the new one, whole.
+// The checkpoint file is the durable root of a store: its identity, the
+// journal position it covers, the list of index runs holding every object,
+// changeset and delta of the frames before that position, and the ref table
+// with its reflogs. It is replaced atomically (temp file, datasync, rename,
+// directory sync), so after any crash it is either the old or the new one,
+// whole. Its size depends on the number of runs and refs, not on the number of
+// objects: an open reads it, the run headers, and the frames after it.
 //
-//	 0 magic "SWCKPT01"  8 version u32  12 reserved u32  16 store id [16]
+//	 0 magic "SWCKPT01"  8 version u32 (= 2)  12 reserved u32  16 store id [16]
 //	32 segment u64  40 offset u64  48 next seq u64  56 epoch u64
 //	64 body (uvarints):
-//	   objects: n, then per object id[32] kind u8 flags u8 seq seg off size
-//	   deltas:  n, then per hash: hash[32] count ids[32]…
+//	   runs:    n, then per run (newest first): name-len name (a file in index/)
 //	   reflogs: n, then per ref: name-len name count, per entry: seq old[32] new[32] time-ns
 //	end: BLAKE3-256 of everything before it (32 bytes)
 //
-// The epoch is recorded so a process that finds the state file lost can
-// still pick a fresh epoch. The body is a full projection rather than index
-// runs; see docs/storage.md for the cost and the plan.
+// Every record in the runs comes from a frame before next seq, so it is
+// durable. Version 1 (the whole projection inline) is refused.
 const (
 	ckptHeaderSize = 64
-	ckptVersion    = 1
+	ckptVersion    = 2
 	ckptName       = "checkpoint"
 	ckptTemp       = "checkpoint.tmp"
+	indexDir       = "index"
 )
 
 var ckptMagic = [8]byte{'S', 'W', 'C', 'K', 'P', 'T', '0', '1'}
@@ -50,13 +53,14 @@ type checkpoint struct {
 	Pos     journal.Pos
 	NextSeq uint64
 	Epoch   uint64
+	Runs    []string // run file names in index/, newest first
 	proj    *proj
 }
 
-// encodeCheckpoint serializes the projection p as of (before) seq nextSeq,
-// which must end at pos.
-func encodeCheckpoint(id journal.StoreID, pos journal.Pos, nextSeq, epoch uint64, p *proj) []byte {
-	b := make([]byte, ckptHeaderSize, 1<<16)
+// encodeCheckpoint serializes the run list and the ref table of p as of
+// (before) seq nextSeq, which must end at pos.
+func encodeCheckpoint(id journal.StoreID, pos journal.Pos, nextSeq, epoch uint64, runs []string, rt *refs.Table) []byte {
+	b := make([]byte, ckptHeaderSize, 1<<12)
 	copy(b[0:8], ckptMagic[:])
 	binary.LittleEndian.PutUint32(b[8:], ckptVersion)
 	copy(b[16:32], id[:])
@@ -64,56 +68,15 @@ func encodeCheckpoint(id journal.StoreID, pos journal.Pos, nextSeq, epoch uint64
 	binary.LittleEndian.PutUint64(b[40:], uint64(pos.Off))
 	binary.LittleEndian.PutUint64(b[48:], nextSeq)
 	binary.LittleEndian.PutUint64(b[56:], epoch)
-	var objs []ID
-	var locs []objLoc
-	p.idx.each(func(id ID, l objLoc) {
-		if l.Seq < nextSeq {
-			objs = append(objs, id)
-			locs = append(locs, l)
-		}
-	})
-	b = binary.AppendUvarint(b, uint64(len(objs)))
-	for i, id := range objs {
-		l := locs[i]
-		var fl byte
-		if l.Loose {
-			fl = flagLoose
-		}
-		b = append(b, id[:]...)
-		b = append(b, byte(l.Kind), fl)
-		b = binary.AppendUvarint(b, l.Seq)
-		b = binary.AppendUvarint(b, l.Seg)
-		b = binary.AppendUvarint(b, uint64(l.Off))
-		b = binary.AppendUvarint(b, uint64(l.Size))
+	b = binary.AppendUvarint(b, uint64(len(runs)))
+	for _, n := range runs {
+		b = binary.AppendUvarint(b, uint64(len(n)))
+		b = append(b, n...)
 	}
-	type dl struct {
-		h   objects.Hash
-		ids []ID
-	}
-	var ds []dl
-	p.idx.eachDelta(func(h objects.Hash, ids []ID) {
-		var keep []ID
-		for _, id := range ids {
-			if l, ok := p.idx.get(id); ok && l.Seq < nextSeq {
-				keep = append(keep, id)
-			}
-		}
-		if len(keep) > 0 {
-			ds = append(ds, dl{h, keep})
-		}
-	})
-	b = binary.AppendUvarint(b, uint64(len(ds)))
-	for _, d := range ds {
-		b = append(b, d.h[:]...)
-		b = binary.AppendUvarint(b, uint64(len(d.ids)))
-		for _, id := range d.ids {
-			b = append(b, id[:]...)
-		}
-	}
-	names := p.refs.Names()
+	names := rt.Names()
 	b = binary.AppendUvarint(b, uint64(len(names)))
 	for _, n := range names {
-		log := p.refs.Log(n, nextSeq-1)
+		log := rt.Log(n, nextSeq-1)
 		b = binary.AppendUvarint(b, uint64(len(n)))
 		b = append(b, n...)
 		b = binary.AppendUvarint(b, uint64(len(log)))
@@ -130,6 +93,8 @@ func encodeCheckpoint(id journal.StoreID, pos journal.Pos, nextSeq, epoch uint64
 
 var errCkpt = errors.New("malformed checkpoint")
 
+// decodeCheckpoint decodes b; c.proj holds the ref table and an index with no
+// runs opened yet (readCheckpoint opens them).
 func decodeCheckpoint(b []byte) (*checkpoint, error) {
 	if len(b) < ckptHeaderSize+32 {
 		return nil, fmt.Errorf("%w: %d bytes is too short", errCkpt, len(b))
@@ -138,7 +103,7 @@ func decodeCheckpoint(b []byte) (*checkpoint, error) {
 		return nil, fmt.Errorf("%w: bad magic", errCkpt)
 	}
 	if v := binary.LittleEndian.Uint32(b[8:]); v != ckptVersion {
-		return nil, fmt.Errorf("%w: unknown version %d", errCkpt, v)
+		return nil, fmt.Errorf("%w: version %d is not supported (this build reads version %d; version 1 stores from before index runs must be re-created)", errCkpt, v, ckptVersion)
 	}
 	body, sum := b[:len(b)-32], b[len(b)-32:]
 	if s := blake3.Sum256(body); !bytes.Equal(s[:], sum) {
@@ -176,21 +141,11 @@ func decodeCheckpoint(b []byte) (*checkpoint, error) {
 	limit := uint64(len(body))
 	n := uv()
 	for i := uint64(0); i < n && !bad && i < limit; i++ {
-		id := ID(take(32))
-		kf := take(2)
-		l := objLoc{Kind: objects.Kind(kf[0]), Loose: kf[1] == flagLoose, Seq: uv(), Seg: uv(), Off: int64(uv()), Size: int64(uv())}
-		if !l.Kind.Valid() {
+		name := string(take(uv()))
+		if name == "" || strings.ContainsAny(name, "/\\") || name == "." || name == ".." {
 			bad = true
 		}
-		p.idx.put(id, l)
-	}
-	n = uv()
-	for i := uint64(0); i < n && !bad && i < limit; i++ {
-		h := objects.Hash(take(32))
-		k := uv()
-		for j := uint64(0); j < k && !bad && j < limit; j++ {
-			p.idx.addDelta(h, ID(take(32)))
-		}
+		c.Runs = append(c.Runs, name)
 	}
 	n = uv()
 	for i := uint64(0); i < n && !bad && i < limit; i++ {
@@ -211,9 +166,55 @@ func decodeCheckpoint(b []byte) (*checkpoint, error) {
 	return c, nil
 }
 
+// openRuns opens the index runs named (newest first) in dir/index.
+func openRuns(fsys vfs.FS, dir string, names []string) (*index.Index, error) {
+	paths := make([]string, len(names))
+	for i, n := range names {
+		paths[i] = path.Join(dir, indexDir, n)
+	}
+	x, err := index.Open(fsys, paths)
+	if err != nil {
+		var ce *index.CorruptError
+		if errors.As(err, &ce) {
+			return nil, corrupt(ce.File, ce.Offset, "index run named by the checkpoint: %s", ce.Reason)
+		}
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, &missingRunError{corrupt(dir+"/"+ckptName, 0, "%v: %v", errRunMissing, err)}
+		}
+		return nil, ioErr("open index runs", err)
+	}
+	return x, nil
+}
+
 // readCheckpoint reads and decodes dir/checkpoint. A missing file is
 // ErrNotStore; anything unreadable is a *CorruptError naming the file.
+//
+// It also opens the index runs the checkpoint names. Another process's
+// checkpoint may replace it and delete runs it retired between the read and
+// the open; a missing run therefore re-reads the checkpoint (a few times)
+// before it is reported as damage.
 func readCheckpoint(fsys vfs.FS, dir string) (*checkpoint, error) {
+	for attempt := 0; ; attempt++ {
+		c, err := readCheckpointFile(fsys, dir)
+		if err != nil {
+			return nil, err
+		}
+		x, err := openRuns(fsys, dir, c.Runs)
+		if errors.Is(err, errRunMissing) && attempt < 4 {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		c.proj.idx = newRunIdx(x, c.Runs)
+		return c, nil
+	}
+}
+
+// errRunMissing marks a run named by the checkpoint that does not exist.
+var errRunMissing = errors.New("index run named by the checkpoint is missing")
+
+func readCheckpointFile(fsys vfs.FS, dir string) (*checkpoint, error) {
 	p := path.Join(dir, ckptName)
 	st, err := fsys.Stat(p)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -269,3 +270,10 @@ func writeCheckpoint(fsys vfs.FS, dir string, b []byte, skipDirSync bool) error 
 	}
 	return nil
 }
+
+// missingRunError is the *CorruptError of a missing run that also matches
+// errRunMissing, so readCheckpoint can retry it.
+type missingRunError struct{ err error }
+
+func (e *missingRunError) Error() string   { return e.err.Error() }
+func (e *missingRunError) Unwrap() []error { return []error{e.err, errRunMissing} }

@@ -228,6 +228,9 @@ func (s *Store) appendLocked(t *txn, payload []byte, digest [32]byte, need []ID)
 	}
 	for _, id := range need {
 		if l, ok := s.p.idx.get(id); !ok || l.Kind != objects.KindChangeset {
+			if err := s.p.idx.takeErr(); err != nil {
+				return 0, 0, err
+			}
 			return 0, 0, fmt.Errorf("%w: changeset %s", ErrNotFound, id)
 		}
 	}

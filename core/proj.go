@@ -103,7 +103,7 @@ func (m *memIndex) count() (int64, int64, int64) {
 // proj is the store's in-memory projection of the journal: index, ref table,
 // and the position it has replayed to.
 type proj struct {
-	idx     objIndex
+	idx     *runIdx
 	refs    *refs.Table
 	pos     journal.Pos // end of the last applied frame
 	nextSeq uint64      // sequence number of the next frame to apply
@@ -113,7 +113,7 @@ type proj struct {
 }
 
 func newProj(pos journal.Pos, nextSeq uint64) *proj {
-	return &proj{idx: newMemIndex(), refs: refs.New(), pos: pos, nextSeq: nextSeq, ckptSeq: nextSeq}
+	return &proj{idx: newRunIdx(nil, nil), refs: refs.New(), pos: pos, nextSeq: nextSeq, ckptSeq: nextSeq}
 }
 
 // apply adds one frame to the projection. segPath names the segment for
@@ -127,12 +127,22 @@ func (p *proj) apply(fr *journal.Frame, segPath string) error {
 		return corrupt(segPath, fr.Pos.Off, "frame %d: %v", fr.Seq, err)
 	}
 	base := fr.Pos.Off + journal.FrameHeaderSize
-	for _, o := range t.Objs {
+	// Duplicates are found before anything is added, so a run read that
+	// fails leaves the projection as it was (and the error reaches the
+	// caller: it is not "absent").
+	dup := make([]bool, len(t.Objs))
+	for i, o := range t.Objs {
+		dup[i] = p.idx.has(o.ID, o.Kind)
+	}
+	if err := p.idx.takeErr(); err != nil {
+		return err
+	}
+	for i, o := range t.Objs {
 		loc := objLoc{Seq: fr.Seq, Seg: fr.Pos.Seg, Size: o.Size, Kind: o.Kind, Loose: o.Loose}
 		if !o.Loose {
 			loc.Off = base + int64(o.off)
 		}
-		if _, dup := p.idx.get(o.ID); dup {
+		if _, again := p.idx.mem.get(o.ID); dup[i] || again {
 			continue
 		}
 		p.idx.put(o.ID, loc)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path"
 
+	"github.com/swarmops/swarmops/core/index"
 	"github.com/swarmops/swarmops/core/journal"
 )
 
@@ -64,6 +65,12 @@ func (s *Store) recoverLocked(explicit bool) (*RecoverReport, error) {
 	s.r.Forget()
 	s.w.Close()
 	p := c.proj
+	installed := false
+	defer func() {
+		if !installed {
+			p.idx.close()
+		}
+	}()
 	durableSeq := c.NextSeq - 1
 	if dok && dur.NextSeq-1 > durableSeq {
 		durableSeq = dur.NextSeq - 1
@@ -133,7 +140,10 @@ func (s *Store) recoverLocked(explicit bool) (*RecoverReport, error) {
 	if err := s.st.write(recEnd, rec); err != nil {
 		return rep, err
 	}
-	s.p = p
+	if s.p != nil {
+		s.p.idx.close()
+	}
+	s.p, installed = p, true
 	s.epoch = epoch
 	s.poisoned.Store(false)
 	return rep, nil
@@ -273,12 +283,79 @@ func (s *Store) checkpointLocked(force bool) error {
 		return err
 	}
 	// The projection may include frames past the durable position; the
-	// checkpoint covers exactly the durable prefix.
-	b := encodeCheckpoint(s.id, dur.Pos, dur.NextSeq, dur.Epoch, s.p)
+	// checkpoint covers exactly the durable prefix. The records of the frames
+	// since the current checkpoint become a new index run (durable before the
+	// checkpoint names it); the ref table goes into the checkpoint.
+	batch := s.p.idx.batchBetween(cur.NextSeq, dur.NextSeq)
+	s.mu.Unlock()
+	defer cur.proj.idx.close()
+	names := append([]string(nil), cur.Runs...)
+	var retired []string
+	if len(batch.Changesets)+len(batch.Objects) > 0 {
+		name := runName(dur.NextSeq, dur.Epoch, "")
+		r, err := index.WriteRun(s.fs, path.Join(s.dir, indexDir, name), dur.NextSeq, batch)
+		if err != nil {
+			return indexErr("write index run", err)
+		}
+		names = append([]string{name}, names...)
+		if len(names) > maxRuns {
+			// Compaction: merge every run into one. It runs here, after
+			// the commit that made the checkpoint due was acknowledged.
+			runs := append([]*index.Run{r}, cur.proj.idx.runs()...)
+			mname := runName(dur.NextSeq, dur.Epoch, "m")
+			m, err := index.MergeRuns(s.fs, path.Join(s.dir, indexDir, mname), dur.NextSeq, runs)
+			if err != nil {
+				r.Close()
+				return indexErr("compact index runs", err)
+			}
+			m.Close()
+			retired = names
+			names = []string{mname}
+		}
+		r.Close()
+	}
+	s.mu.Lock()
+	b := encodeCheckpoint(s.id, dur.Pos, dur.NextSeq, dur.Epoch, names, s.p.refs)
 	s.mu.Unlock()
 	if err := writeCheckpoint(s.fs, s.dir, b, false); err != nil {
 		return err
 	}
 	s.ckptNext.Store(dur.NextSeq)
+	// The checkpoint naming the new run list is durable: the projection
+	// swaps its tail for the runs, and retired runs can go.
+	if x, err := openRuns(s.fs, s.dir, names); err == nil {
+		s.mu.Lock()
+		if s.epoch == dur.Epoch && s.p.nextSeq >= dur.NextSeq {
+			old := s.p.idx
+			nx := newRunIdx(x, names)
+			nx.mem = old.since(dur.NextSeq)
+			s.p.idx = nx
+			old.close()
+		} else {
+			x.Close()
+		}
+		s.mu.Unlock()
+	}
+	for _, n := range retired {
+		_ = s.fs.Remove(path.Join(s.dir, indexDir, n))
+	}
 	return nil
+}
+
+// maxRuns bounds the runs a checkpoint names; one more triggers a compaction.
+const maxRuns = 8
+
+// runName names the index run written by the checkpoint at nextSeq.
+func runName(nextSeq, epoch uint64, kind string) string {
+	return fmt.Sprintf("run-%016x-%016x%s", nextSeq, epoch, kind)
+}
+
+// indexErr types an error from core/index: damage is ErrCorrupt, the rest
+// I/O.
+func indexErr(op string, err error) error {
+	var ce *index.CorruptError
+	if errors.As(err, &ce) {
+		return corrupt(ce.File, ce.Offset, "%s: %s", op, ce.Reason)
+	}
+	return ioErr(op, err)
 }

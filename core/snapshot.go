@@ -77,6 +77,11 @@ func (s *Store) readObject(id ID, k objects.Kind, maxSeq uint64, catchUp bool) (
 			l, ok = s.p.idx.get(id)
 		}
 	}
+	if !ok {
+		if err := s.p.idx.takeErr(); err != nil {
+			return nil, err
+		}
+	}
 	if !ok || l.Seq > maxSeq {
 		return nil, fmt.Errorf("%w: %s %s", ErrNotFound, k, id)
 	}
@@ -225,7 +230,11 @@ func (sn *Snapshot) resolveBase(rev string) (ID, error) {
 			c = append(c, id)
 		}
 	}
+	ierr := sn.s.p.idx.takeErr()
 	sn.s.mu.Unlock()
+	if ierr != nil {
+		return ID{}, ierr
+	}
 	switch len(c) {
 	case 0:
 		return ID{}, fmt.Errorf("%w: no changeset matches %q", ErrNotFound, rev)
@@ -380,7 +389,11 @@ func (sn *Snapshot) ByDelta(h objects.Hash) ([]ID, error) {
 			out = append(out, id)
 		}
 	}
+	ierr := sn.s.p.idx.takeErr()
 	sn.s.mu.Unlock()
+	if ierr != nil {
+		return nil, ierr
+	}
 	if len(out) == 0 {
 		return nil, fmt.Errorf("%w: no changeset with delta %s", ErrNotFound, h)
 	}

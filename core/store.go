@@ -184,7 +184,7 @@ func Create(dir string, o Options) (*Store, error) {
 	epoch := randEpoch()
 	s.p = newProj(start, 1)
 	// writeCheckpoint syncs dir after the rename.
-	if err := writeCheckpoint(fsys, dir, encodeCheckpoint(id, start, 1, epoch, s.p), false); err != nil {
+	if err := writeCheckpoint(fsys, dir, encodeCheckpoint(id, start, 1, epoch, nil, s.p.refs), false); err != nil {
 		return nil, err
 	}
 	boot, err := fsys.BootID()
@@ -369,6 +369,9 @@ func (s *Store) reload(epoch uint64, target uint64) error {
 	}
 	s.r.Forget()
 	s.w.Close()
+	if s.p != nil {
+		s.p.idx.close()
+	}
 	s.p = c.proj
 	s.epoch = epoch
 	return s.catchUp(target)
@@ -377,6 +380,9 @@ func (s *Store) reload(epoch uint64, target uint64) error {
 func (s *Store) closeFiles() {
 	s.mu.Lock()
 	s.r.Close()
+	if s.p != nil {
+		s.p.idx.close()
+	}
 	s.mu.Unlock()
 	s.w.Close()
 	s.st.close()
@@ -427,6 +433,9 @@ func (s *Store) Info() (*Info, error) {
 			in.LooseObjects++
 		}
 	})
+	if err := s.p.idx.takeErr(); err != nil {
+		return nil, err
+	}
 	in.Refs = s.p.refs.Len(sn.seq)
 	in.DurableOffset = sn.pos.Off
 	segs, err := s.jcfg.Segments()

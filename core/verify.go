@@ -74,6 +74,11 @@ func (s *Store) Verify(deep bool, progress func(done, total int)) (*VerifyReport
 	fresh.idx.each(func(id ID, l objLoc) {
 		if got, ok := s.p.idx.get(id); !ok {
 			problem("", 0, id.String(), "object in the journal (frame %d) is missing from the index", l.Seq)
+		} else if got.Seq == 0 && l.Kind != objects.KindChangeset {
+			// Blobs and trees from index runs carry no seq (see runIdx).
+			if got.Seq = l.Seq; got != l {
+				problem("", 0, id.String(), "index says %+v, journal says %+v", got, l)
+			}
 		} else if got != l {
 			problem("", 0, id.String(), "index says %+v, journal says %+v", got, l)
 		}
@@ -97,7 +102,16 @@ func (s *Store) Verify(deep bool, progress func(done, total int)) (*VerifyReport
 	for n, id := range wm {
 		problem("", 0, id.String(), "ref %q is missing from the ref table", n)
 	}
+	if err := s.p.idx.err; err != nil {
+		problem("", 0, "", "index run lookup failed: %v", err)
+	}
+	var runX = s.p.idx.x
 	s.mu.Unlock()
+	if deep && runX != nil {
+		if err := runX.View().Verify(); err != nil {
+			problem("", 0, "", "index runs: %v", err)
+		}
+	}
 	objN, _, _ := fresh.idx.count()
 	rep.Objects = objN
 	if !deep {

@@ -1,0 +1,155 @@
+package core_test
+
+import (
+	"errors"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/swarmops/swarmops/core"
+	"github.com/swarmops/swarmops/faultfs"
+)
+
+// TestOpenAndFirstLookupAreBounded: opening a store and looking up its
+// oldest changeset reads the checkpoint, the index run headers and one bucket
+// of a run, plus at most K frames of journal, whatever the history's size
+// (C7, P5). It counts reads and the checkpoint's bytes at two history sizes
+// with the same K. With the whole projection in the checkpoint (checkpoint
+// version 1) it failed: the checkpoint grew from 504,946 to 2,016,946 bytes.
+func TestOpenAndFirstLookupAreBounded(t *testing.T) {
+	const k = 256
+	type cost struct{ reads, journal, index, ckptBytes int64 }
+	measure := func(history int) cost {
+		m := faultfs.NewMem()
+		o := core.Options{FS: m, CheckpointEvery: k, InlineCheckpoint: true, SegmentSize: 1 << 20}
+		s, err := core.Create("/s", o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var first core.ID
+		for i := 0; i < history; i++ {
+			id := mustCommit(t, s, core.CommitRequest{Changes: []core.Change{put("f", strconv.Itoa(i))}})
+			if i == 0 {
+				first = id
+			}
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+		st, err := m.Stat("/s/checkpoint")
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := faultfs.NewCounting(m)
+		o.FS = c
+		s, err = core.Open("/s", o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sn, err := s.Snapshot()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := sn.Changeset(first); err != nil {
+			t.Fatalf("first lookup: %v", err)
+		}
+		got := cost{reads: c.Count(faultfs.OpRead), ckptBytes: st.Size()}
+		for p := range c.Paths() {
+			n := c.PathCount(faultfs.OpRead, p)
+			switch {
+			case strings.Contains(p, "/s/journal/"):
+				got.journal += n
+			case strings.Contains(p, "/s/index/"):
+				got.index += n
+			}
+		}
+		s.Close()
+		t.Logf("history %d, K %d: %d reads (%d journal, %d index runs), checkpoint %d bytes", history, k, got.reads, got.journal, got.index, got.ckptBytes)
+		return got
+	}
+	// 8144 = 31*256 + 208: the same 208 frames past the last checkpoint and
+	// the same seven runs (compaction merges at nine) as 2000.
+	a, b := measure(2000), measure(8144)
+	// At most K frames past the checkpoint (two reads each) and the tail
+	// check; the replay's duplicate check costs one run lookup (one or two
+	// reads) per object per run, and the run list is bounded by compaction,
+	// so the run reads are O(K), not O(history), too.
+	const journalBound, indexBound = 2*k + 64, 24 * k
+	for _, c := range []cost{a, b} {
+		if c.journal > journalBound || c.index > indexBound || c.ckptBytes > 4096 {
+			t.Fatalf("open + first lookup: %+v at 2000 changesets, %+v at 8144; want <= %d journal reads, <= %d index reads and a checkpoint <= 4096 bytes at both", a, b, journalBound, indexBound)
+		}
+	}
+	if b.reads > a.reads+8 || b.index > a.index+8 {
+		t.Fatalf("open + first lookup reads grow with history: %+v at 2000 changesets, %+v at 8144", a, b)
+	}
+	if b.ckptBytes > a.ckptBytes+16 {
+		t.Fatalf("checkpoint grows with history: %d bytes at 2000 changesets, %d at 8144", a.ckptBytes, b.ckptBytes)
+	}
+}
+
+// TestDeepVerifyChecksIndexRuns: a flipped byte inside an index run's records
+// is reported by Verify(deep), naming the run.
+func TestDeepVerifyChecksIndexRuns(t *testing.T) {
+	m := faultfs.NewMem()
+	o := core.Options{FS: m, CheckpointEvery: 4, InlineCheckpoint: true}
+	s, err := core.Create("/s", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Eight frames, K=4: the last checkpoint covers every frame, so the
+	// open replays nothing and only Verify reads the runs' records.
+	for i := 0; i < 8; i++ {
+		mustCommit(t, s, core.CommitRequest{Changes: []core.Change{put("f", strconv.Itoa(i))}})
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	d, err := m.Open("/s/index")
+	if err != nil {
+		t.Fatal(err)
+	}
+	names, err := d.Readdirnames(-1)
+	d.Close()
+	if err != nil || len(names) == 0 {
+		t.Fatalf("no index runs: %v %v", names, err)
+	}
+	run := "/s/index/" + names[0]
+	f, err := m.OpenFile(run, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := make([]byte, 1)
+	if _, err := f.ReadAt(b, 300); err != nil {
+		t.Fatal(err)
+	}
+	b[0] ^= 0x40
+	if _, err := f.WriteAt(b, 300); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	s, err = core.Open("/s", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	rep, err := s.Verify(true, nil)
+	if err != nil {
+		// The replay before the verify touched the damaged record: it must
+		// fail closed, typed, naming the run.
+		if !errors.Is(err, core.ErrCorrupt) || !strings.Contains(err.Error(), names[0]) {
+			t.Fatalf("Verify: %v (is corrupt: %v), want a corruption naming %s", err, errors.Is(err, core.ErrCorrupt), run)
+		}
+		return
+	}
+	found := false
+	for _, p := range rep.Problems {
+		if strings.Contains(p.Reason, names[0]) {
+			found = true
+		}
+	}
+	if !found {
+		t.Fatalf("Verify(deep) missed a flipped byte in %s: %+v", run, rep.Problems)
+	}
+}

@@ -1,0 +1,252 @@
+package core
+
+import (
+	"bytes"
+	"sort"
+
+	"github.com/swarmops/swarmops/core/index"
+	"github.com/swarmops/swarmops/core/objects"
+)
+
+// runIdx is the store's objIndex: the records of the frames since the
+// checkpoint in memory (tail, a memIndex), and everything before it in the
+// core/index run files the checkpoint names (newest first). Lookups consult
+// the tail first, then the runs.
+//
+// Run records carry no frame sequence number of their own. Every one of them
+// is at or below the checkpoint's position, which is durable by
+// construction, so they are visible to every snapshot; a changeset keeps its
+// frame's seq in the run's generation field (core does not use generations
+// from the index), so a snapshot older than the checkpoint that wrote the run
+// still does not see later changesets. Blobs and trees from runs report seq
+// 0: they are durable, and reachable only through changesets.
+type runIdx struct {
+	mem   *memIndex
+	x     *index.Index // runs only; its own tail is never used
+	names []string     // run file names (inside index/), newest first
+	err   error        // first error a run lookup returned (Verify reports it)
+}
+
+func newRunIdx(x *index.Index, names []string) *runIdx {
+	return &runIdx{mem: newMemIndex(), x: x, names: names}
+}
+
+func (r *runIdx) fail(err error) {
+	if err != nil && r.err == nil {
+		r.err = err
+	}
+}
+
+func (r *runIdx) close() {
+	if r.x != nil {
+		r.x.Close()
+	}
+}
+
+func (r *runIdx) put(id ID, loc objLoc) { r.mem.put(id, loc) }
+
+func (r *runIdx) addDelta(h objects.Hash, id ID) { r.mem.addDelta(h, id) }
+
+func csLoc(c index.CSRecord) objLoc {
+	return objLoc{Seq: c.Generation, Seg: uint64(c.Loc.Segment), Off: c.Loc.Offset, Size: int64(c.Loc.Length),
+		Kind: objects.KindChangeset, Loose: c.Loc.Loose}
+}
+
+func objRecLoc(o index.ObjRecord) objLoc {
+	return objLoc{Seg: uint64(o.Loc.Segment), Off: o.Loc.Offset, Size: int64(o.Loc.Length), Kind: o.Kind, Loose: o.Loc.Loose}
+}
+
+func (r *runIdx) get(id ID) (objLoc, bool) {
+	if l, ok := r.mem.get(id); ok {
+		return l, true
+	}
+	if r.x == nil || len(r.names) == 0 {
+		return objLoc{}, false
+	}
+	v := r.x.View()
+	for _, run := range v.Runs() {
+		if o, ok, err := run.Object(id); err != nil {
+			r.fail(err)
+		} else if ok {
+			return objRecLoc(o), true
+		}
+		if c, ok, err := run.Changeset(id); err != nil {
+			r.fail(err)
+		} else if ok {
+			return csLoc(c), true
+		}
+	}
+	return objLoc{}, false
+}
+
+func (r *runIdx) byDelta(h objects.Hash) []ID {
+	out := append([]ID(nil), r.mem.byDelta(h)...)
+	if r.x != nil && len(r.names) > 0 {
+		ids, err := r.x.View().ByDelta(h)
+		r.fail(err)
+		for _, id := range ids {
+			out = append(out, ID(id))
+		}
+	}
+	return out
+}
+
+func (r *runIdx) prefix(p objects.Prefix) []ID {
+	out := r.mem.prefix(p)
+	if r.x != nil && len(r.names) > 0 {
+		ms, err := r.x.View().Prefix(p, 1<<16)
+		r.fail(err)
+		for _, m := range ms {
+			if m.Kind == objects.KindChangeset {
+				out = append(out, ID(m.ID))
+			}
+		}
+		sort.Slice(out, func(i, j int) bool { return bytes.Compare(out[i][:], out[j][:]) < 0 })
+		k := 0
+		for i := range out {
+			if i == 0 || out[i] != out[k-1] {
+				out[k] = out[i]
+				k++
+			}
+		}
+		out = out[:k]
+	}
+	return out
+}
+
+func (r *runIdx) count() (int64, int64, int64) {
+	var o, c, l int64
+	r.each(func(_ ID, x objLoc) {
+		o++
+		if x.Kind == objects.KindChangeset {
+			c++
+		}
+		if x.Loose {
+			l++
+		}
+	})
+	return o, c, l
+}
+
+// each visits every record once: the tail's, then the runs' not shadowed by
+// the tail.
+func (r *runIdx) each(fn func(ID, objLoc)) {
+	r.mem.each(fn)
+	if r.x == nil || len(r.names) == 0 {
+		return
+	}
+	v := r.x.View()
+	r.fail(v.ForEachChangeset(func(c index.CSRecord) error {
+		if _, ok := r.mem.get(ID(c.ID)); !ok {
+			fn(ID(c.ID), csLoc(c))
+		}
+		return nil
+	}))
+	r.fail(v.ForEachObject(func(o index.ObjRecord) error {
+		if _, ok := r.mem.get(ID(o.ID)); !ok {
+			fn(ID(o.ID), objRecLoc(o))
+		}
+		return nil
+	}))
+}
+
+func (r *runIdx) eachDelta(fn func(objects.Hash, []ID)) {
+	m := map[objects.Hash][]ID{}
+	r.mem.eachDelta(func(h objects.Hash, ids []ID) { m[h] = append(m[h], ids...) })
+	if r.x != nil && len(r.names) > 0 {
+		r.fail(r.x.View().ForEachChangeset(func(c index.CSRecord) error {
+			m[c.Delta] = append(m[c.Delta], ID(c.ID))
+			return nil
+		}))
+	}
+	for h, ids := range m {
+		fn(h, ids)
+	}
+}
+
+// batchBetween returns the tail records of frames lo <= seq < hi as an index
+// batch, changesets with their frame seq in the generation field.
+func (r *runIdx) batchBetween(lo, hi uint64) index.Batch {
+	var b index.Batch
+	delta := map[ID]objects.Hash{}
+	r.mem.eachDelta(func(h objects.Hash, ids []ID) {
+		for _, id := range ids {
+			delta[id] = h
+		}
+	})
+	r.mem.each(func(id ID, l objLoc) {
+		if l.Seq < lo || l.Seq >= hi {
+			return
+		}
+		loc := index.Loc{Segment: uint32(l.Seg), Offset: l.Off, Length: uint32(l.Size), Loose: l.Loose}
+		if l.Kind == objects.KindChangeset {
+			b.Changesets = append(b.Changesets, index.CSRecord{ID: objects.ID(id), Generation: l.Seq, Delta: delta[id], Loc: loc})
+		} else {
+			b.Objects = append(b.Objects, index.ObjRecord{ID: objects.ID(id), Kind: l.Kind, Loc: loc})
+		}
+	})
+	return b
+}
+
+// since returns a memIndex with the tail records of frames >= lo.
+func (r *runIdx) since(lo uint64) *memIndex {
+	m := newMemIndex()
+	r.mem.each(func(id ID, l objLoc) {
+		if l.Seq >= lo {
+			m.put(id, l)
+		}
+	})
+	r.mem.eachDelta(func(h objects.Hash, ids []ID) {
+		for _, id := range ids {
+			if l, ok := r.mem.get(id); ok && l.Seq >= lo {
+				m.addDelta(h, id)
+			}
+		}
+	})
+	return m
+}
+
+// runs returns the open runs, newest first.
+func (r *runIdx) runs() []*index.Run {
+	if r.x == nil {
+		return nil
+	}
+	return r.x.View().Runs()
+}
+
+// takeErr returns (and clears) the first error a run lookup met since the
+// last call, typed for the store's callers: a lookup that failed must not
+// read as "not found".
+func (r *runIdx) takeErr() error {
+	err := r.err
+	r.err = nil
+	if err == nil {
+		return nil
+	}
+	return indexErr("index lookup", err)
+}
+
+// has reports whether an object of kind k with this id is indexed: one run
+// lookup per run (the table of its kind), used by replay to skip duplicates.
+func (r *runIdx) has(id ID, k objects.Kind) bool {
+	if _, ok := r.mem.get(id); ok {
+		return true
+	}
+	if r.x == nil || len(r.names) == 0 {
+		return false
+	}
+	for _, run := range r.x.View().Runs() {
+		var ok bool
+		var err error
+		if k == objects.KindChangeset {
+			_, ok, err = run.Changeset(id)
+		} else {
+			_, ok, err = run.Object(id)
+		}
+		r.fail(err)
+		if ok {
+			return true
+		}
+	}
+	return false
+}
