@@ -217,6 +217,7 @@ func Sweep(ctx context.Context, scs []*scenarios.Scenario, cfg Config) (*Report,
 	if err := cfg.normalize(); err != nil {
 		return nil, err
 	}
+	defer raiseGCPercent()()
 	rep := &Report{Seed: cfg.Seed, Canary: CanaryName(cfg.Weaken)}
 	ms := cfg.modelSeeds()
 	for _, m := range cfg.Models {
@@ -332,6 +333,24 @@ feed:
 	})
 	rep.Elapsed = time.Since(start)
 	return rep, nil
+}
+
+// sweepGCPercent is the GC target while a sweep runs. A crash point
+// allocates megabytes (every store open reads its journal segment) and keeps
+// almost none, so at the default of 100 the collector and the scavenger ran
+// almost all the time: measured, the same sweep took 4x the CPU time at 100
+// as at 400, for 150-280 MB of RSS instead of 30 MB.
+const sweepGCPercent = 400
+
+// raiseGCPercent raises the GC target to sweepGCPercent unless it is already
+// higher (or off) and returns the function that restores it.
+func raiseGCPercent() func() {
+	old := debug.SetGCPercent(sweepGCPercent)
+	if old < 0 || old >= sweepGCPercent {
+		debug.SetGCPercent(old)
+		return func() {}
+	}
+	return func() { debug.SetGCPercent(old) }
 }
 
 // runTask runs one task. A panic in the store (or the sweep) becomes a

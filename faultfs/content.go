@@ -1,6 +1,7 @@
 package faultfs
 
 import (
+	"bytes"
 	"maps"
 	"math/bits"
 	"slices"
@@ -22,6 +23,10 @@ type page struct {
 	b      [pageSize]byte
 	frozen bool
 }
+
+// zeroPage is a frozen page of zeros, shared by every whole-page write of
+// zeros. Being frozen, it is never written: a writer copies it first.
+var zeroPage = page{frozen: true}
 
 // chunkPages is the number of page pointers per chunk (1 MiB of file).
 const chunkPages = 256
@@ -141,7 +146,17 @@ func (c *content) writeAt(p []byte, off int64, dirty *bitset) {
 		if k > len(p)-n {
 			k = len(p) - n
 		}
-		copy(c.writable(pi).b[po:], p[n:n+k])
+		if k == pageSize && bytes.Equal(p[n:n+k], zeroPage.b[:]) {
+			// A whole page of zeros (a journal's zero fill) shares the
+			// frozen zero page instead of allocating one: the bytes are
+			// the same, and so is everything else (the page counts as
+			// held, as a written one does), but the write, every clone and
+			// the next read are cheaper.
+			ch := c.writableChunk(pi / chunkPages)
+			ch.p[pi%chunkPages] = &zeroPage
+		} else {
+			copy(c.writable(pi).b[po:], p[n:n+k])
+		}
 		n += k
 	}
 	if end := off + int64(len(p)); end > c.size {
@@ -211,7 +226,7 @@ func (c *content) snapshot() content {
 		if ci < int64(len(c.chunks)) && c.chunks[ci] != nil && !c.chunks[ci].frozen {
 			ch := c.chunks[ci]
 			for _, pg := range ch.p {
-				if pg != nil {
+				if pg != nil && !pg.frozen {
 					pg.frozen = true
 				}
 			}
