@@ -43,13 +43,13 @@ type Store struct {
 	// goroutines of this process too).
 	w *journal.Writer
 
-	// syncF is the journal segment syncSeg opened under epoch syncEpoch,
-	// kept open for the sync step of later commits (see syncJournal).
 	// recent holds the changeset and tree encodings of this process's last
 	// commit (see remember).
 	recentMu sync.Mutex
 	recent   map[ID][]byte
 
+	// syncF is the journal segment syncSeg opened under epoch syncEpoch,
+	// kept open for the sync step of later commits (see syncJournal).
 	syncMu    sync.Mutex
 	syncF     afero.File
 	syncSeg   uint64
