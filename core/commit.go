@@ -107,7 +107,44 @@ func (s *Store) commitOnce(req CommitRequest) (ID, error) {
 	if err := s.transact(tx, req.Parents); err != nil {
 		return ID{}, err
 	}
+	s.remember(b.objs)
 	return id, nil
+}
+
+// remember keeps the changeset and trees of this process's last durable
+// commit, so that the next commit, whose parent it usually is, need not read
+// them back from the journal and hash them again. Only their bytes are
+// reused: an object is still looked up in the projection first (recent
+// never makes an object visible), and bytes that were hashed to their id
+// when they were built are the object's content whatever the disk holds.
+func (s *Store) remember(objs []txnObj) {
+	m := make(map[ID][]byte, len(objs))
+	for _, o := range objs {
+		if o.Kind != objects.KindBlob && !o.Loose && o.Data != nil {
+			m[o.ID] = o.Data
+		}
+	}
+	s.recentMu.Lock()
+	s.recent = m
+	s.recentMu.Unlock()
+}
+
+// recentObject returns the bytes of object id of kind k if this process's
+// last commit built it and the writer's view holds it.
+func (s *Store) recentObject(id ID, k objects.Kind) ([]byte, bool) {
+	s.recentMu.Lock()
+	data, ok := s.recent[id]
+	s.recentMu.Unlock()
+	if !ok {
+		return nil, false
+	}
+	s.mu.Lock()
+	l, ok := s.p.idx.get(id)
+	s.mu.Unlock()
+	if !ok || l.Kind != k || l.Loose || l.Size != int64(len(data)) {
+		return nil, false
+	}
+	return data, true
 }
 
 // UpdateRefs applies every compare-and-swap in u in one journal frame, all
@@ -302,7 +339,7 @@ func (s *Store) syncTo(seq, epoch uint64) error {
 		}
 	}
 	if s.o.Weaken&WeakSkipDatasync == 0 {
-		if err := s.jcfg.Sync(dur.Pos.Seg, end.Pos.Seg); err != nil {
+		if err := s.syncJournal(dur.Pos.Seg, end.Pos.Seg, epoch); err != nil {
 			s.poisoned.Store(true)
 			dur.Flags |= flagPoisoned
 			_ = s.st.write(recDurable, dur)
@@ -310,6 +347,42 @@ func (s *Store) syncTo(seq, epoch uint64) error {
 		}
 	}
 	return s.st.write(recDurable, newDur)
+}
+
+// syncJournal fdatasyncs segments from..to. Caller holds SYNCLOCK. The
+// common case, one segment, reuses a handle kept open across commits (one
+// open per segment per Store instead of one per commit). The handle is tied
+// to the epoch it was opened under: a segment is removed (and its number may
+// be created again) only by a recovery that cuts frames, which changes the
+// epoch, so a handle of the current epoch and segment names the live file.
+func (s *Store) syncJournal(from, to, epoch uint64) error {
+	if from != to {
+		return s.jcfg.Sync(from, to)
+	}
+	s.syncMu.Lock()
+	defer s.syncMu.Unlock()
+	if s.syncF == nil || s.syncSeg != to || s.syncEpoch != epoch {
+		s.closeSyncLocked()
+		f, err := s.fs.OpenFile(s.jcfg.SegPath(to), os.O_RDWR, 0)
+		if err != nil {
+			return err
+		}
+		s.syncF, s.syncSeg, s.syncEpoch = f, to, epoch
+	}
+	if err := vfs.Datasync(s.syncF); err != nil {
+		// A failed sync poisons the store; the handle is not reused.
+		s.closeSyncLocked()
+		return err
+	}
+	return nil
+}
+
+// closeSyncLocked closes the cached sync handle. Caller holds syncMu.
+func (s *Store) closeSyncLocked() {
+	if s.syncF != nil {
+		s.syncF.Close()
+		s.syncF = nil
+	}
 }
 
 // builder collects the objects of one commit, outside any lock.
@@ -346,7 +419,7 @@ func (b *builder) add(k objects.Kind, id ID, enc []byte) {
 // changeset reads a changeset from the writer's view (every appended
 // frame), catching up first if it is not there yet.
 func (b *builder) changeset(id ID) (*objects.Changeset, error) {
-	data, err := b.s.readObject(id, objects.KindChangeset, ^uint64(0), true)
+	data, err := b.s.readBuilt(id, objects.KindChangeset)
 	if err != nil {
 		return nil, err
 	}
@@ -358,7 +431,7 @@ func (b *builder) changeset(id ID) (*objects.Changeset, error) {
 }
 
 func (b *builder) tree(id ID) (*objects.Tree, error) {
-	data, err := b.s.readObject(id, objects.KindTree, ^uint64(0), true)
+	data, err := b.s.readBuilt(id, objects.KindTree)
 	if err != nil {
 		return nil, err
 	}
@@ -367,6 +440,15 @@ func (b *builder) tree(id ID) (*objects.Tree, error) {
 		return nil, fmt.Errorf("%w: tree %s: %w", ErrCorrupt, id, err)
 	}
 	return t, nil
+}
+
+// readBuilt reads an object in the writer's view, from the last commit's
+// objects when it is one of them.
+func (s *Store) readBuilt(id ID, k objects.Kind) ([]byte, error) {
+	if data, ok := s.recentObject(id, k); ok {
+		return data, nil
+	}
+	return s.readObject(id, k, ^uint64(0), true)
 }
 
 // tnode is a directory being edited.

@@ -6,6 +6,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/spf13/afero"
@@ -62,6 +63,24 @@ func bootHash(boot string) (b [16]byte) {
 	return b
 }
 
+// stateHashers reuses keyed 4-byte BLAKE3 hashers for the record
+// checksums: each commit checks or writes six records, and a new hasher is a
+// ~2 KiB allocation.
+var stateHashers sync.Pool
+
+type keyedHasher struct {
+	key journal.Key
+	h   *blake3.Hasher
+}
+
+func stateHasher(key journal.Key) *keyedHasher {
+	if h, ok := stateHashers.Get().(*keyedHasher); ok && h.key == key {
+		h.h.Reset()
+		return h
+	}
+	return &keyedHasher{key: key, h: blake3.New(4, key[:])}
+}
+
 func encodeStateRec(key journal.Key, kind uint32, r stateRec) []byte {
 	b := make([]byte, stateRecSize)
 	binary.LittleEndian.PutUint32(b[0:], stateMagic)
@@ -72,9 +91,10 @@ func encodeStateRec(key journal.Key, kind uint32, r stateRec) []byte {
 	binary.LittleEndian.PutUint64(b[32:], r.NextSeq)
 	copy(b[40:56], r.Boot[:])
 	binary.LittleEndian.PutUint32(b[56:], r.Flags)
-	h := blake3.New(4, key[:])
-	h.Write(b[:60])
-	h.Sum(b[60:60])
+	h := stateHasher(key)
+	h.h.Write(b[:60])
+	h.h.Sum(b[60:60])
+	stateHashers.Put(h)
 	return b
 }
 
@@ -83,10 +103,11 @@ func decodeStateRec(key journal.Key, kind uint32, b []byte) (stateRec, bool) {
 	if len(b) < stateRecSize || binary.LittleEndian.Uint32(b[0:]) != stateMagic || binary.LittleEndian.Uint32(b[4:]) != kind {
 		return r, false
 	}
-	h := blake3.New(4, key[:])
-	h.Write(b[:60])
+	h := stateHasher(key)
+	h.h.Write(b[:60])
 	var sum [4]byte
-	h.Sum(sum[:0])
+	h.h.Sum(sum[:0])
+	stateHashers.Put(h)
 	if [4]byte(b[60:64]) != sum {
 		return r, false
 	}

@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"github.com/spf13/afero"
 	"io/fs"
 	"os"
 	"path"
@@ -41,6 +42,18 @@ type Store struct {
 	// w is used only while holding the writer lock (LOCK excludes
 	// goroutines of this process too).
 	w *journal.Writer
+
+	// recent holds the changeset and tree encodings of this process's last
+	// commit (see remember).
+	recentMu sync.Mutex
+	recent   map[ID][]byte
+
+	// syncF is the journal segment syncSeg opened under epoch syncEpoch,
+	// kept open for the sync step of later commits (see syncJournal).
+	syncMu    sync.Mutex
+	syncF     afero.File
+	syncSeg   uint64
+	syncEpoch uint64
 
 	mu    sync.Mutex // guards p, r, epoch
 	p     *proj
@@ -386,6 +399,9 @@ func (s *Store) closeFiles() {
 	s.mu.Unlock()
 	s.w.Close()
 	s.st.close()
+	s.syncMu.Lock()
+	s.closeSyncLocked()
+	s.syncMu.Unlock()
 }
 
 // Close waits for background checkpoint work and releases files. Later

@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/spf13/afero"
 	"lukechampine.com/blake3"
@@ -135,11 +136,31 @@ func EncodeFrame(key Key, kind uint8, seq, watermark uint64, payload []byte, dig
 }
 
 func frameSum(key Key, hdr []byte, digest [32]byte) (out [16]byte) {
-	h := blake3.New(16, key[:])
-	h.Write(hdr)
-	h.Write(digest[:])
-	h.Sum(out[:0])
+	h := keyedHasher(key)
+	h.h.Write(hdr)
+	h.h.Write(digest[:])
+	h.h.Sum(out[:0])
+	frameHashers.Put(h)
 	return out
+}
+
+// keyed is a pooled BLAKE3 hasher keyed with key; a new hasher is a ~2 KiB
+// allocation, which dominated checksumming a small frame.
+type keyed struct {
+	key Key
+	h   *blake3.Hasher
+}
+
+var frameHashers sync.Pool
+
+// keyedHasher returns a reset 16-byte hasher keyed with key; the caller puts
+// it back into frameHashers.
+func keyedHasher(key Key) *keyed {
+	if h, ok := frameHashers.Get().(*keyed); ok && h.key == key {
+		h.h.Reset()
+		return h
+	}
+	return &keyed{key: key, h: blake3.New(16, key[:])}
 }
 
 // headerInfo is what a frame header says before its payload is read.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -50,13 +51,19 @@ const treeEntryFixed = 4 + 32 + 1
 // prefix-free across kinds, so a blob can never share an id with a tree
 // whose encoding happens to equal its content.
 func IDOf(k Kind, enc []byte) ID {
-	h := blake3.New(32, nil)
+	h := idHashers.Get().(*blake3.Hasher)
+	h.Reset()
 	h.Write([]byte{byte(k)})
 	h.Write(enc)
 	var id ID
 	h.Sum(id[:0])
+	idHashers.Put(h)
 	return id
 }
+
+// idHashers reuses unkeyed BLAKE3-256 hashers: a new one is a ~2 KiB
+// allocation that dominated the hashing of small objects.
+var idHashers = sync.Pool{New: func() any { return blake3.New(32, nil) }}
 
 // BlobID returns the id of a blob with content data.
 func BlobID(data []byte) ID { return IDOf(KindBlob, data) }
