@@ -194,11 +194,16 @@ func Recover(dir string, o Options) (*RecoverReport, error) {
 // recovery (the journal stays authoritative), so its failure never turns
 // the acknowledged commit into an error; it is recorded and returned by
 // Close (see ckptFailed).
+//
+// The background goroutine goes again while a checkpoint is still due when
+// it finishes: commits that arrived during a checkpoint would otherwise
+// find one running, skip theirs, and leave recovery more than K frames to
+// replay once the writers stop (C7). It stops on an error or when a pass
+// made no progress (another process holds CKPTLOCK). Close waits for it, so
+// a store closed right after a burst of commits leaves less than K frames
+// past its newest checkpoint.
 func (s *Store) maybeCheckpoint() {
-	s.mu.Lock()
-	due := s.p.nextSeq >= s.ckptNext.Load()+uint64(s.o.CheckpointEvery)
-	s.mu.Unlock()
-	if !due || !s.ckptRunning.CompareAndSwap(false, true) {
+	if !s.checkpointDue() || !s.ckptRunning.CompareAndSwap(false, true) {
 		return
 	}
 	if s.o.InlineCheckpoint {
@@ -210,8 +215,25 @@ func (s *Store) maybeCheckpoint() {
 	go func() {
 		defer s.bg.Done()
 		defer s.ckptRunning.Store(false)
-		s.recordCkptErr(s.checkpointNow(false))
+		for {
+			before := s.ckptNext.Load()
+			if err := s.checkpointNow(false); err != nil {
+				s.recordCkptErr(err)
+				return
+			}
+			if s.ckptNext.Load() == before || !s.checkpointDue() {
+				return
+			}
+		}
 	}()
+}
+
+// checkpointDue reports whether CheckpointEvery frames have passed the
+// newest checkpoint this process knows of.
+func (s *Store) checkpointDue() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.p.nextSeq >= s.ckptNext.Load()+uint64(s.o.CheckpointEvery)
 }
 
 // recordCkptErr keeps the first checkpoint error for Close.
