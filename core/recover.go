@@ -344,20 +344,24 @@ func (s *Store) checkpointLocked(force bool) error {
 	}
 	s.ckptNext.Store(dur.NextSeq)
 	// The checkpoint naming the new run list is durable: the projection
-	// swaps its tail for the runs, and retired runs can go.
-	if x, err := openRuns(s.fs, s.dir, names); err == nil {
-		s.mu.Lock()
-		if s.epoch == dur.Epoch && s.p.nextSeq >= dur.NextSeq {
-			old := s.p.idx
-			nx := newRunIdx(x, names)
-			nx.mem = old.since(dur.NextSeq)
-			s.p.idx = nx
-			old.close()
-		} else {
-			x.Close()
-		}
-		s.mu.Unlock()
+	// swaps its tail for the runs, and retired runs can go. If the runs
+	// cannot be opened the projection keeps its in-memory tail (still
+	// complete), the retired runs stay, and the error is the caller's (C9).
+	x, err := openRuns(s.fs, s.dir, names)
+	if err != nil {
+		return err
 	}
+	s.mu.Lock()
+	if s.epoch == dur.Epoch && s.p.nextSeq >= dur.NextSeq {
+		old := s.p.idx
+		nx := newRunIdx(x, names)
+		nx.mem = old.since(dur.NextSeq)
+		s.p.idx = nx
+		old.close()
+	} else {
+		x.Close()
+	}
+	s.mu.Unlock()
 	for _, n := range retired {
 		_ = s.fs.Remove(path.Join(s.dir, indexDir, n))
 	}
