@@ -423,11 +423,7 @@ func (b *builder) changeset(id ID) (*objects.Changeset, error) {
 	if err != nil {
 		return nil, err
 	}
-	cs, err := objects.DecodeChangeset(data)
-	if err != nil {
-		return nil, fmt.Errorf("%w: changeset %s: %w", ErrCorrupt, id, err)
-	}
-	return cs, nil
+	return decodeChangeset(id, data)
 }
 
 func (b *builder) tree(id ID) (*objects.Tree, error) {
@@ -435,6 +431,21 @@ func (b *builder) tree(id ID) (*objects.Tree, error) {
 	if err != nil {
 		return nil, err
 	}
+	return decodeTree(id, data)
+}
+
+// decodeChangeset decodes a stored changeset; bytes that fail to decode
+// are corruption of the object named id.
+func decodeChangeset(id ID, data []byte) (*objects.Changeset, error) {
+	cs, err := objects.DecodeChangeset(data)
+	if err != nil {
+		return nil, fmt.Errorf("%w: changeset %s: %w", ErrCorrupt, id, err)
+	}
+	return cs, nil
+}
+
+// decodeTree decodes a stored tree, as decodeChangeset does a changeset.
+func decodeTree(id ID, data []byte) (*objects.Tree, error) {
 	t, err := objects.DecodeTree(data)
 	if err != nil {
 		return nil, fmt.Errorf("%w: tree %s: %w", ErrCorrupt, id, err)

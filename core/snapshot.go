@@ -223,17 +223,9 @@ func (sn *Snapshot) resolveBase(rev string) (ID, error) {
 	if err != nil {
 		return ID{}, fmt.Errorf("%w: revision %q is not a ref, id or prefix of 4+ hex digits", ErrNotFound, rev)
 	}
-	sn.s.mu.Lock()
-	var c []ID
-	for _, id := range sn.s.p.idx.prefix(p) {
-		if l, ok := sn.s.p.idx.get(id); ok && l.Seq <= sn.seq {
-			c = append(c, id)
-		}
-	}
-	ierr := sn.s.p.idx.takeErr()
-	sn.s.mu.Unlock()
-	if ierr != nil {
-		return ID{}, ierr
+	c, err := sn.visible(func(x objIndex) []ID { return x.prefix(p) })
+	if err != nil {
+		return ID{}, err
 	}
 	switch len(c) {
 	case 0:
@@ -250,11 +242,7 @@ func (sn *Snapshot) Changeset(id ID) (*objects.Changeset, error) {
 	if err != nil {
 		return nil, err
 	}
-	cs, err := objects.DecodeChangeset(data)
-	if err != nil {
-		return nil, fmt.Errorf("%w: changeset %s: %w", ErrCorrupt, id, err)
-	}
-	return cs, nil
+	return decodeChangeset(id, data)
 }
 
 // Tree returns a tree.
@@ -263,11 +251,7 @@ func (sn *Snapshot) Tree(id ID) (*objects.Tree, error) {
 	if err != nil {
 		return nil, err
 	}
-	t, err := objects.DecodeTree(data)
-	if err != nil {
-		return nil, fmt.Errorf("%w: tree %s: %w", ErrCorrupt, id, err)
-	}
-	return t, nil
+	return decodeTree(id, data)
 }
 
 // Blob returns a blob's content.
@@ -380,19 +364,29 @@ func (sn *Snapshot) Log(from ID, n int) ([]ID, error) {
 	return out, nil
 }
 
-// ByDelta returns every changeset with delta hash h, or ErrNotFound.
-func (sn *Snapshot) ByDelta(h objects.Hash) ([]ID, error) {
+// visible runs a lookup on the index and keeps the ids this snapshot may
+// see (brought by a frame at or below its durable sequence), returning any
+// error the index met while reading its runs.
+func (sn *Snapshot) visible(lookup func(objIndex) []ID) ([]ID, error) {
 	sn.s.mu.Lock()
+	defer sn.s.mu.Unlock()
 	var out []ID
-	for _, id := range sn.s.p.idx.byDelta(h) {
+	for _, id := range lookup(sn.s.p.idx) {
 		if l, ok := sn.s.p.idx.get(id); ok && l.Seq <= sn.seq {
 			out = append(out, id)
 		}
 	}
-	ierr := sn.s.p.idx.takeErr()
-	sn.s.mu.Unlock()
-	if ierr != nil {
-		return nil, ierr
+	if err := sn.s.p.idx.takeErr(); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// ByDelta returns every changeset with delta hash h, or ErrNotFound.
+func (sn *Snapshot) ByDelta(h objects.Hash) ([]ID, error) {
+	out, err := sn.visible(func(x objIndex) []ID { return x.byDelta(h) })
+	if err != nil {
+		return nil, err
 	}
 	if len(out) == 0 {
 		return nil, fmt.Errorf("%w: no changeset with delta %s", ErrNotFound, h)
