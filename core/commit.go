@@ -188,6 +188,7 @@ func (s *Store) transact(t *txn, need []ID) error {
 		return fmt.Errorf("%w: transaction of %d bytes exceeds the frame limit", ErrInvalid, len(payload))
 	}
 	digest := journal.PayloadDigest(payload)
+	s.catchUpUnlocked()
 	var seq, epoch uint64
 	err := s.withWriterLock(func() error {
 		var err error
@@ -219,6 +220,34 @@ func (s *Store) transact(t *txn, need []ID) error {
 	}
 	s.maybeCheckpoint()
 	return nil
+}
+
+// catchUpUnlocked replays, without the writer lock, the frames other
+// writers have published since this process last looked: before a writer
+// queues, and while it queues (lockq.Join's progress), so the critical
+// section only replays the last few frames appended ahead of it.
+// With many writers nearly every frame is someone else's, and replaying
+// them under the lock made every hand-off as long as a round of the others'
+// frames (docs/perf/contention.md). It is only an optimization: the
+// published end is read without the lock, so anything unexpected (a torn
+// read, another epoch, a frame cut by a concurrent recovery) makes it stop
+// and leave the authoritative catch-up to appendLocked, which rereads the
+// end under the lock and reloads the projection if the epoch moved.
+func (s *Store) catchUpUnlocked() {
+	end, ok, err := s.st.read(recEnd)
+	if err != nil || !ok {
+		return
+	}
+	if !s.mu.TryLock() {
+		// Another goroutine of this process is using the projection
+		// (appending, or catching it up already).
+		return
+	}
+	defer s.mu.Unlock()
+	if end.Epoch != s.epoch || s.p.nextSeq >= end.NextSeq {
+		return
+	}
+	_ = s.catchUp(end.NextSeq)
 }
 
 // appendLocked is the critical section: read the tail state, catch up,

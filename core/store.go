@@ -343,7 +343,7 @@ func (s *Store) healthy(end stateRec, eok bool, dur stateRec, dok bool) bool {
 // the queue.
 func (s *Store) withWriterLock(fn func() error) error {
 	deadline := time.Now().Add(s.o.LockTimeout)
-	t, err := s.q.Join(deadline)
+	t, err := s.q.Join(deadline, s.catchUpUnlocked)
 	if err != nil {
 		return s.lockErr(err)
 	}

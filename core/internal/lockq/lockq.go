@@ -82,7 +82,15 @@ type Ticket struct {
 // Join takes a ticket and returns once every ticket taken before it has
 // left. It fails with an error satisfying errors.Is(err, vfs.ErrBusy) at
 // deadline, having left the queue.
-func (q *Queue) Join(deadline time.Time) (*Ticket, error) {
+//
+// A waiter far back in the queue does not wait for its predecessor alone:
+// it first waits for the ticket Lookahead places ahead of it, calls
+// progress (if not nil), and only then waits for the one just ahead. The
+// store uses progress to replay, while it queues, the frames the writers
+// ahead of it appended, so its own turn replays only the last few. Each
+// ticket is then waited on by at most two waiters, so a hand-off still
+// wakes no more than two processes.
+func (q *Queue) Join(deadline time.Time, progress func()) (*Ticket, error) {
 	if !q.ready.Load() {
 		if err := q.fs.MkdirAll(q.dir, 0o755); err != nil {
 			return nil, err
@@ -94,20 +102,17 @@ func (q *Queue) Join(deadline time.Time) (*Ticket, error) {
 		return nil, err
 	}
 	for len(below) > 0 {
-		pred := below[len(below)-1]
-		pl, err := q.fs.Lock(path.Join(q.dir, pred), time.Until(deadline))
-		if err != nil {
+		i := len(below) - 1
+		if progress != nil && i >= Lookahead {
+			i -= Lookahead
+		}
+		pred := below[i]
+		if err := q.waitGone(pred, deadline); err != nil {
 			t.Leave()
 			return nil, err
 		}
-		// The owner of pred is gone. Lock recreates a name it does not
-		// find, so the name is removed whether it was the owner's file or
-		// such a recreation; either way it names no live ticket.
-		rerr := q.fs.Remove(path.Join(q.dir, pred))
-		uerr := pl.Unlock()
-		if err := errors.Join(ignoreMissing(rerr), uerr); err != nil {
-			t.Leave()
-			return nil, err
+		if progress != nil && i < len(below)-1 {
+			progress()
 		}
 		if below, err = q.list(t.name); err != nil {
 			t.Leave()
@@ -115,6 +120,41 @@ func (q *Queue) Join(deadline time.Time) (*Ticket, error) {
 		}
 	}
 	return t, nil
+}
+
+// Lookahead is how many places ahead of its own a waiter first waits for
+// (see Join).
+const Lookahead = 4
+
+// waitGone returns once the owner of ticket name has left the queue. Taking
+// the ticket's flock proves it; the flock is let go at once, because the
+// waiter right behind that ticket is waiting for it too. A name still there
+// after that belongs to an owner that died without leaving: it is removed
+// under its flock. (Lock recreates a name it does not find; such a
+// recreation names no live ticket either and is removed the same way.)
+func (q *Queue) waitGone(name string, deadline time.Time) error {
+	p := path.Join(q.dir, name)
+	l, err := q.fs.Lock(p, time.Until(deadline))
+	if err != nil {
+		return err
+	}
+	if err := l.Unlock(); err != nil {
+		return err
+	}
+	if _, err := q.fs.Stat(p); errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	l, err = q.fs.Lock(p, 0)
+	if errors.Is(err, vfs.ErrBusy) {
+		// Another waiter is clearing it (or just cleared and recreated
+		// it): either way its owner is gone.
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	rerr := q.fs.Remove(p)
+	return errors.Join(ignoreMissing(rerr), l.Unlock())
 }
 
 // take allocates a ticket under GUARD and returns it with the live tickets

@@ -22,7 +22,7 @@ func filesystems(t *testing.T, f func(t *testing.T, fsys vfs.FS, dir string)) {
 
 func join(t *testing.T, q *lockq.Queue, d time.Duration) *lockq.Ticket {
 	t.Helper()
-	tk, err := q.Join(time.Now().Add(d))
+	tk, err := q.Join(time.Now().Add(d), nil)
 	if err != nil {
 		t.Fatalf("Join: %v", err)
 	}
@@ -62,7 +62,17 @@ func waitQueued(t *testing.T, fsys vfs.FS, dir string, n int) {
 // before it has left — the FIFO hand-off C8 rests on. A bare flock fails
 // this: it wakes every waiter and lets the first scheduled one through.
 func TestServedInArrivalOrder(t *testing.T) {
+	t.Run("without progress", func(t *testing.T) { servedInArrivalOrder(t, false) })
+	t.Run("with progress", func(t *testing.T) { servedInArrivalOrder(t, true) })
+}
+
+func servedInArrivalOrder(t *testing.T, withProgress bool) {
 	filesystems(t, func(t *testing.T, fsys vfs.FS, dir string) {
+		var progressed atomic.Int32
+		var progress func()
+		if withProgress {
+			progress = func() { progressed.Add(1) }
+		}
 		q := lockq.New(fsys, dir)
 		head := join(t, q, time.Second)
 		const n = 12
@@ -77,7 +87,7 @@ func TestServedInArrivalOrder(t *testing.T) {
 			go func() {
 				defer wg.Done()
 				// Each waiter has its own Queue, as a process would.
-				tk, err := lockq.New(fsys, dir).Join(time.Now().Add(10 * time.Second))
+				tk, err := lockq.New(fsys, dir).Join(time.Now().Add(10*time.Second), progress)
 				if err != nil {
 					t.Errorf("waiter %d: %v", i, err)
 					return
@@ -111,6 +121,11 @@ func TestServedInArrivalOrder(t *testing.T) {
 		if k := queued(t, fsys, dir); k != 0 {
 			t.Fatalf("%d tickets left behind", k)
 		}
+		// Every waiter more than Lookahead places back is told of progress
+		// at least once before its turn.
+		if want := int32(n - lockq.Lookahead); withProgress && progressed.Load() < want {
+			t.Fatalf("progress called %d times, want at least %d", progressed.Load(), want)
+		}
 	})
 }
 
@@ -123,13 +138,13 @@ func TestTimeoutLeavesTheQueue(t *testing.T) {
 		head := join(t, q, time.Second)
 		busy := make(chan error, 1)
 		go func() {
-			_, err := lockq.New(fsys, dir).Join(time.Now().Add(100 * time.Millisecond))
+			_, err := lockq.New(fsys, dir).Join(time.Now().Add(100*time.Millisecond), nil)
 			busy <- err
 		}()
 		waitQueued(t, fsys, dir, 2)
 		got := make(chan *lockq.Ticket, 1)
 		go func() {
-			tk, err := lockq.New(fsys, dir).Join(time.Now().Add(10 * time.Second))
+			tk, err := lockq.New(fsys, dir).Join(time.Now().Add(10*time.Second), nil)
 			if err != nil {
 				t.Error(err)
 			}
@@ -172,7 +187,7 @@ func TestLeftoverTicketOfADeadOwner(t *testing.T) {
 		f.Close()
 		done := make(chan error, 1)
 		go func() {
-			tk, err := lockq.New(fsys, dir).Join(time.Now().Add(5 * time.Second))
+			tk, err := lockq.New(fsys, dir).Join(time.Now().Add(5*time.Second), nil)
 			if err == nil {
 				if tk.Name() <= "t00000000000000000007" {
 					t.Errorf("new ticket %s does not sort after the leftover", tk.Name())
@@ -207,7 +222,7 @@ func TestExclusion(t *testing.T) {
 				defer wg.Done()
 				q := lockq.New(fsys, dir)
 				for range 40 {
-					tk, err := q.Join(time.Now().Add(10 * time.Second))
+					tk, err := q.Join(time.Now().Add(10*time.Second), nil)
 					if err != nil {
 						t.Error(err)
 						return
