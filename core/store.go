@@ -343,9 +343,18 @@ func (s *Store) healthy(end stateRec, eok bool, dur stateRec, dok bool) bool {
 // the queue.
 func (s *Store) withWriterLock(fn func() error) error {
 	deadline := time.Now().Add(s.o.LockTimeout)
-	t, err := s.q.Join(deadline, s.catchUpUnlocked)
+	var perr error
+	t, err := s.q.Join(deadline, func() {
+		if perr == nil {
+			perr = s.catchUpUnlocked()
+		}
+	})
 	if err != nil {
 		return s.lockErr(err)
+	}
+	if perr != nil {
+		t.Leave()
+		return perr
 	}
 	l, err := s.fs.Lock(s.lockPath("LOCK"), time.Until(deadline))
 	if err != nil {
