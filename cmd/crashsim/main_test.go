@@ -71,7 +71,7 @@ func TestViolationPrintsReproductionAndExitsOne(t *testing.T) {
 	if code != exitViolation {
 		t.Fatalf("exit %d, want %d\n%s", code, exitViolation, out)
 	}
-	for _, want := range []string{"VIOLATION C4", "scenario commit-advance", "crash point 39", "model strict",
+	for _, want := range []string{"VIOLATION C4", "scenario commit-advance", "crash point 53", "model strict",
 		"=> #53", "reproduce: go run ./cmd/crashsim --scenario commit-advance --at 53 --model strict --seed 1 --canary early-durable",
 		"1 crash points"} {
 		if !strings.Contains(out, want) {
