@@ -65,31 +65,55 @@ type WriterConfig struct {
 // operation failed with core.ErrBusy.
 var ErrStoppedBusy = errors.New("contention: writer stopped on Busy")
 
-// TimedFS counts and times the acquisitions of the writer lock (LockFile)
-// made through it. One TimedFS serves one Store handle used by one goroutine
-// at a time, so the deltas around a call are that call's own.
+// TimedFS counts and times the acquisitions of the writer lock made
+// through it. Taking the writer lock is a wait in the store's FIFO queue
+// (files in lockq/, starting with its guard) and then the flock on LockFile;
+// the wait counted runs from the first queue call to LockFile's flock. One
+// TimedFS serves one Store handle used by one goroutine at a time, so the
+// deltas around a call are that call's own.
 type TimedFS struct {
 	vfs.FS
 	waitNS atomic.Int64
 	locks  atomic.Int64
 	busy   atomic.Int64
+	// queued is when the pending acquisition entered the queue (0: none).
+	queued atomic.Int64
 }
 
 // NewTimedFS wraps inner.
 func NewTimedFS(inner vfs.FS) *TimedFS { return &TimedFS{FS: inner} }
 
-// Lock times inner.Lock when name is the writer lock.
+// queueDir is the base name of the store's writer-queue directory.
+const queueDir = "lockq"
+
+// Lock times inner.Lock when name is part of taking the writer lock.
 func (t *TimedFS) Lock(name string, timeout time.Duration) (vfs.Locked, error) {
-	if filepath.Base(name) != LockFile {
+	inQueue := filepath.Base(filepath.Dir(name)) == queueDir
+	if !inQueue && filepath.Base(name) != LockFile {
 		return t.FS.Lock(name, timeout)
 	}
 	start := time.Now()
+	if inQueue {
+		t.queued.CompareAndSwap(0, start.UnixNano())
+	}
 	l, err := t.FS.Lock(name, timeout)
-	t.waitNS.Add(int64(time.Since(start)))
-	if err == nil {
+	switch {
+	case err == nil && !inQueue:
+		from := start.UnixNano()
+		if q := t.queued.Swap(0); q != 0 {
+			from = q
+		}
+		t.waitNS.Add(time.Now().UnixNano() - from)
 		t.locks.Add(1)
-	} else if errors.Is(err, vfs.ErrBusy) {
+	case errors.Is(err, vfs.ErrBusy):
+		if from := t.queued.Swap(0); from != 0 {
+			t.waitNS.Add(time.Now().UnixNano() - from)
+		} else {
+			t.waitNS.Add(int64(time.Since(start)))
+		}
 		t.busy.Add(1)
+	case err != nil:
+		t.queued.Store(0)
 	}
 	return l, err
 }

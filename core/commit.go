@@ -188,6 +188,9 @@ func (s *Store) transact(t *txn, need []ID) error {
 		return fmt.Errorf("%w: transaction of %d bytes exceeds the frame limit", ErrInvalid, len(payload))
 	}
 	digest := journal.PayloadDigest(payload)
+	if err := s.catchUpUnlocked(); err != nil {
+		return err
+	}
 	var seq, epoch uint64
 	err := s.withWriterLock(func() error {
 		var err error
@@ -218,6 +221,39 @@ func (s *Store) transact(t *txn, need []ID) error {
 		return err
 	}
 	s.maybeCheckpoint()
+	return nil
+}
+
+// catchUpUnlocked replays, without the writer lock, the frames other
+// writers have published since this process last looked: before a writer
+// queues, and while it queues (lockq.Join's progress), so the critical
+// section only replays the last few frames appended ahead of it. With many
+// writers nearly every frame is someone else's, and replaying them all under
+// the lock made every hand-off as long as a round of the others' frames.
+//
+// The published end is read without the lock, so what it finds may be
+// stale or cut under it by a concurrent recovery: a torn read, another
+// epoch, or a scan that stops short (ErrCorrupt) makes it stop and leave the
+// authoritative catch-up to appendLocked, which rereads the end under the
+// lock and reloads the projection if the epoch moved. An I/O error is the
+// operation's (C9): it is returned, and the caller fails.
+func (s *Store) catchUpUnlocked() error {
+	end, ok, err := s.st.read(recEnd)
+	if err != nil || !ok {
+		return err
+	}
+	if !s.mu.TryLock() {
+		// Another goroutine of this process is using the projection
+		// (appending, or catching it up already).
+		return nil
+	}
+	defer s.mu.Unlock()
+	if end.Epoch != s.epoch || s.p.nextSeq >= end.NextSeq {
+		return nil
+	}
+	if err := s.catchUp(end.NextSeq); err != nil && !errors.Is(err, ErrCorrupt) {
+		return err
+	}
 	return nil
 }
 

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/swarmops/swarmops/core/internal/lockq"
 	"github.com/swarmops/swarmops/core/journal"
 	"github.com/swarmops/swarmops/core/vfs"
 )
@@ -38,6 +39,7 @@ type Store struct {
 	boot [16]byte
 	jcfg journal.Config
 	st   *stateFile
+	q    *lockq.Queue // the writer lock's FIFO queue (see withWriterLock)
 
 	// w is used only while holding the writer lock (LOCK excludes
 	// goroutines of this process too).
@@ -119,6 +121,7 @@ func newStore(dir string, o Options, id journal.StoreID) *Store {
 	s.w = journal.NewWriter(s.jcfg)
 	s.r = journal.NewReader(s.jcfg)
 	s.st = &stateFile{fs: o.FS, path: path.Join(dir, "state"), key: s.key}
+	s.q = lockq.New(o.FS, path.Join(dir, "lockq"))
 	return s
 }
 
@@ -222,7 +225,7 @@ func Create(dir string, o Options) (*Store, error) {
 func interruptedInit(names []string) bool {
 	for _, n := range names {
 		switch n {
-		case "journal", "objects", "index", ckptTemp, "state", "LOCK", "SYNCLOCK", "CKPTLOCK":
+		case "journal", "objects", "index", ckptTemp, "state", "LOCK", "SYNCLOCK", "CKPTLOCK", "lockq":
 		default:
 			return false
 		}
@@ -332,20 +335,49 @@ func (s *Store) healthy(end stateRec, eok bool, dur stateRec, dok bool) bool {
 		dur.Flags&flagPoisoned == 0 && dur.NextSeq <= end.NextSeq
 }
 
-// withWriterLock runs fn holding LOCK.
+// withWriterLock runs fn holding the writer lock: first a place at the head
+// of the FIFO queue in lockq/ (so writers are served in the order they
+// came, C8, and a hand-off wakes one waiter, not all of them), then the
+// flock on LOCK, which is what excludes other writers. Both waits share one
+// deadline, LockTimeout, after which the caller gets ErrBusy and has left
+// the queue.
 func (s *Store) withWriterLock(fn func() error) error {
-	l, err := s.fs.Lock(s.lockPath("LOCK"), s.o.LockTimeout)
-	if err != nil {
-		if errors.Is(err, ErrBusy) {
-			return fmt.Errorf("writer lock of %s not taken within %v: %w", s.dir, s.o.LockTimeout, err)
+	deadline := time.Now().Add(s.o.LockTimeout)
+	var perr error
+	t, err := s.q.Join(deadline, func() {
+		if perr == nil {
+			perr = s.catchUpUnlocked()
 		}
-		return ioErr("writer lock", err)
+	})
+	if err != nil {
+		return s.lockErr(err)
+	}
+	if perr != nil {
+		t.Leave()
+		return perr
+	}
+	l, err := s.fs.Lock(s.lockPath("LOCK"), time.Until(deadline))
+	if err != nil {
+		t.Leave()
+		return s.lockErr(err)
 	}
 	ferr := fn()
-	if uerr := l.Unlock(); uerr != nil && ferr == nil {
+	uerr := l.Unlock()
+	// A ticket that fails to leave cleanly is cleared by the next waiter,
+	// which takes its flock once this process lets go of it; only the
+	// writer lock's own release can fail the operation.
+	t.Leave()
+	if uerr != nil && ferr == nil {
 		ferr = ioErr("writer unlock", uerr)
 	}
 	return ferr
+}
+
+func (s *Store) lockErr(err error) error {
+	if errors.Is(err, ErrBusy) {
+		return fmt.Errorf("writer lock of %s not taken within %v: %w", s.dir, s.o.LockTimeout, err)
+	}
+	return ioErr("writer lock", err)
 }
 
 // catchUp replays frames into the projection until the frame carrying

@@ -11,6 +11,10 @@ import (
 	"github.com/swarmops/swarmops/scenarios"
 )
 
+// writerQueueGuard is the base name of the store's writer-queue guard
+// (core/internal/lockq.GuardName).
+const writerQueueGuard = "GUARD"
+
 // storeDir is where every sweep puts the store on its memory filesystem.
 const storeDir = "/store"
 
@@ -162,7 +166,11 @@ func (r *run) race(st *scenarios.Step) {
 }
 
 // hookFS runs fire once, just before the first Lock of a file whose base
-// name is at: the seam that interleaves two writers deterministically.
+// name is at: the seam that interleaves two writers deterministically. For
+// at LOCK it fires at the writer queue's guard, the first lock a writer
+// takes on its way to LOCK: had the first writer already taken its place in
+// the queue, the second would queue behind it and never run to completion.
+
 type hookFS struct {
 	vfs.FS
 	at   string
@@ -170,7 +178,7 @@ type hookFS struct {
 }
 
 func (h *hookFS) Lock(name string, timeout time.Duration) (vfs.Locked, error) {
-	if h.fire != nil && path.Base(name) == h.at {
+	if h.fire != nil && (path.Base(name) == h.at || h.at == "LOCK" && path.Base(name) == writerQueueGuard) {
 		f := h.fire
 		h.fire = nil
 		if err := f(); err != nil {

@@ -67,12 +67,12 @@ func TestBadInputExitsTwo(t *testing.T) {
 // point: the output must name the claim, scenario, model, crash point, the
 // trace around it, and a command that reproduces it; the exit status is 1.
 func TestViolationPrintsReproductionAndExitsOne(t *testing.T) {
-	code, out := runCLI(t, "--scenario", "commit-advance", "--at", "39", "--model", "strict", "--seed", "1", "--canary", "early-durable")
+	code, out := runCLI(t, "--scenario", "commit-advance", "--at", "53", "--model", "strict", "--seed", "1", "--canary", "early-durable")
 	if code != exitViolation {
 		t.Fatalf("exit %d, want %d\n%s", code, exitViolation, out)
 	}
-	for _, want := range []string{"VIOLATION C4", "scenario commit-advance", "crash point 39", "model strict",
-		"=> #39", "reproduce: go run ./cmd/crashsim --scenario commit-advance --at 39 --model strict --seed 1 --canary early-durable",
+	for _, want := range []string{"VIOLATION C4", "scenario commit-advance", "crash point 53", "model strict",
+		"=> #53", "reproduce: go run ./cmd/crashsim --scenario commit-advance --at 53 --model strict --seed 1 --canary early-durable",
 		"1 crash points"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
@@ -89,7 +89,7 @@ func TestViolationPrintsReproductionAndExitsOne(t *testing.T) {
 }
 
 func TestCleanPointExitsZero(t *testing.T) {
-	code, out := runCLI(t, "--scenario", "commit-advance", "--at", "39", "--model", "strict")
+	code, out := runCLI(t, "--scenario", "commit-advance", "--at", "53", "--model", "strict")
 	if code != exitOK || !strings.Contains(out, "0 violations") {
 		t.Fatalf("exit %d:\n%s", code, out)
 	}

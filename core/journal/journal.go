@@ -371,6 +371,77 @@ var errInvalid = errors.New("journal: no valid frame")
 // ReadFrame reads the frame at pos, which must carry seq. It returns
 // errInvalid (check with IsInvalid) when no valid frame is there.
 func (r *Reader) ReadFrame(pos Pos, seq uint64) (*Frame, error) {
+	return r.readFrame(pos, seq, nil)
+}
+
+// readAhead is one Scan's read window: the frames a scan walks lie back to
+// back, so it reads them with one pread per window instead of a stat and two
+// preads per frame. It lives only for the Scan that made it, which reads no
+// further than the frames it was asked for, so its bytes never outlive the
+// moment they were read.
+type readAhead struct {
+	seg  uint64
+	off  int64  // file offset of buf[0]
+	buf  []byte // the bytes read
+	eof  bool   // the read that filled buf reached the end of the file
+	next int    // size of the next read
+	mem  *[]byte
+}
+
+const (
+	readAheadMin = 8 << 10
+	readAheadMax = 256 << 10
+)
+
+var readAheadPool = sync.Pool{New: func() any { b := make([]byte, readAheadMax); return &b }}
+
+func (ra *readAhead) release() {
+	if ra.mem != nil {
+		readAheadPool.Put(ra.mem)
+		ra.mem, ra.buf = nil, nil
+	}
+}
+
+// window returns n bytes of segment f at off, reading a new window when
+// they are not in the current one. ok is false when the file ends first.
+func (ra *readAhead) window(f afero.File, seg uint64, off int64, n int64) (b []byte, ok bool, err error) {
+	if ra.buf != nil && ra.seg == seg && off >= ra.off && off+n <= ra.off+int64(len(ra.buf)) {
+		return ra.buf[off-ra.off : off-ra.off+n], true, nil
+	}
+	if ra.buf != nil && ra.seg == seg && ra.eof && off >= ra.off && off+n > ra.off+int64(len(ra.buf)) {
+		return nil, false, nil
+	}
+	if ra.mem == nil {
+		ra.mem = readAheadPool.Get().(*[]byte)
+		ra.next = readAheadMin
+	}
+	size := int64(ra.next)
+	if n > size {
+		size = n
+	}
+	mem := *ra.mem
+	if int64(len(mem)) < size {
+		mem = make([]byte, size)
+		*ra.mem = mem
+	}
+	got, err := f.ReadAt(mem[:size], off)
+	if err != nil && err != io.EOF {
+		return nil, false, err
+	}
+	ra.seg, ra.off, ra.buf, ra.eof = seg, off, mem[:got], int64(got) < size
+	if ra.next < readAheadMax {
+		ra.next *= 2
+	}
+	if int64(got) < n {
+		return nil, false, nil
+	}
+	return ra.buf[:n], true, nil
+}
+
+func (r *Reader) readFrame(pos Pos, seq uint64, ra *readAhead) (*Frame, error) {
+	if ra != nil {
+		return r.readFrameAhead(pos, seq, ra)
+	}
 	f, err := r.file(pos.Seg)
 	if err != nil {
 		return nil, err
@@ -417,6 +488,50 @@ func (r *Reader) ReadFrame(pos Pos, seq uint64) (*Frame, error) {
 	return &Frame{Kind: h.kind, Seq: h.seq, Watermark: h.watermark, Payload: payload, Pos: pos, Size: fsz}, nil
 }
 
+// readFrameAhead is ReadFrame through a scan's read window.
+func (r *Reader) readFrameAhead(pos Pos, seq uint64, ra *readAhead) (*Frame, error) {
+	f, err := r.file(pos.Seg)
+	if err != nil {
+		return nil, err
+	}
+	hb, ok, err := ra.window(f, pos.Seg, pos.Off, FrameHeaderSize)
+	if err != nil || !ok {
+		return nil, orInvalid(err)
+	}
+	h, ok := parseHeader(hb)
+	if !ok || h.seq != seq {
+		return nil, errInvalid
+	}
+	fsz := FrameSize(h.length)
+	whole, ok, err := ra.window(f, pos.Seg, pos.Off, fsz)
+	if err != nil || !ok {
+		return nil, orInvalid(err)
+	}
+	hdr := whole[:FrameHeaderSize]
+	// The frame is copied out of the window, which the next read reuses.
+	body := make([]byte, fsz-FrameHeaderSize)
+	copy(body, whole[FrameHeaderSize:])
+	payload := body[:h.length:h.length]
+	if !r.SkipChecksum {
+		for _, b := range body[h.length:] {
+			if b != 0 {
+				return nil, errInvalid
+			}
+		}
+		if frameSum(r.Key, hdr[:32], PayloadDigest(payload)) != h.sum {
+			return nil, errInvalid
+		}
+	}
+	return &Frame{Kind: h.kind, Seq: h.seq, Watermark: h.watermark, Payload: payload, Pos: pos, Size: fsz}, nil
+}
+
+func orInvalid(err error) error {
+	if err != nil {
+		return err
+	}
+	return errInvalid
+}
+
 // IsInvalid reports whether err says "no valid frame here".
 func IsInvalid(err error) bool { return errors.Is(err, errInvalid) }
 
@@ -424,7 +539,11 @@ func IsInvalid(err error) bool { return errors.Is(err, errInvalid) }
 // next segment when pos holds no valid frame and the next segment starts with
 // seq. It returns errInvalid at the end of the log.
 func (r *Reader) Next(pos Pos, seq uint64) (*Frame, error) {
-	fr, err := r.ReadFrame(pos, seq)
+	return r.next(pos, seq, nil)
+}
+
+func (r *Reader) next(pos Pos, seq uint64, ra *readAhead) (*Frame, error) {
+	fr, err := r.readFrame(pos, seq, ra)
 	if err == nil || !IsInvalid(err) {
 		return fr, err
 	}
@@ -432,7 +551,7 @@ func (r *Reader) Next(pos Pos, seq uint64) (*Frame, error) {
 	if herr != nil || h.FirstSeq != seq {
 		return nil, errInvalid
 	}
-	return r.ReadFrame(Pos{pos.Seg + 1, FirstFrame}, seq)
+	return r.readFrame(Pos{pos.Seg + 1, FirstFrame}, seq, ra)
 }
 
 // ScanResult is where a scan stopped.
@@ -447,8 +566,10 @@ type ScanResult struct {
 // the frame carrying seq limit.
 func (r *Reader) Scan(pos Pos, seq, limit uint64, fn func(*Frame) error) (ScanResult, error) {
 	res := ScanResult{End: pos, NextSeq: seq}
+	var ra readAhead
+	defer ra.release()
 	for limit == 0 || res.NextSeq < limit {
-		fr, err := r.Next(res.End, res.NextSeq)
+		fr, err := r.next(res.End, res.NextSeq, &ra)
 		if IsInvalid(err) {
 			break
 		}

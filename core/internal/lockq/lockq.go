@@ -1,0 +1,290 @@
+// Package lockq is a first-come, first-served queue of lock waiters shared by
+// every process (and goroutine) on one host, built from files and flock
+// through vfs.FS.
+//
+// Why it exists: a bare flock is not fair. When its holder lets go, Linux
+// wakes every waiter and whichever is scheduled first takes it, so with 32
+// writers on 2 cores one writer can wait hundreds of hand-offs while others
+// go again and again (the C8 contention figures of docs/perf/contention.md),
+// and every hand-off wakes all 31 waiters to let one through. The queue hands
+// the lock to the longest waiter and wakes only it.
+//
+// The queue does not give mutual exclusion by itself: the caller takes its
+// real lock after Join returns, so a bug here can cost fairness but never
+// exclusion.
+//
+// Layout of the queue directory:
+//
+//	GUARD      flock held for a few microseconds to take a ticket
+//	NEXT       8 bytes, little endian: the next ticket number
+//	t<20 digits>  one file per live ticket, flocked by its owner
+//
+// Join, under GUARD: list the tickets, take number max(NEXT, highest
+// listed + 1), store the number after it in NEXT, create the ticket file and
+// flock it. Then, without GUARD, wait for the ticket just below it: taking
+// that file's flock means its owner has left (it gave up, was served, or
+// died). Remove it, list again, and wait for the next lower one, until none
+// is left. Numbers only grow within a boot, so no ticket created after ours
+// can sort before it, and a ticket name is never reused while anyone may
+// still hold an old file of that name. Only an owner removes a live ticket;
+// a waiter removes a ticket only once it holds its flock, when the owner is
+// gone. NEXT lives in the page cache and may go back after a power loss,
+// which is harmless: no process survives a power loss, and the highest
+// listed ticket still bounds the next number from below.
+package lockq
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/swarmops/swarmops/core/vfs"
+)
+
+// GuardName is the base name of the guard lock file. A test seam that
+// interleaves writers at "the writer lock" hooks the first Lock of this file.
+const GuardName = "GUARD"
+
+const (
+	nextName     = "NEXT"
+	ticketPrefix = "t"
+	ticketDigits = 20
+)
+
+// Queue is one queue directory.
+type Queue struct {
+	fs    vfs.FS
+	dir   string
+	ready atomic.Bool // dir is known to exist
+}
+
+// New returns the queue in dir. The directory is created on first use.
+func New(fsys vfs.FS, dir string) *Queue {
+	return &Queue{fs: fsys, dir: dir}
+}
+
+// Ticket is a place in the queue, held from Join until Leave.
+type Ticket struct {
+	q    *Queue
+	name string
+	l    vfs.Locked
+}
+
+// Join takes a ticket and returns once every ticket taken before it has
+// left. It fails with an error satisfying errors.Is(err, vfs.ErrBusy) at
+// deadline, having left the queue.
+//
+// A waiter far back in the queue does not wait for its predecessor alone:
+// it first waits for the ticket Lookahead places ahead of it, calls
+// progress (if not nil), and only then waits for the one just ahead. The
+// store uses progress to replay, while it queues, the frames the writers
+// ahead of it appended, so its own turn replays only the last few. Each
+// ticket is then waited on by at most two waiters, so a hand-off still
+// wakes no more than two processes.
+func (q *Queue) Join(deadline time.Time, progress func()) (*Ticket, error) {
+	if !q.ready.Load() {
+		if err := q.fs.MkdirAll(q.dir, 0o755); err != nil {
+			return nil, err
+		}
+		q.ready.Store(true)
+	}
+	t, below, err := q.take(deadline)
+	if err != nil {
+		return nil, err
+	}
+	for len(below) > 0 {
+		i := len(below) - 1
+		if progress != nil && i >= Lookahead {
+			i -= Lookahead
+		}
+		pred := below[i]
+		if err := q.waitGone(pred, deadline); err != nil {
+			t.Leave()
+			return nil, err
+		}
+		if progress != nil && i < len(below)-1 {
+			progress()
+		}
+		if below, err = q.list(t.name); err != nil {
+			t.Leave()
+			return nil, err
+		}
+	}
+	return t, nil
+}
+
+// Lookahead is how many places ahead of its own a waiter first waits for
+// (see Join).
+const Lookahead = 4
+
+// waitGone returns once the owner of ticket name has left the queue. Taking
+// the ticket's flock proves it; the flock is let go at once, because the
+// waiter right behind that ticket is waiting for it too. A name still there
+// after that belongs to an owner that died without leaving: it is removed
+// under its flock. (Lock recreates a name it does not find; such a
+// recreation names no live ticket either and is removed the same way.)
+func (q *Queue) waitGone(name string, deadline time.Time) error {
+	p := path.Join(q.dir, name)
+	l, err := q.fs.Lock(p, time.Until(deadline))
+	if err != nil {
+		return err
+	}
+	if err := l.Unlock(); err != nil {
+		return err
+	}
+	if _, err := q.fs.Stat(p); errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	l, err = q.fs.Lock(p, 0)
+	if errors.Is(err, vfs.ErrBusy) {
+		// Another waiter is clearing it (or just cleared and recreated
+		// it): either way its owner is gone.
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	rerr := q.fs.Remove(p)
+	return errors.Join(ignoreMissing(rerr), l.Unlock())
+}
+
+// take allocates a ticket under GUARD and returns it with the live tickets
+// below it, in ascending order.
+func (q *Queue) take(deadline time.Time) (*Ticket, []string, error) {
+	g, err := q.fs.Lock(path.Join(q.dir, GuardName), time.Until(deadline))
+	if err != nil {
+		return nil, nil, err
+	}
+	t, below, err := q.takeGuarded()
+	if uerr := g.Unlock(); uerr != nil && err == nil {
+		t.Leave()
+		return nil, nil, uerr
+	}
+	return t, below, err
+}
+
+func (q *Queue) takeGuarded() (*Ticket, []string, error) {
+	names, err := q.tickets()
+	if err != nil {
+		return nil, nil, err
+	}
+	nf, err := q.fs.OpenFile(path.Join(q.dir, nextName), os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer nf.Close()
+	var buf [8]byte
+	var next uint64
+	if n, err := nf.ReadAt(buf[:], 0); n == len(buf) {
+		next = binary.LittleEndian.Uint64(buf[:])
+	} else if err != nil && err != io.EOF {
+		return nil, nil, err
+	}
+	if len(names) > 0 {
+		if hi := number(names[len(names)-1]); hi >= next {
+			next = hi + 1
+		}
+	}
+	if next == 0 {
+		next = 1
+	}
+	binary.LittleEndian.PutUint64(buf[:], next+1)
+	if _, err := nf.WriteAt(buf[:], 0); err != nil {
+		return nil, nil, err
+	}
+	name := ticketName(next)
+	l, err := q.fs.Lock(path.Join(q.dir, name), 0)
+	if err != nil {
+		if errors.Is(err, vfs.ErrBusy) {
+			// Someone holds a file of a name never issued before: the
+			// directory was tampered with.
+			return nil, nil, fmt.Errorf("lockq: new ticket %s is already locked: %w", path.Join(q.dir, name), fs.ErrExist)
+		}
+		return nil, nil, err
+	}
+	return &Ticket{q: q, name: name, l: l}, names, nil
+}
+
+// list returns the ticket names below mine, ascending.
+func (q *Queue) list(mine string) ([]string, error) {
+	names, err := q.tickets()
+	if err != nil {
+		return nil, err
+	}
+	i := 0
+	for i < len(names) && names[i] < mine {
+		i++
+	}
+	return names[:i], nil
+}
+
+// tickets returns every ticket name in the directory, ascending (the
+// fixed-width numbers sort as strings).
+func (q *Queue) tickets() ([]string, error) {
+	d, err := q.fs.Open(q.dir)
+	if err != nil {
+		return nil, err
+	}
+	all, err := d.Readdirnames(-1)
+	d.Close()
+	if err != nil && err != io.EOF {
+		return nil, err
+	}
+	names := all[:0]
+	for _, n := range all {
+		if isTicket(n) {
+			names = append(names, n)
+		}
+	}
+	slices.Sort(names)
+	return names, nil
+}
+
+// Leave gives up the ticket: served or not, the next waiter may go. The
+// name is removed before the flock is released, so a waiter that lists the
+// queue after Leave does not see it.
+func (t *Ticket) Leave() error {
+	rerr := t.q.fs.Remove(path.Join(t.q.dir, t.name))
+	return errors.Join(ignoreMissing(rerr), t.l.Unlock())
+}
+
+// Name returns the ticket's file name (for diagnostics and tests).
+func (t *Ticket) Name() string { return t.name }
+
+func ticketName(n uint64) string {
+	s := strconv.FormatUint(n, 10)
+	return ticketPrefix + strings.Repeat("0", ticketDigits-len(s)) + s
+}
+
+func isTicket(n string) bool {
+	if len(n) != len(ticketPrefix)+ticketDigits || !strings.HasPrefix(n, ticketPrefix) {
+		return false
+	}
+	for _, c := range n[len(ticketPrefix):] {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+func number(name string) uint64 {
+	n, _ := strconv.ParseUint(name[len(ticketPrefix):], 10, 64)
+	return n
+}
+
+func ignoreMissing(err error) error {
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	return err
+}

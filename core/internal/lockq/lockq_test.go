@@ -1,0 +1,247 @@
+package lockq_test
+
+import (
+	"errors"
+	"path"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/swarmops/swarmops/core/internal/lockq"
+	"github.com/swarmops/swarmops/core/vfs"
+	"github.com/swarmops/swarmops/faultfs"
+)
+
+// filesystems runs a test against the real OS and the memory filesystem:
+// the store runs on both, and their locks are implemented apart.
+func filesystems(t *testing.T, f func(t *testing.T, fsys vfs.FS, dir string)) {
+	t.Run("os", func(t *testing.T) { f(t, vfs.OS(), path.Join(t.TempDir(), "lockq")) })
+	t.Run("mem", func(t *testing.T) { f(t, faultfs.NewMem(), "/s/lockq") })
+}
+
+func join(t *testing.T, q *lockq.Queue, d time.Duration) *lockq.Ticket {
+	t.Helper()
+	tk, err := q.Join(time.Now().Add(d), nil)
+	if err != nil {
+		t.Fatalf("Join: %v", err)
+	}
+	return tk
+}
+
+// queued returns how many tickets the directory holds.
+func queued(t *testing.T, fsys vfs.FS, dir string) int {
+	t.Helper()
+	d, err := fsys.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	names, _ := d.Readdirnames(-1)
+	n := 0
+	for _, x := range names {
+		if x[0] == 't' {
+			n++
+		}
+	}
+	return n
+}
+
+func waitQueued(t *testing.T, fsys vfs.FS, dir string, n int) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); queued(t, fsys, dir) < n; {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d tickets never appeared (have %d)", n, queued(t, fsys, dir))
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestServedInArrivalOrder: waiters that arrive one after another while the
+// lock is held are served in the order they arrived, each after the one
+// before it has left — the FIFO hand-off C8 rests on. A bare flock fails
+// this: it wakes every waiter and lets the first scheduled one through.
+func TestServedInArrivalOrder(t *testing.T) {
+	t.Run("without progress", func(t *testing.T) { servedInArrivalOrder(t, false) })
+	t.Run("with progress", func(t *testing.T) { servedInArrivalOrder(t, true) })
+}
+
+func servedInArrivalOrder(t *testing.T, withProgress bool) {
+	filesystems(t, func(t *testing.T, fsys vfs.FS, dir string) {
+		var progressed atomic.Int32
+		var progress func()
+		if withProgress {
+			progress = func() { progressed.Add(1) }
+		}
+		q := lockq.New(fsys, dir)
+		head := join(t, q, time.Second)
+		const n = 12
+		var (
+			mu     sync.Mutex
+			served []int
+			inside atomic.Int32
+			wg     sync.WaitGroup
+		)
+		for i := range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				// Each waiter has its own Queue, as a process would.
+				tk, err := lockq.New(fsys, dir).Join(time.Now().Add(10*time.Second), progress)
+				if err != nil {
+					t.Errorf("waiter %d: %v", i, err)
+					return
+				}
+				if inside.Add(1) != 1 {
+					t.Errorf("waiter %d served while another was inside", i)
+				}
+				mu.Lock()
+				served = append(served, i)
+				mu.Unlock()
+				time.Sleep(200 * time.Microsecond)
+				inside.Add(-1)
+				if err := tk.Leave(); err != nil {
+					t.Errorf("waiter %d: Leave: %v", i, err)
+				}
+			}()
+			waitQueued(t, fsys, dir, i+2)
+		}
+		if err := head.Leave(); err != nil {
+			t.Fatal(err)
+		}
+		wg.Wait()
+		for i, w := range served {
+			if w != i {
+				t.Fatalf("served in order %v, want arrival order", served)
+			}
+		}
+		if len(served) != n {
+			t.Fatalf("served %d of %d", len(served), n)
+		}
+		if k := queued(t, fsys, dir); k != 0 {
+			t.Fatalf("%d tickets left behind", k)
+		}
+		// Every waiter more than Lookahead places back is told of progress
+		// at least once before its turn.
+		if want := int32(n - lockq.Lookahead); withProgress && progressed.Load() < want {
+			t.Fatalf("progress called %d times, want at least %d", progressed.Load(), want)
+		}
+	})
+}
+
+// TestTimeoutLeavesTheQueue: a waiter that gives up at its deadline gets
+// ErrBusy and takes its ticket with it, so the waiter behind it is served
+// as soon as the head leaves, not after the one that gave up.
+func TestTimeoutLeavesTheQueue(t *testing.T) {
+	filesystems(t, func(t *testing.T, fsys vfs.FS, dir string) {
+		q := lockq.New(fsys, dir)
+		head := join(t, q, time.Second)
+		busy := make(chan error, 1)
+		go func() {
+			_, err := lockq.New(fsys, dir).Join(time.Now().Add(100*time.Millisecond), nil)
+			busy <- err
+		}()
+		waitQueued(t, fsys, dir, 2)
+		got := make(chan *lockq.Ticket, 1)
+		go func() {
+			tk, err := lockq.New(fsys, dir).Join(time.Now().Add(10*time.Second), nil)
+			if err != nil {
+				t.Error(err)
+			}
+			got <- tk
+		}()
+		waitQueued(t, fsys, dir, 3)
+		if err := <-busy; !errors.Is(err, vfs.ErrBusy) {
+			t.Fatalf("the waiter past its deadline got %v, want ErrBusy", err)
+		}
+		select {
+		case <-got:
+			t.Fatal("the third waiter was served while the head still held its ticket")
+		case <-time.After(20 * time.Millisecond):
+		}
+		if err := head.Leave(); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case tk := <-got:
+			if err := tk.Leave(); err != nil {
+				t.Fatal(err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("the third waiter was not served after the head left")
+		}
+	})
+}
+
+// TestLeftoverTicketOfADeadOwner: a ticket file whose flock nobody holds
+// (its process died) is passed over and removed.
+func TestLeftoverTicketOfADeadOwner(t *testing.T) {
+	filesystems(t, func(t *testing.T, fsys vfs.FS, dir string) {
+		if err := fsys.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		f, err := fsys.Create(path.Join(dir, "t00000000000000000007"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+		done := make(chan error, 1)
+		go func() {
+			tk, err := lockq.New(fsys, dir).Join(time.Now().Add(5*time.Second), nil)
+			if err == nil {
+				if tk.Name() <= "t00000000000000000007" {
+					t.Errorf("new ticket %s does not sort after the leftover", tk.Name())
+				}
+				err = tk.Leave()
+			}
+			done <- err
+		}()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("Join waited on a ticket nobody holds")
+		}
+		if k := queued(t, fsys, dir); k != 0 {
+			t.Fatalf("%d tickets left behind", k)
+		}
+	})
+}
+
+// TestExclusion: many goroutines, each with its own Queue, joining and
+// leaving in a loop are never served two at a time.
+func TestExclusion(t *testing.T) {
+	filesystems(t, func(t *testing.T, fsys vfs.FS, dir string) {
+		var inside, max atomic.Int32
+		var wg sync.WaitGroup
+		for range 8 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				q := lockq.New(fsys, dir)
+				for range 40 {
+					tk, err := q.Join(time.Now().Add(10*time.Second), nil)
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					if n := inside.Add(1); n > max.Load() {
+						max.Store(n)
+					}
+					time.Sleep(20 * time.Microsecond)
+					inside.Add(-1)
+					if err := tk.Leave(); err != nil {
+						t.Error(err)
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		if m := max.Load(); m != 1 {
+			t.Fatalf("%d waiters were served at once", m)
+		}
+	})
+}
