@@ -1,0 +1,174 @@
+package core_test
+
+import (
+	"fmt"
+	"os"
+	"path"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/spf13/afero"
+
+	"github.com/swarmops/swarmops/core"
+	"github.com/swarmops/swarmops/core/vfs"
+	"github.com/swarmops/swarmops/faultfs"
+)
+
+// TestGroupCommitSharesSyncs: frames that other writers append while one
+// writer's fdatasync is running are made durable by one more fdatasync, not
+// one each (group commit across store handles, as across processes). The
+// first journal sync is held until every other committer has appended its
+// frame and asked for the sync lock, so the count is exact: the first sync
+// covers the first frame, the next one covers all the others, and the
+// remaining committers find their frames covered and return without
+// syncing. It fails if syncTo stops consulting the durable position (one
+// sync per commit) or syncs only its own frame.
+func TestGroupCommitSharesSyncs(t *testing.T) {
+	for _, n := range []int{2, 8, 32} {
+		t.Run(fmt.Sprintf("writers=%d", n), func(t *testing.T) { groupCommitSharesSyncs(t, n) })
+	}
+}
+
+func groupCommitSharesSyncs(t *testing.T, n int) {
+	c := faultfs.NewCounting(faultfs.NewMem())
+	g := &gateFS{FS: c}
+	stores := make([]*core.Store, n)
+	s0, err := core.Create("/s", core.Options{FS: g})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stores[0] = s0
+	for i := 1; i < n; i++ {
+		if stores[i], err = core.Open("/s", core.Options{FS: g}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	defer func() {
+		for _, s := range stores {
+			s.Close()
+		}
+	}()
+	c.Reset()
+	g.arm(n)
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	commit := func(i int) {
+		defer wg.Done()
+		_, errs[i] = stores[i].Commit(core.CommitRequest{Agent: fmt.Sprintf("w%d", i),
+			Changes: []core.Change{put(fmt.Sprintf("w%d", i), "x")}, Advance: fmt.Sprintf("w%d", i)})
+	}
+	wg.Add(1)
+	go commit(0)
+	// The first committer is inside its (held) journal sync before the
+	// others start, so every other frame is appended after that sync began.
+	if !g.waitHeld(10 * time.Second) {
+		t.Fatal("the first commit never reached its journal sync")
+	}
+	for i := 1; i < n; i++ {
+		wg.Add(1)
+		go commit(i)
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("writer %d: %v", i, err)
+		}
+	}
+	if g.timedOut.Load() {
+		t.Fatalf("the held sync was released by its timeout: only %d of %d sync-lock requests arrived", g.syncLocks.Load(), n)
+	}
+	ds := c.Count(faultfs.OpDatasync)
+	want := int64(min(n, 2))
+	if ds != want {
+		t.Fatalf("%d commits made %d journal datasyncs, want %d (group commit stopped grouping)", n, ds, want)
+	}
+	// Every commit is durable and visible to a fresh handle.
+	s, err := core.Open("/s", core.Options{FS: c})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	sn, err := s.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range n {
+		if _, err := sn.Ref(fmt.Sprintf("w%d", i)); err != nil {
+			t.Fatalf("ref w%d after the group commit: %v", i, err)
+		}
+	}
+}
+
+// gateFS holds the first journal datasync after arm until want requests for
+// the sync lock have been made (the held committer's own and one from each
+// other committer), or for at most 10 s.
+type gateFS struct {
+	vfs.FS
+	armed     atomic.Bool
+	want      int64
+	syncLocks atomic.Int64
+	held      chan struct{} // closed when the first sync is held
+	once      sync.Once
+	timedOut  atomic.Bool
+}
+
+func (g *gateFS) arm(want int) {
+	g.want = int64(want)
+	g.held = make(chan struct{})
+	g.syncLocks.Store(0)
+	g.armed.Store(true)
+}
+
+func (g *gateFS) waitHeld(d time.Duration) bool {
+	select {
+	case <-g.held:
+		return true
+	case <-time.After(d):
+		return false
+	}
+}
+
+func (g *gateFS) Lock(name string, timeout time.Duration) (vfs.Locked, error) {
+	if path.Base(name) == "SYNCLOCK" && g.armed.Load() {
+		g.syncLocks.Add(1)
+	}
+	return g.FS.Lock(name, timeout)
+}
+
+func (g *gateFS) OpenFile(name string, flag int, perm os.FileMode) (afero.File, error) {
+	f, err := g.FS.OpenFile(name, flag, perm)
+	if err != nil || !strings.Contains(name, "/journal/") {
+		return f, err
+	}
+	return &gateFile{File: f, g: g}, nil
+}
+
+type gateFile struct {
+	afero.File
+	g *gateFS
+}
+
+func (f *gateFile) Datasync() error {
+	g := f.g
+	first := false
+	if g.armed.Load() {
+		g.once.Do(func() { first = true })
+	}
+	if first {
+		close(g.held)
+		deadline := time.Now().Add(10 * time.Second)
+		for g.syncLocks.Load() < g.want {
+			if time.Now().After(deadline) {
+				g.timedOut.Store(true)
+				break
+			}
+			time.Sleep(100 * time.Microsecond)
+		}
+	}
+	return vfs.Datasync(f.File)
+}
+
+func (f *gateFile) Allocate(off, n int64) error { return vfs.Allocate(f.File, off, n) }
