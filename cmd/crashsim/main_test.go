@@ -63,16 +63,24 @@ func TestBadInputExitsTwo(t *testing.T) {
 	}
 }
 
-// TestViolationPrintsReproductionAndExitsOne uses a canary at a known-bad
-// point: the output must name the claim, scenario, model, crash point, the
-// trace around it, and a command that reproduces it; the exit status is 1.
+// TestViolationPrintsReproductionAndExitsOne sweeps a canary to find its
+// first bad point (the point moves whenever the store's call sequence
+// changes), then reproduces that point alone: the output must name the
+// claim, scenario, model, crash point, the trace around it, and a command
+// that reproduces it; the exit status is 1.
 func TestViolationPrintsReproductionAndExitsOne(t *testing.T) {
-	code, out := runCLI(t, "--scenario", "commit-advance", "--at", "53", "--model", "strict", "--seed", "1", "--canary", "early-durable")
+	code, out := runCLI(t, "--sweep", "--scenario", "commit-advance", "--model", "strict", "--seed", "1",
+		"--canary", "early-durable", "--no-faults", "--recovery-points", "0", "--flips", "0")
+	if code != exitViolation {
+		t.Fatalf("the canary sweep: exit %d, want %d\n%s", code, exitViolation, out)
+	}
+	at := firstReproAt(t, out)
+	code, out = runCLI(t, "--scenario", "commit-advance", "--at", at, "--model", "strict", "--seed", "1", "--canary", "early-durable")
 	if code != exitViolation {
 		t.Fatalf("exit %d, want %d\n%s", code, exitViolation, out)
 	}
-	for _, want := range []string{"VIOLATION C4", "scenario commit-advance", "crash point 53", "model strict",
-		"=> #53", "reproduce: go run ./cmd/crashsim --scenario commit-advance --at 53 --model strict --seed 1 --canary early-durable",
+	for _, want := range []string{"VIOLATION C4", "scenario commit-advance", "crash point " + at + " ", "model strict",
+		"=> #" + at + " ", "reproduce: go run ./cmd/crashsim --scenario commit-advance --at " + at + " --model strict --seed 1 --canary early-durable",
 		"1 crash points"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
@@ -86,13 +94,29 @@ func TestViolationPrintsReproductionAndExitsOne(t *testing.T) {
 	if code2 != exitViolation || !strings.Contains(out2, "VIOLATION C4") {
 		t.Fatalf("the printed reproduction %q did not reproduce (exit %d):\n%s", line, code2, out2)
 	}
+	// Without the canary the same point is clean.
+	code, out = runCLI(t, "--scenario", "commit-advance", "--at", at, "--model", "strict")
+	if code != exitOK || !strings.Contains(out, "0 violations") {
+		t.Fatalf("the same point without the canary: exit %d:\n%s", code, out)
+	}
 }
 
-func TestCleanPointExitsZero(t *testing.T) {
-	code, out := runCLI(t, "--scenario", "commit-advance", "--at", "53", "--model", "strict")
-	if code != exitOK || !strings.Contains(out, "0 violations") {
-		t.Fatalf("exit %d:\n%s", code, out)
+// firstReproAt returns the crash point of the first reproduction line in a
+// sweep's output.
+func firstReproAt(t *testing.T, out string) string {
+	t.Helper()
+	i := strings.Index(out, "reproduce: ")
+	if i < 0 {
+		t.Fatalf("no reproduction line:\n%s", out)
 	}
+	f := strings.Fields(out[i:])
+	for j := 0; j+1 < len(f); j++ {
+		if f[j] == "--at" {
+			return f[j+1]
+		}
+	}
+	t.Fatalf("the reproduction line names no --at:\n%s", out)
+	return ""
 }
 
 // TestSubprocessSweepPasses crashes the real binary at a strided subset of
