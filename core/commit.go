@@ -182,46 +182,124 @@ func (s *Store) UpdateRefs(u ...RefUpdate) error {
 
 // transact appends t as one frame and returns once it is durable. need
 // lists changesets that must exist (parents, ref targets).
+//
+// Transactions of one process go through a commit pipeline: the first to
+// arrive leads a batch of every transaction waiting when it starts, takes
+// the writer lock once for all of them, appends each as its own frame
+// (each with its own checks, so one transaction's conflict is its alone),
+// makes them durable with one sync step, and hands the lead to the first
+// transaction that arrived meanwhile. Goroutines sharing a Store thus pay
+// one queue turn and one fdatasync per batch instead of one each, the way
+// Pebble's commit pipeline batches its writers; across processes, the sync
+// step groups the same way (syncTo).
 func (s *Store) transact(t *txn, need []ID) error {
 	payload := encodeTxn(t)
 	if len(payload) > journal.MaxPayload {
 		return fmt.Errorf("%w: transaction of %d bytes exceeds the frame limit", ErrInvalid, len(payload))
 	}
-	digest := journal.PayloadDigest(payload)
-	if err := s.catchUpUnlocked(); err != nil {
-		return err
+	r := &commitReq{t: t, payload: payload, digest: journal.PayloadDigest(payload), need: need, turn: make(chan bool, 1)}
+	s.pipeMu.Lock()
+	s.pending = append(s.pending, r)
+	lead := !s.leading
+	s.leading = true
+	s.pipeMu.Unlock()
+	if !lead && !<-r.turn {
+		return r.err
 	}
-	var seq, epoch uint64
-	err := s.withWriterLock(func() error {
-		var err error
-		seq, epoch, err = s.appendLocked(t, payload, digest, need)
-		return err
-	})
-	var ce *ConflictError
-	if errors.As(err, &ce) && seq > 0 {
-		// A loser must be told only a value every later reader sees (C4,
-		// C5): ConflictError.Current came from frames up to the end the
-		// check saw, so that end is made durable first. It is the same
-		// group-commit step as a commit's, so usually another writer's
-		// fdatasync already covers it and at most one is made.
-		if serr := s.syncTo(seq, epoch); serr != nil {
-			return fmt.Errorf("ref %q conflicts, but the value it saw could not be made durable: %w", ce.Ref, serr)
+	s.pipeMu.Lock()
+	batch := s.pending
+	s.pending = nil
+	s.pipeMu.Unlock()
+	s.commitBatch(batch)
+	for _, o := range batch {
+		if o != r {
+			o.turn <- false
 		}
-		return err
 	}
+	s.pipeMu.Lock()
+	if len(s.pending) > 0 {
+		s.pending[0].turn <- true
+	} else {
+		s.leading = false
+	}
+	s.pipeMu.Unlock()
+	return r.err
+}
+
+// commitReq is one transaction in the commit pipeline.
+type commitReq struct {
+	t       *txn
+	payload []byte
+	digest  [32]byte
+	need    []ID
+	seq     uint64 // frame appended (or, on a conflict, the end the check saw)
+	epoch   uint64
+	err     error
+	turn    chan bool // true: lead the next batch; false: done, see err
+}
+
+// commitBatch appends every transaction of batch under one hold of the
+// writer lock and makes them durable; each request's err is its result.
+func (s *Store) commitBatch(batch []*commitReq) {
+	if err := s.catchUpUnlocked(); err != nil {
+		for _, r := range batch {
+			r.err = err
+		}
+		return
+	}
+	err := s.withWriterLock(func() error {
+		for _, r := range batch {
+			r.seq, r.epoch, r.err = s.appendLocked(r.t, r.payload, r.digest, r.need)
+		}
+		return nil
+	})
 	if err != nil {
-		return err
+		for _, r := range batch {
+			if r.err == nil {
+				r.err = err
+			}
+		}
+	}
+	// The sync step: one syncTo for the highest frame of each epoch (one
+	// epoch, unless a recovery ran inside the batch). A conflict's seq is
+	// the end its check saw: a loser must be told only a value every later
+	// reader sees (C4, C5), so that end is made durable before the
+	// ConflictError is returned, by the same step.
+	top := map[uint64]uint64{}
+	for _, r := range batch {
+		var ce *ConflictError
+		if (r.err == nil || errors.As(r.err, &ce)) && r.seq > 0 && r.seq > top[r.epoch] {
+			top[r.epoch] = r.seq
+		}
 	}
 	if s.o.Weaken&WeakAckBeforeSync != 0 {
 		s.bg.Add(1)
-		go func() { defer s.bg.Done(); s.syncTo(seq, epoch) }()
-		return nil
+		go func() {
+			defer s.bg.Done()
+			for epoch, seq := range top {
+				s.syncTo(seq, epoch)
+			}
+		}()
+		return
 	}
-	if err := s.syncTo(seq, epoch); err != nil {
-		return err
+	serr := map[uint64]error{}
+	for epoch, seq := range top {
+		serr[epoch] = s.syncTo(seq, epoch)
 	}
-	s.maybeCheckpoint()
-	return nil
+	acked := false
+	for _, r := range batch {
+		var ce *ConflictError
+		switch {
+		case errors.As(r.err, &ce) && r.seq > 0 && serr[r.epoch] != nil:
+			r.err = fmt.Errorf("ref %q conflicts, but the value it saw could not be made durable: %w", ce.Ref, serr[r.epoch])
+		case r.err == nil:
+			r.err = serr[r.epoch]
+			acked = acked || r.err == nil
+		}
+	}
+	if acked {
+		s.maybeCheckpoint()
+	}
 }
 
 // catchUpUnlocked replays, without the writer lock, the frames other

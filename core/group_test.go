@@ -102,6 +102,63 @@ func groupCommitSharesSyncs(t *testing.T, n int) {
 	}
 }
 
+// TestCommitPipelineSharesSyncs: goroutines sharing one Store handle that
+// commit while a batch's fdatasync runs are appended as the next batch,
+// under one writer-lock turn, and made durable by one more fdatasync. The
+// first sync is held until every other committer waits in the pipeline, so
+// the count is exact. It fails if the pipeline stops batching (one sync
+// per commit).
+func TestCommitPipelineSharesSyncs(t *testing.T) {
+	const n = 16
+	c := faultfs.NewCounting(faultfs.NewMem())
+	g := &gateFS{FS: c}
+	s, err := core.Create("/s", core.Options{FS: g})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	c.Reset()
+	g.arm(0)
+	g.until = func() bool { return core.PendingCommits(s) == n-1 }
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	commit := func(i int) {
+		defer wg.Done()
+		_, errs[i] = s.Commit(core.CommitRequest{Agent: fmt.Sprintf("w%d", i),
+			Changes: []core.Change{put(fmt.Sprintf("w%d", i), "x")}, Advance: fmt.Sprintf("w%d", i)})
+	}
+	wg.Add(1)
+	go commit(0)
+	if !g.waitHeld(10 * time.Second) {
+		t.Fatal("the first commit never reached its journal sync")
+	}
+	for i := 1; i < n; i++ {
+		wg.Add(1)
+		go commit(i)
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("writer %d: %v", i, err)
+		}
+	}
+	if g.timedOut.Load() {
+		t.Fatalf("the held sync was released by its timeout: %d of %d committers were pending", core.PendingCommits(s), n-1)
+	}
+	if ds, locks := c.Count(faultfs.OpDatasync), c.PathCount(faultfs.OpLock, "/s/LOCK"); ds != 2 || locks != 2 {
+		t.Fatalf("%d commits made %d journal datasyncs and %d writer-lock turns, want 2 and 2 (the pipeline stopped batching)", n, ds, locks)
+	}
+	sn, err := s.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range n {
+		if _, err := sn.Ref(fmt.Sprintf("w%d", i)); err != nil {
+			t.Fatalf("ref w%d after the batch: %v", i, err)
+		}
+	}
+}
+
 // gateFS holds the first journal datasync after arm until want requests for
 // the sync lock have been made (the held committer's own and one from each
 // other committer), or for at most 10 s.
@@ -113,6 +170,7 @@ type gateFS struct {
 	held      chan struct{} // closed when the first sync is held
 	once      sync.Once
 	timedOut  atomic.Bool
+	until     func() bool // if set, replaces the sync-lock count as the release condition
 }
 
 func (g *gateFS) arm(want int) {
@@ -120,6 +178,13 @@ func (g *gateFS) arm(want int) {
 	g.held = make(chan struct{})
 	g.syncLocks.Store(0)
 	g.armed.Store(true)
+}
+
+func (g *gateFS) released() bool {
+	if g.until != nil {
+		return g.until()
+	}
+	return g.syncLocks.Load() >= g.want
 }
 
 func (g *gateFS) waitHeld(d time.Duration) bool {
@@ -160,7 +225,7 @@ func (f *gateFile) Datasync() error {
 	if first {
 		close(g.held)
 		deadline := time.Now().Add(10 * time.Second)
-		for g.syncLocks.Load() < g.want {
+		for !g.released() {
 			if time.Now().After(deadline) {
 				g.timedOut.Store(true)
 				break

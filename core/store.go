@@ -45,6 +45,12 @@ type Store struct {
 	// goroutines of this process too).
 	w *journal.Writer
 
+	// The commit pipeline (see transact): pending transactions, and
+	// whether one of them is leading a batch.
+	pipeMu  sync.Mutex
+	pending []*commitReq
+	leading bool
+
 	// recent holds the changeset and tree encodings of this process's last
 	// commit (see remember).
 	recentMu sync.Mutex
