@@ -437,6 +437,7 @@ func (s *Store) closeFiles() {
 	s.mu.Unlock()
 	s.w.Close()
 	s.st.close()
+	s.q.Close()
 	s.syncMu.Lock()
 	s.closeSyncLocked()
 	s.syncMu.Unlock()

@@ -44,8 +44,11 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/spf13/afero"
 
 	"github.com/swarmops/swarmops/core/vfs"
 )
@@ -65,6 +68,9 @@ type Queue struct {
 	fs    vfs.FS
 	dir   string
 	ready atomic.Bool // dir is known to exist
+
+	mu sync.Mutex
+	nf afero.File // NEXT, kept open; nil after an error
 }
 
 // New returns the queue in dir. The directory is created on first use.
@@ -114,10 +120,26 @@ func (q *Queue) Join(deadline time.Time, progress func()) (*Ticket, error) {
 		if progress != nil && i < len(below)-1 {
 			progress()
 		}
+		if i == len(below)-1 {
+			// The ticket just ahead was served (not merely gone): then
+			// every ticket below it is gone too, and no listing is needed.
+			head, ok, err := q.head()
+			if err != nil {
+				t.Leave()
+				return nil, err
+			}
+			if ok && head >= number(pred) {
+				break
+			}
+		}
 		if below, err = q.list(t.name); err != nil {
 			t.Leave()
 			return nil, err
 		}
+	}
+	if err := q.setHead(number(t.name)); err != nil {
+		t.Leave()
+		return nil, err
 	}
 	return t, nil
 }
@@ -177,16 +199,18 @@ func (q *Queue) takeGuarded() (*Ticket, []string, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	nf, err := q.fs.OpenFile(path.Join(q.dir, nextName), os.O_RDWR|os.O_CREATE, 0o644)
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	nf, err := q.next()
 	if err != nil {
 		return nil, nil, err
 	}
-	defer nf.Close()
 	var buf [8]byte
 	var next uint64
 	if n, err := nf.ReadAt(buf[:], 0); n == len(buf) {
 		next = binary.LittleEndian.Uint64(buf[:])
 	} else if err != nil && err != io.EOF {
+		q.dropNext()
 		return nil, nil, err
 	}
 	if len(names) > 0 {
@@ -194,11 +218,19 @@ func (q *Queue) takeGuarded() (*Ticket, []string, error) {
 			next = hi + 1
 		}
 	}
+	// HEAD may have survived a power loss that took NEXT back: a number
+	// at or below it would look served before its turn.
+	if head, ok, err := q.headLocked(); err != nil {
+		return nil, nil, err
+	} else if ok && head >= next {
+		next = head + 1
+	}
 	if next == 0 {
 		next = 1
 	}
 	binary.LittleEndian.PutUint64(buf[:], next+1)
 	if _, err := nf.WriteAt(buf[:], 0); err != nil {
+		q.dropNext()
 		return nil, nil, err
 	}
 	name := ticketName(next)
@@ -212,6 +244,87 @@ func (q *Queue) takeGuarded() (*Ticket, []string, error) {
 		return nil, nil, err
 	}
 	return &Ticket{q: q, name: name, l: l}, names, nil
+}
+
+// next returns the open NEXT file. Caller holds q.mu.
+func (q *Queue) next() (afero.File, error) {
+	if q.nf == nil {
+		f, err := q.fs.OpenFile(path.Join(q.dir, nextName), os.O_RDWR|os.O_CREATE, 0o644)
+		if err != nil {
+			return nil, err
+		}
+		q.nf = f
+	}
+	return q.nf, nil
+}
+
+// dropNext closes NEXT after an error, so the next use reopens it. Caller
+// holds q.mu.
+func (q *Queue) dropNext() {
+	if q.nf != nil {
+		q.nf.Close()
+		q.nf = nil
+	}
+}
+
+// Close releases the queue's open file.
+func (q *Queue) Close() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.dropNext()
+}
+
+// HEAD, at offset headOff of NEXT, is the number of the last ticket
+// served, with its complement as a check: a read torn by a concurrent write
+// fails the check and is ignored. Only the served ticket writes it, so it
+// only grows. It is an optimization: a waiter whose predecessor is gone
+// skips listing the queue if HEAD shows that predecessor was served.
+const headOff = 8
+
+func (q *Queue) head() (uint64, bool, error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.headLocked()
+}
+
+// headLocked reads HEAD. ok is false when it is missing or fails its
+// check. Caller holds q.mu.
+func (q *Queue) headLocked() (uint64, bool, error) {
+	nf, err := q.next()
+	if err != nil {
+		return 0, false, err
+	}
+	var b [16]byte
+	n, err := nf.ReadAt(b[:], headOff)
+	if err != nil && err != io.EOF {
+		q.dropNext()
+		return 0, false, err
+	}
+	if n != len(b) {
+		return 0, false, nil
+	}
+	h := binary.LittleEndian.Uint64(b[:8])
+	if binary.LittleEndian.Uint64(b[8:]) != ^h {
+		return 0, false, nil
+	}
+	return h, true, nil
+}
+
+func (q *Queue) setHead(n uint64) error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	nf, err := q.next()
+	if err != nil {
+		return err
+	}
+	var b [16]byte
+	binary.LittleEndian.PutUint64(b[:8], n)
+	binary.LittleEndian.PutUint64(b[8:], ^n)
+	if _, err := nf.WriteAt(b[:], headOff); err != nil {
+		q.dropNext()
+		return err
+	}
+	return nil
 }
 
 // list returns the ticket names below mine, ascending.
