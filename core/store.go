@@ -349,6 +349,22 @@ func (s *Store) healthy(end stateRec, eok bool, dur stateRec, dok bool) bool {
 // the queue.
 func (s *Store) withWriterLock(fn func() error) error {
 	deadline := time.Now().Add(s.o.LockTimeout)
+	// The lone writer's fast path: nobody queued, so try LOCK once.
+	if idle, err := s.q.Idle(); err != nil {
+		return ioErr("writer queue", err)
+	} else if idle {
+		l, err := s.fs.Lock(s.lockPath("LOCK"), 0)
+		if err == nil {
+			ferr := fn()
+			if uerr := l.Unlock(); uerr != nil && ferr == nil {
+				ferr = ioErr("writer unlock", uerr)
+			}
+			return ferr
+		}
+		if !errors.Is(err, ErrBusy) {
+			return s.lockErr(err)
+		}
+	}
 	var perr error
 	t, err := s.q.Join(deadline, func() {
 		if perr == nil {

@@ -144,6 +144,41 @@ func (q *Queue) Join(deadline time.Time, progress func()) (*Ticket, error) {
 	return t, nil
 }
 
+// Idle reports whether every ticket ever taken has been served: NEXT is one
+// past HEAD. A caller may then try its real lock once without queueing (a
+// lone writer pays one read instead of the queue's dozen calls). The answer
+// can be stale by the time it is used; the cost is that a writer arriving
+// in that instant may be overtaken once, never that two hold the real lock.
+// A ticket that gave up is never served, so the queue is not Idle again
+// until a later ticket has been: Idle errs toward queueing.
+func (q *Queue) Idle() (bool, error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	nf, err := q.next()
+	if errors.Is(err, fs.ErrNotExist) && !q.ready.Load() {
+		return false, nil // no queue directory yet: Join makes it
+	}
+	if err != nil {
+		return false, err
+	}
+	q.ready.Store(true)
+	var b [headOff + 16]byte
+	n, err := nf.ReadAt(b[:], 0)
+	if err != nil && err != io.EOF {
+		q.dropNext()
+		return false, err
+	}
+	if n != len(b) {
+		return false, nil
+	}
+	next := binary.LittleEndian.Uint64(b[:8])
+	h := binary.LittleEndian.Uint64(b[headOff:])
+	if binary.LittleEndian.Uint64(b[headOff+8:]) != ^h {
+		return false, nil
+	}
+	return next == h+1, nil
+}
+
 // Lookahead is how many places ahead of its own a waiter first waits for
 // (see Join).
 const Lookahead = 4
