@@ -245,3 +245,43 @@ func TestExclusion(t *testing.T) {
 		}
 	})
 }
+
+// TestIdle: the queue is idle only when every ticket taken has been served
+// and none is waiting; a ticket that gave up keeps it busy until a later one
+// is served (Idle errs toward queueing).
+func TestIdle(t *testing.T) {
+	filesystems(t, func(t *testing.T, fsys vfs.FS, dir string) {
+		q := lockq.New(fsys, dir)
+		idle := func() bool {
+			t.Helper()
+			ok, err := q.Idle()
+			if err != nil {
+				t.Fatal(err)
+			}
+			return ok
+		}
+		if idle() {
+			t.Fatal("a queue that does not exist yet is idle")
+		}
+		head := join(t, q, time.Second)
+		if idle() {
+			t.Fatal("idle while a ticket is held")
+		}
+		if _, err := lockq.New(fsys, dir).Join(time.Now().Add(20*time.Millisecond), nil); !errors.Is(err, vfs.ErrBusy) {
+			t.Fatalf("a second ticket got %v, want ErrBusy", err)
+		}
+		if err := head.Leave(); err != nil {
+			t.Fatal(err)
+		}
+		if idle() {
+			t.Fatal("idle while a ticket that gave up was never served")
+		}
+		tk := join(t, q, time.Second)
+		if err := tk.Leave(); err != nil {
+			t.Fatal(err)
+		}
+		if !idle() {
+			t.Fatal("not idle after every ticket was served or gave up")
+		}
+	})
+}
