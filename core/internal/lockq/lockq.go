@@ -145,10 +145,12 @@ func (q *Queue) Join(deadline time.Time, progress func()) (*Ticket, error) {
 }
 
 // Idle reports whether every ticket ever taken has been served: NEXT is one
-// past HEAD. A caller may then try its real lock once without queueing (a
-// lone writer pays one read instead of the queue's dozen calls). The answer
-// can be stale by the time it is used; the cost is that a writer arriving
-// in that instant may be overtaken once, never that two hold the real lock.
+// past HEAD. The last ticket served may still hold its turn; a caller that
+// finds the queue idle tries its real lock once without queueing (a lone
+// writer pays one read instead of the queue's dozen calls), and that lock
+// decides. The answer can be stale by the time it is used; the cost is that
+// a writer in that instant may be overtaken once, never that two hold the
+// real lock.
 // A ticket that gave up is never served, so the queue is not Idle again
 // until a later ticket has been: Idle errs toward queueing.
 func (q *Queue) Idle() (bool, error) {

@@ -246,9 +246,10 @@ func TestExclusion(t *testing.T) {
 	})
 }
 
-// TestIdle: the queue is idle only when every ticket taken has been served
-// and none is waiting; a ticket that gave up keeps it busy until a later one
-// is served (Idle errs toward queueing).
+// TestIdle: the queue is idle when every ticket taken has been served (the
+// last one served may still hold it: the caller's real lock decides), not
+// while one waits; a ticket that gave up keeps it busy until a later one is
+// served (Idle errs toward queueing).
 func TestIdle(t *testing.T) {
 	filesystems(t, func(t *testing.T, fsys vfs.FS, dir string) {
 		q := lockq.New(fsys, dir)
@@ -264,9 +265,28 @@ func TestIdle(t *testing.T) {
 			t.Fatal("a queue that does not exist yet is idle")
 		}
 		head := join(t, q, time.Second)
+		done := make(chan error, 1)
+		go func() {
+			tk, err := lockq.New(fsys, dir).Join(time.Now().Add(10*time.Second), nil)
+			if err == nil {
+				err = tk.Leave()
+			}
+			done <- err
+		}()
+		waitQueued(t, fsys, dir, 2)
 		if idle() {
-			t.Fatal("idle while a ticket is held")
+			t.Fatal("idle while a ticket waits")
 		}
+		if err := head.Leave(); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		if !idle() {
+			t.Fatal("not idle after every ticket was served")
+		}
+		head = join(t, q, time.Second)
 		if _, err := lockq.New(fsys, dir).Join(time.Now().Add(20*time.Millisecond), nil); !errors.Is(err, vfs.ErrBusy) {
 			t.Fatalf("a second ticket got %v, want ErrBusy", err)
 		}
