@@ -316,6 +316,10 @@ var _ = Describe("CLI level (real swarmops processes)", Ordered, ContinueOnFailu
 		r := f.runCLI(bin, knobs.Writers, knobs.CLIPerWriter, modeLand)
 		f.checkLands(r, knobs.Writers, knobs.CLIPerWriter)
 		report(fmt.Sprintf("CLI, land races onto main, %d × %d", knobs.Writers, knobs.CLIPerWriter), r)
+		// A loser keeps the writer lock for its retry; re-queueing behind
+		// every other lander instead ran 16 of 32 landers out of attempts
+		// (E_BUSY) in this spec.
+		Expect(r.summary.Busy).To(Equal(0), "E_BUSY from land races (attempts run out)")
 	})
 
 	Context("at full size", Label("slow"), func() {

@@ -198,6 +198,16 @@ func (s *Store) transact(t *txn, need []ID) error {
 		return fmt.Errorf("%w: transaction of %d bytes exceeds the frame limit", ErrInvalid, len(payload))
 	}
 	r := &commitReq{t: t, payload: payload, digest: journal.PayloadDigest(payload), need: need, turn: make(chan bool, 1)}
+	s.holdMu.Lock()
+	held := s.held
+	s.holdMu.Unlock()
+	if held {
+		// This process holds the writer lock (holdWriterLock): commit
+		// at once. Joining the pipeline could wait on a leader that waits
+		// in the queue behind the held turn.
+		s.commitBatch([]*commitReq{r})
+		return r.err
+	}
 	s.pipeMu.Lock()
 	s.pending = append(s.pending, r)
 	lead := !s.leading

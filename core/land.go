@@ -88,7 +88,29 @@ func (s *Store) Land(change ID, onto string, o LandOptions) (*LandResult, error)
 		base     ID
 		prevHead ID
 		blobs    = make(map[ID][]byte)
+		release  func()
 	)
+	defer func() {
+		if release != nil {
+			release()
+		}
+	}()
+	// keepTurn is called after a lost race. The writer lock serves writers
+	// in arrival order (C8), so a loser that queued again for each retry
+	// would find, at its next turn, that every writer queued ahead of it
+	// had moved the target again: with 32 landers, one would win per round.
+	// The loser therefore takes the writer lock once more and keeps it
+	// until it has landed: nothing else moves the target meanwhile, and its
+	// next attempt (or, if the target moved while it queued, the one after)
+	// wins.
+	keepTurn := func() error {
+		if release != nil {
+			return nil
+		}
+		var err error
+		release, err = s.holdWriterLock()
+		return err
+	}
 	for attempt := 1; attempt <= maxAttempts; attempt++ {
 		res.Attempts = attempt
 		if head.IsZero() {
@@ -116,6 +138,9 @@ func (s *Store) Land(change ID, onto string, o LandOptions) (*LandResult, error)
 			}
 			cur, lost := lostRace(err, onto)
 			if !lost {
+				return fail(err)
+			}
+			if err := keepTurn(); err != nil {
 				return fail(err)
 			}
 			// The fast-forward was the merge whose base and head are both
@@ -198,6 +223,9 @@ func (s *Store) Land(change ID, onto string, o LandOptions) (*LandResult, error)
 		}
 		cur, lost := lostRace(err, onto)
 		if !lost {
+			return fail(err)
+		}
+		if err := keepTurn(); err != nil {
 			return fail(err)
 		}
 		prevHead, head = head, cur

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"sync"
 	"testing"
+	"time"
 
 	"pgregory.net/rapid"
 
@@ -355,5 +357,76 @@ func TestLandMergesAChangeWhoseBranchForkedEarlier(t *testing.T) {
 	}
 	if base, _ := mergeBase(sn, r.Changeset, change); base != change {
 		t.Errorf("mergeBase(merge, change) = %s, want change itself", short(base))
+	}
+}
+
+// TestRacingLandersEachLandWithinThreeAttempts: landers on separate handles
+// (as separate processes) all land onto one main at once. The writer lock
+// serves them in arrival order, so a loser that queued again for each retry
+// would lose to every lander queued ahead of it, one winner per round, and
+// run out of attempts; a loser that keeps its turn after losing lands by its
+// third attempt at the latest (its second, unless main moved while it
+// queued for the turn). It fails with ErrBusy or more attempts if Land
+// gives the lock back between retries.
+func TestRacingLandersEachLandWithinThreeAttempts(t *testing.T) {
+	const n = 24
+	// Each attempt dwells a moment before its commit, as a real merge
+	// does, so the landers' attempts overlap and they queue together.
+	setLandHook(t, func(int) { time.Sleep(time.Millisecond) })
+	mem := faultfs.NewMem()
+	s0, err := Create("/s", Options{FS: mem})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s0.Close()
+	m0, err := s0.Commit(CommitRequest{Changes: []Change{{Path: "base.txt", Data: []byte("b")}}, Advance: "main"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	handles := make([]*Store, n)
+	changes := make([]ID, n)
+	for i := range handles {
+		if handles[i], err = Open("/s", Options{FS: mem}); err != nil {
+			t.Fatal(err)
+		}
+		defer handles[i].Close()
+		if changes[i], err = handles[i].Commit(CommitRequest{Parents: []ID{m0}, Changes: puts(fmt.Sprintf("w%d-", i), 2)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var wg sync.WaitGroup
+	results := make([]*LandResult, n)
+	errs := make([]error, n)
+	start := make(chan struct{})
+	for i := range handles {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			results[i], errs[i] = handles[i].Land(changes[i], "main", LandOptions{})
+		}()
+	}
+	close(start)
+	wg.Wait()
+	for i := range handles {
+		if errs[i] != nil {
+			t.Fatalf("lander %d: %v", i, errs[i])
+		}
+		if results[i].Attempts > 3 {
+			t.Errorf("lander %d took %d attempts (remerged %v), want at most 3", i, results[i].Attempts, results[i].Remerged)
+		}
+	}
+	sn, err := s0.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	head, err := sn.Ref("main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range n {
+		if _, _, err := sn.ReadPath(head, fmt.Sprintf("w%d-0", i)); err != nil {
+			t.Fatalf("lander %d's file on main: %v", i, err)
+		}
 	}
 }

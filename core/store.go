@@ -51,6 +51,13 @@ type Store struct {
 	pending []*commitReq
 	leading bool
 
+	// held is set while holdWriterLock keeps the writer lock for this
+	// process; holdMu guards it and, while it is set, serializes the
+	// sections that run under the held lock.
+	holdMu  sync.Mutex
+	held    bool
+	holding atomic.Bool // a holdWriterLock is taking or keeping the lock
+
 	// recent holds the changeset and tree encodings of this process's last
 	// commit (see remember).
 	recentMu sync.Mutex
@@ -348,6 +355,14 @@ func (s *Store) healthy(end stateRec, eok bool, dur stateRec, dok bool) bool {
 // deadline, LockTimeout, after which the caller gets ErrBusy and has left
 // the queue.
 func (s *Store) withWriterLock(fn func() error) error {
+	s.holdMu.Lock()
+	if s.held {
+		// holdWriterLock's holder keeps the lock for this process:
+		// critical sections run under it one at a time.
+		defer s.holdMu.Unlock()
+		return fn()
+	}
+	s.holdMu.Unlock()
 	deadline := time.Now().Add(s.o.LockTimeout)
 	// The lone writer's fast path: nobody queued, so try LOCK once.
 	if idle, err := s.q.Idle(); err != nil {
@@ -393,6 +408,49 @@ func (s *Store) withWriterLock(fn func() error) error {
 		ferr = ioErr("writer unlock", uerr)
 	}
 	return ferr
+}
+
+// holdWriterLock takes the writer lock and keeps it until release is
+// called: meanwhile every writer-lock section of this process (its commit,
+// and those of other goroutines) runs under it without queueing, and no
+// other process writes. Land uses it after a lost race.
+//
+// One goroutine of a process holds it at a time: another caller meanwhile
+// gets a release that does nothing, and its sections run under the held
+// lock anyway.
+func (s *Store) holdWriterLock() (release func(), err error) {
+	if !s.holding.CompareAndSwap(false, true) {
+		return func() {}, nil
+	}
+	var (
+		got  = make(chan struct{})
+		done = make(chan struct{})
+		ferr = make(chan error, 1)
+	)
+	go func() {
+		ferr <- s.withWriterLock(func() error {
+			close(got)
+			<-done
+			return nil
+		})
+	}()
+	select {
+	case <-got:
+	case err := <-ferr:
+		s.holding.Store(false)
+		return nil, err
+	}
+	s.holdMu.Lock()
+	s.held = true
+	s.holdMu.Unlock()
+	return func() {
+		s.holdMu.Lock()
+		s.held = false
+		s.holdMu.Unlock()
+		close(done)
+		<-ferr
+		s.holding.Store(false)
+	}, nil
 }
 
 func (s *Store) lockErr(err error) error {
