@@ -110,6 +110,9 @@ type proj struct {
 	// ckptSeq is the next seq of the checkpoint the projection started from.
 	ckptSeq uint64
 	frames  int64 // frames applied since load
+	// reflogLen is how many bytes of the reflog file hold the moves
+	// before refs.Base() (see reflog.go).
+	reflogLen int64
 }
 
 func newProj(pos journal.Pos, nextSeq uint64) *proj {
