@@ -181,4 +181,3 @@ func describeBytes(b map[string]int64, n int) string {
 	}
 	return strings.TrimSpace(sb.String())
 }
-
