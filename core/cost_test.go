@@ -177,3 +177,36 @@ func TestRecoveryReadsAreBoundedByK(t *testing.T) {
 		t.Fatalf("recovery reads grow with history: %+v at %d changesets, %+v at %d", a, small, b, large)
 	}
 }
+
+// TestOneFileCommitTakesOneSector: the peer comparison's transaction (one
+// 24-byte file, a 100-byte message, advancing the writer's ref) takes one
+// 512-byte sector of journal, so sector alignment pads it by less than a
+// sector (P6). With the object ids and the ref's new value written out in
+// the frame (transaction payload version 1) the frame was 619 bytes and took
+// two sectors.
+func TestOneFileCommitTakesOneSector(t *testing.T) {
+	s, err := core.Create("/s", core.Options{FS: faultfs.NewMem()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	const n = 100
+	var head core.ID
+	var first int64
+	for i := 0; i <= n; i++ {
+		if head, err = s.Commit(historyRequest(3, i, head)); err != nil {
+			t.Fatal(err)
+		}
+		in, err := s.Info()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			first = in.DurableOffset
+		} else if i == n {
+			if per := (in.DurableOffset - first) / n; per > 512 {
+				t.Fatalf("a one-file commit takes %d bytes of journal; want one 512-byte sector", per)
+			}
+		}
+	}
+}

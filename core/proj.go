@@ -129,6 +129,14 @@ func (p *proj) apply(fr *journal.Frame, segPath string) error {
 	if err != nil {
 		return corrupt(segPath, fr.Pos.Off, "frame %d: %v", fr.Seq, err)
 	}
+	return p.applyTxn(fr, t, segPath)
+}
+
+// applyTxn adds frame fr, whose payload decodes to t, to the projection.
+// The writer applies its own frame this way, from the transaction it
+// encoded (encodeTxn sets each object's offset), so it hashes nothing under
+// the writer lock.
+func (p *proj) applyTxn(fr *journal.Frame, t *txn, segPath string) error {
 	base := fr.Pos.Off + journal.FrameHeaderSize
 	// Duplicates are found before anything is added, so a run read that
 	// fails leaves the projection as it was (and the error reaches the

@@ -27,9 +27,15 @@ import (
 //	chunk (starts on a 512-byte boundary):
 //	 0 magic "SWRL"  4 version u8 (= 1)  5 zero [3]  8 body length u32  12 zero u32
 //	16 from seq u64  24 to seq u64 (moves of frames from <= seq < to)
-//	32 body (uvarints): n refs, per ref: name-len name count,
-//	   per entry: seq old[32] new[32] time-ns
+//	32 body (uvarints): n refs, per ref: name-len name count, per entry:
+//	   seq - prev uvarint | flags u8 | old [32] (absent if flag 1) | new [32] |
+//	   time-ns - prev varint
 //	   BLAKE3-256 of header and body (32 bytes), zeros to the next 512 boundary
+//
+// In an entry, prev is the ref's previous entry in the chunk (for the first:
+// seq from, time 0), and flag 1 means old is the previous entry's new value,
+// which a ref moved by compare-and-swap nearly always has: 40 bytes a move
+// instead of 76.
 //
 // A chunk is written at the length the current checkpoint records, which is
 // a multiple of 512, then the file is datasynced, and only then is the
@@ -45,6 +51,9 @@ const (
 
 var reflogMagic = [4]byte{'S', 'W', 'R', 'L'}
 
+// reflogOldIsPrev marks an entry whose old value is the previous entry's new.
+const reflogOldIsPrev = 1
+
 // encodeReflogChunk encodes the moves of frames from <= seq < to, padded to
 // reflogAlign.
 func encodeReflogChunk(from, to uint64, names []string, logs [][]refs.Entry) []byte {
@@ -58,11 +67,18 @@ func encodeReflogChunk(from, to uint64, names []string, logs [][]refs.Entry) []b
 		b = binary.AppendUvarint(b, uint64(len(n)))
 		b = append(b, n...)
 		b = binary.AppendUvarint(b, uint64(len(logs[i])))
-		for _, e := range logs[i] {
-			b = binary.AppendUvarint(b, e.Seq)
-			b = append(b, e.Old[:]...)
+		seq, t := from, int64(0)
+		for j, e := range logs[i] {
+			b = binary.AppendUvarint(b, e.Seq-seq)
+			if j > 0 && e.Old == logs[i][j-1].New {
+				b = append(b, reflogOldIsPrev)
+			} else {
+				b = append(b, 0)
+				b = append(b, e.Old[:]...)
+			}
 			b = append(b, e.New[:]...)
-			b = binary.AppendUvarint(b, uint64(e.Time.UnixNano()))
+			b = binary.AppendVarint(b, e.Time.UnixNano()-t)
+			seq, t = e.Seq, e.Time.UnixNano()
 		}
 	}
 	binary.LittleEndian.PutUint32(b[8:], uint32(len(b)-reflogHdrSize))
@@ -118,17 +134,40 @@ func decodeReflog(b []byte) (map[string][]refs.Entry, error) {
 			return s
 		}
 		limit := uint64(len(body))
+		vi := func() int64 {
+			v, n := binary.Varint(body[pos:])
+			if n <= 0 {
+				bad = true
+				return 0
+			}
+			pos += n
+			return v
+		}
 		n := uv()
 		for i := uint64(0); i < n && !bad && i < limit; i++ {
 			name := string(take(uv()))
 			k := uv()
+			seq, t := from, int64(0)
+			var prev refs.Entry
 			for j := uint64(0); j < k && !bad && j < limit; j++ {
-				e := refs.Entry{Seq: uv(), Old: ID(take(32)), New: ID(take(32))}
-				e.Time = time.Unix(0, int64(uv())).UTC()
-				if e.Seq < from || e.Seq >= to {
+				var e refs.Entry
+				e.Seq = seq + uv()
+				switch fl := take(1)[0]; {
+				case fl == reflogOldIsPrev && j > 0:
+					e.Old = prev.New
+				case fl == 0:
+					e.Old = ID(take(32))
+				default:
+					bad = true
+				}
+				e.New = ID(take(32))
+				t += vi()
+				e.Time = time.Unix(0, t).UTC()
+				if e.Seq < from || e.Seq >= to || (j > 0 && e.Seq <= seq) {
 					bad = true
 				}
 				out[name] = append(out[name], e)
+				seq, prev = e.Seq, e
 			}
 		}
 		if bad || pos != len(body) {
