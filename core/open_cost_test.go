@@ -159,3 +159,46 @@ func TestDeepVerifyChecksIndexRuns(t *testing.T) {
 		t.Fatalf("Verify(deep) missed a flipped byte in %s: %+v", run, rep.Problems)
 	}
 }
+
+// TestChangesetLookupReadsOneTablePerRun: looking up a changeset that sits
+// in the oldest of several index runs reads, in each run, only the
+// changeset table: its fanout entries and one bucket, two reads per run
+// (P5). Asking every run's object table first, as a lookup of unknown kind
+// does, made it 4 reads per run (16 at 4 runs).
+func TestChangesetLookupReadsOneTablePerRun(t *testing.T) {
+	m := faultfs.NewMem()
+	o := core.Options{FS: m}
+	ids := buildHistory(t, o, "/s", 4000)
+	settleHistory(t, o, "/s")
+	c := faultfs.NewCounting(m)
+	o.FS = c
+	s, err := core.Open("/s", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	sn, err := s.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := m.Open("/s/index")
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs, _ := d.Readdirnames(-1)
+	d.Close()
+	c.Reset()
+	if _, err := sn.Changeset(ids[0]); err != nil {
+		t.Fatal(err)
+	}
+	var index int64
+	for p := range c.Paths() {
+		if strings.HasPrefix(p, "/s/index/") {
+			index += c.PathCount(faultfs.OpRead, p)
+		}
+	}
+	t.Logf("%d index runs: %d index reads for the first lookup of the oldest changeset", len(runs), index)
+	if len(runs) < 2 || index > int64(2*len(runs)) {
+		t.Fatalf("first lookup of the oldest changeset: %d index reads at %d runs; want at most 2 per run (and at least 2 runs)", index, len(runs))
+	}
+}

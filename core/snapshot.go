@@ -65,7 +65,7 @@ func (s *Store) Snapshot() (*Snapshot, error) {
 func (s *Store) readObject(id ID, k objects.Kind, maxSeq uint64, catchUp bool) ([]byte, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	l, ok := s.p.idx.get(id)
+	l, ok := s.p.idx.getKind(id, k)
 	if !ok && catchUp {
 		end, eok, err := s.st.readStable(recEnd, s.boot)
 		if err != nil {
@@ -75,7 +75,7 @@ func (s *Store) readObject(id ID, k objects.Kind, maxSeq uint64, catchUp bool) (
 			if err := s.catchUp(end.NextSeq); err != nil {
 				return nil, err
 			}
-			l, ok = s.p.idx.get(id)
+			l, ok = s.p.idx.getKind(id, k)
 		}
 	}
 	if !ok {
