@@ -5,7 +5,10 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/spf13/afero"
 
@@ -121,88 +124,178 @@ func BenchmarkCommitCPU(b *testing.B) {
 	b.ReportMetric(float64(c.Count(faultfs.OpDatasync))/float64(b.N), "syncs/op")
 }
 
-// benchChangesets is the history size of the lookup benchmarks
-// (SWARMOPS_BENCH_CHANGESETS, default 100000).
-func benchChangesets(b *testing.B) int {
+// benchSizes are the history sizes of the lookup benchmarks
+// (SWARMOPS_BENCH_CHANGESETS, comma-separated, default 100000; e.g.
+// "100000,1000000").
+func benchSizes(b *testing.B) []int {
 	v := os.Getenv("SWARMOPS_BENCH_CHANGESETS")
 	if v == "" {
-		return 100000
+		return []int{100000}
 	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n < 1 {
-		b.Fatalf("SWARMOPS_BENCH_CHANGESETS=%q: want a positive integer", v)
+	var out []int
+	for _, f := range strings.Split(v, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			b.Fatalf("SWARMOPS_BENCH_CHANGESETS=%q: want positive integers, comma-separated", v)
+		}
+		out = append(out, n)
 	}
-	return n
+	return out
 }
 
-// historyStore builds a store of n changesets on a memory FS (the lookup
-// path does not sync) without per-commit syncs, which only the build needs.
-func historyStore(b *testing.B, n int) (*faultfs.MemFS, []core.ID) { return historyStoreT(b, n) }
+// builtHistory is a store built once per size and process (buildHistory on
+// the memory FS, then a checkpoint covering all of it), shared by
+// every run of the lookup benchmarks: a 1M build takes minutes.
+type builtHistory struct {
+	m     *faultfs.MemFS
+	ids   []core.ID
+	bytes map[string]int64
+}
 
-func historyStoreT(b testing.TB, n int) (*faultfs.MemFS, []core.ID) {
-	m := faultfs.NewMem()
-	s, err := core.Create("/s", core.Options{FS: m, Weaken: core.WeakSkipDatasync})
-	if err != nil {
-		b.Fatal(err)
+var (
+	historiesMu sync.Mutex
+	histories   = map[int]*builtHistory{}
+)
+
+func history(b *testing.B, n int) *builtHistory {
+	historiesMu.Lock()
+	defer historiesMu.Unlock()
+	if h := histories[n]; h != nil {
+		return h
 	}
-	ids := make([]core.ID, 0, n)
-	var head core.ID
-	for i := 0; i < n; i++ {
-		req := core.CommitRequest{Changes: []core.Change{put(fmt.Sprintf("f%d", i%4), strconv.Itoa(i))}, Advance: "main"}
-		if i > 0 {
-			req.Parents = []core.ID{head}
-		}
-		if head, err = s.Commit(req); err != nil {
+	m := faultfs.NewMem()
+	o := core.Options{FS: m}
+	t0 := time.Now()
+	ids := buildHistory(b, o, "/s", n)
+	settleHistory(b, o, "/s")
+	h := &builtHistory{m: m, ids: ids, bytes: storeBytes(b, m, "/s")}
+	b.Logf("built %d changesets in %v (%d goroutines, durable commits on the memory FS); bytes per changeset: %s",
+		n, time.Since(t0).Round(time.Millisecond), historyWriters, describeBytes(h.bytes, n))
+	histories[n] = h
+	return h
+}
+
+// BenchmarkLookup measures, at each history size of SWARMOPS_BENCH_CHANGESETS
+// (issue #3; P4, P5, P6): warm lookups by id and by unique 12-digit prefix in
+// a long-lived store; a fresh Open plus the first lookup of a changeset
+// (P5); and the store's bytes per changeset (P6), reported as metrics of the
+// "bytes" sub-benchmark, total and by part (journal, index runs, reflog,
+// checkpoint, loose objects). The store is on the memory FS, so the open
+// measures the store's CPU and the number of reads, not the disk; sizes are
+// file sizes (apparent, not allocated blocks). It is built by buildHistory:
+// 32 goroutines committing durably through Store.Commit.
+//
+//	SWARMOPS_BENCH_CHANGESETS=100000,1000000 go test ./core -run '^$' -bench Lookup -benchtime 2000x -count 5
+func BenchmarkLookup(b *testing.B) {
+	for _, n := range benchSizes(b) {
+		h := history(b, n)
+		m, ids := h.m, h.ids
+		s, err := core.Open("/s", core.Options{FS: m})
+		if err != nil {
 			b.Fatal(err)
 		}
-		ids = append(ids, head)
+		sn, err := s.Snapshot()
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(fmt.Sprintf("changesets=%d/by=id", n), func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				if _, err := sn.Changeset(ids[(i*7919)%len(ids)]); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(fmt.Sprintf("changesets=%d/by=prefix12", n), func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				if _, err := sn.Resolve(ids[(i*7919)%len(ids)].String()[:12]); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		s.Close()
+		// The same store, copied file by file from the memory FS to the
+		// real disk (SWARMOPS_BENCH_DIR), once per run of this benchmark:
+		// the real-OS open is a fresh process's, with the files in the page
+		// cache. The first open recovers (the copied state names another
+		// boot) and is not timed.
+		dir := filepath.Join(benchDir(b), "s")
+		copyTree(b, m, "/s", vfs.OS(), dir)
+		if s, err := core.Open(dir, core.Options{}); err != nil {
+			b.Fatal(err)
+		} else {
+			s.Close()
+		}
+		b.Run(fmt.Sprintf("changesets=%d/open+first-lookup", n), func(b *testing.B) {
+			c := faultfs.NewCounting(m)
+			for i := 0; i < b.N; i++ {
+				s, err := core.Open("/s", core.Options{FS: c})
+				if err != nil {
+					b.Fatal(err)
+				}
+				sn, err := s.Snapshot()
+				if err == nil {
+					_, err = sn.Changeset(ids[(i*7919)%len(ids)])
+				}
+				s.Close()
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(c.Count(faultfs.OpRead))/float64(b.N), "reads/op")
+		})
+		b.Run(fmt.Sprintf("changesets=%d/open+first-lookup-realos", n), func(b *testing.B) {
+			c := faultfs.NewCounting(vfs.OS())
+			o := core.Options{FS: c}
+			for i := 0; i < b.N; i++ {
+				s, err := core.Open(dir, o)
+				if err != nil {
+					b.Fatal(err)
+				}
+				sn, err := s.Snapshot()
+				if err == nil {
+					_, err = sn.Changeset(ids[(i*7919)%len(ids)])
+				}
+				s.Close()
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(c.Count(faultfs.OpRead))/float64(b.N), "reads/op")
+		})
+		b.Run(fmt.Sprintf("changesets=%d/bytes", n), func(b *testing.B) {
+			var total int64
+			for _, v := range h.bytes {
+				total += v
+			}
+			for i := 0; i < b.N; i++ {
+			}
+			b.ReportMetric(float64(total)/float64(n), "B/changeset")
+			for part, v := range h.bytes {
+				b.ReportMetric(float64(v)/float64(n), part+"-B/changeset")
+			}
+		})
 	}
-	s.Close()
-	return m, ids
 }
 
-// BenchmarkLookup resolves ids and unique prefixes and reads changesets
-// in a history of SWARMOPS_BENCH_CHANGESETS changesets, and measures open
-// plus the first lookup.
-func BenchmarkLookup(b *testing.B) {
-	n := benchChangesets(b)
-	m, ids := historyStore(b, n)
-	s, err := core.Open("/s", core.Options{FS: m})
+// copyTree copies every file under src on from to dst on to.
+func copyTree(b *testing.B, from vfs.FS, src string, to vfs.FS, dst string) {
+	err := afero.Walk(from, src, func(p string, fi os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		target := filepath.Join(dst, strings.TrimPrefix(p, src))
+		if fi.IsDir() {
+			return to.MkdirAll(target, 0o755)
+		}
+		data, err := afero.ReadFile(from, p)
+		if err != nil {
+			return err
+		}
+		return afero.WriteFile(to, target, data, 0o644)
+	})
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer s.Close()
-	sn, _ := s.Snapshot()
-	b.Run(fmt.Sprintf("changesets=%d/by=id", n), func(b *testing.B) {
-		for i := 0; i < b.N; i++ {
-			if _, err := sn.Changeset(ids[(i*7919)%len(ids)]); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
-	b.Run(fmt.Sprintf("changesets=%d/by=prefix12", n), func(b *testing.B) {
-		for i := 0; i < b.N; i++ {
-			if _, err := sn.Resolve(ids[(i*7919)%len(ids)].String()[:12]); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
-	b.Run(fmt.Sprintf("changesets=%d/open+first-lookup", n), func(b *testing.B) {
-		for i := 0; i < b.N; i++ {
-			s, err := core.Open("/s", core.Options{FS: m})
-			if err != nil {
-				b.Fatal(err)
-			}
-			sn, err := s.Snapshot()
-			if err == nil {
-				_, err = sn.Resolve("main")
-			}
-			s.Close()
-			if err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
 }
 
 var _ afero.Fs = vfs.OS()

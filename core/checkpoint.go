@@ -26,20 +26,24 @@ import (
 // with its reflogs. It is replaced atomically (temp file, datasync, rename,
 // directory sync), so after any crash it is either the old or the new one,
 // whole. Its size depends on the number of runs and refs, not on the number of
-// objects: an open reads it, the run headers, and the frames after it.
+// objects or ref moves: an open reads it, the run headers, and the frames
+// after it. Each ref's older moves live in the reflog file (reflog.go), read
+// only by a reflog listing or a snapshot older than the checkpoint.
 //
-//	 0 magic "SWCKPT01"  8 version u32 (= 2)  12 reserved u32  16 store id [16]
+//	 0 magic "SWCKPT01"  8 version u32 (= 3)  12 reserved u32  16 store id [16]
 //	32 segment u64  40 offset u64  48 next seq u64  56 epoch u64
 //	64 body (uvarints):
-//	   runs:    n, then per run (newest first): name-len name (a file in index/)
-//	   reflogs: n, then per ref: name-len name count, per entry: seq old[32] new[32] time-ns
+//	   runs:   n, then per run (newest first): name-len name (a file in index/)
+//	   reflog: length of the reflog file's chunks (a multiple of 512)
+//	   refs:   n, then per ref: name-len name, its last move: seq old[32] new[32] time-ns
 //	end: BLAKE3-256 of everything before it (32 bytes)
 //
-// Every record in the runs comes from a frame before next seq, so it is
-// durable. Version 1 (the whole projection inline) is refused.
+// Every record in the runs and every move in the reflog's first length bytes
+// comes from a frame before next seq, so it is durable. Versions 1 (the whole
+// projection inline) and 2 (every reflog inline) are refused.
 const (
 	ckptHeaderSize = 64
-	ckptVersion    = 2
+	ckptVersion    = 3
 	ckptName       = "checkpoint"
 	ckptTemp       = "checkpoint.tmp"
 	indexDir       = "index"
@@ -54,12 +58,15 @@ type checkpoint struct {
 	NextSeq uint64
 	Epoch   uint64
 	Runs    []string // run file names in index/, newest first
-	proj    *proj
+	// ReflogLen is how many bytes of the reflog file hold the moves of
+	// the frames before NextSeq.
+	ReflogLen int64
+	proj      *proj
 }
 
-// encodeCheckpoint serializes the run list and the ref table of p as of
-// (before) seq nextSeq, which must end at pos.
-func encodeCheckpoint(id journal.StoreID, pos journal.Pos, nextSeq, epoch uint64, runs []string, rt *refs.Table) []byte {
+// encodeCheckpoint serializes the run list, the reflog length and each ref's
+// last move in rt as of (before) seq nextSeq, which must end at pos.
+func encodeCheckpoint(id journal.StoreID, pos journal.Pos, nextSeq, epoch uint64, runs []string, reflogLen int64, rt *refs.Table) []byte {
 	b := make([]byte, ckptHeaderSize, 1<<12)
 	copy(b[0:8], ckptMagic[:])
 	binary.LittleEndian.PutUint32(b[8:], ckptVersion)
@@ -73,19 +80,23 @@ func encodeCheckpoint(id journal.StoreID, pos journal.Pos, nextSeq, epoch uint64
 		b = binary.AppendUvarint(b, uint64(len(n)))
 		b = append(b, n...)
 	}
-	names := rt.Names()
+	b = binary.AppendUvarint(b, uint64(reflogLen))
+	var names []string
+	var last []refs.Entry
+	for _, n := range rt.Names() {
+		if e, ok := rt.Last(n, nextSeq-1); ok {
+			names, last = append(names, n), append(last, e)
+		}
+	}
 	b = binary.AppendUvarint(b, uint64(len(names)))
-	for _, n := range names {
-		log := rt.Log(n, nextSeq-1)
+	for i, n := range names {
+		e := last[i]
 		b = binary.AppendUvarint(b, uint64(len(n)))
 		b = append(b, n...)
-		b = binary.AppendUvarint(b, uint64(len(log)))
-		for _, e := range log {
-			b = binary.AppendUvarint(b, e.Seq)
-			b = append(b, e.Old[:]...)
-			b = append(b, e.New[:]...)
-			b = binary.AppendUvarint(b, uint64(e.Time.UnixNano()))
-		}
+		b = binary.AppendUvarint(b, e.Seq)
+		b = append(b, e.Old[:]...)
+		b = append(b, e.New[:]...)
+		b = binary.AppendUvarint(b, uint64(e.Time.UnixNano()))
 	}
 	sum := blake3.Sum256(b)
 	return append(b, sum[:]...)
@@ -103,7 +114,7 @@ func decodeCheckpoint(b []byte) (*checkpoint, error) {
 		return nil, fmt.Errorf("%w: bad magic", errCkpt)
 	}
 	if v := binary.LittleEndian.Uint32(b[8:]); v != ckptVersion {
-		return nil, fmt.Errorf("%w: version %d is not supported (this build reads version %d; version 1 stores from before index runs must be re-created)", errCkpt, v, ckptVersion)
+		return nil, fmt.Errorf("%w: version %d is not supported (this build reads version %d; stores written by versions 1 and 2 must be re-created)", errCkpt, v, ckptVersion)
 	}
 	body, sum := b[:len(b)-32], b[len(b)-32:]
 	if s := blake3.Sum256(body); !bytes.Equal(s[:], sum) {
@@ -147,18 +158,22 @@ func decodeCheckpoint(b []byte) (*checkpoint, error) {
 		}
 		c.Runs = append(c.Runs, name)
 	}
+	c.ReflogLen = int64(uv())
+	if c.ReflogLen < 0 || c.ReflogLen%reflogAlign != 0 {
+		bad = true
+	}
 	n = uv()
 	for i := uint64(0); i < n && !bad && i < limit; i++ {
 		name := string(take(uv()))
-		k := uv()
-		var es []refs.Entry
-		for j := uint64(0); j < k && !bad && j < limit; j++ {
-			e := refs.Entry{Seq: uv(), Old: ID(take(32)), New: ID(take(32))}
-			e.Time = time.Unix(0, int64(uv())).UTC()
-			es = append(es, e)
+		e := refs.Entry{Seq: uv(), Old: ID(take(32)), New: ID(take(32))}
+		e.Time = time.Unix(0, int64(uv())).UTC()
+		if e.Seq >= c.NextSeq {
+			bad = true
 		}
-		p.refs.Restore(name, es)
+		p.refs.Restore(name, []refs.Entry{e})
 	}
+	p.refs.SetBase(c.NextSeq)
+	p.reflogLen = c.ReflogLen
 	if bad || pos != len(body) {
 		return nil, fmt.Errorf("%w: body does not parse (at byte %d)", errCkpt, pos)
 	}

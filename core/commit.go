@@ -413,7 +413,9 @@ func (s *Store) appendLocked(t *txn, payload []byte, digest [32]byte, need []ID)
 	if err := s.st.write(recEnd, newEnd); err != nil {
 		return 0, 0, err
 	}
-	if err := s.p.apply(fr, s.jcfg.SegPath(at.Seg)); err != nil {
+	// The in-memory moves carry the time as a replay decodes it.
+	t.Time = time.Unix(0, t.Time.UnixNano()).UTC()
+	if err := s.p.applyTxn(fr, t, s.jcfg.SegPath(at.Seg)); err != nil {
 		return 0, 0, err
 	}
 	return seq, end.Epoch, nil

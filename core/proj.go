@@ -110,6 +110,9 @@ type proj struct {
 	// ckptSeq is the next seq of the checkpoint the projection started from.
 	ckptSeq uint64
 	frames  int64 // frames applied since load
+	// reflogLen is how many bytes of the reflog file hold the moves
+	// before refs.Base() (see reflog.go).
+	reflogLen int64
 }
 
 func newProj(pos journal.Pos, nextSeq uint64) *proj {
@@ -126,6 +129,14 @@ func (p *proj) apply(fr *journal.Frame, segPath string) error {
 	if err != nil {
 		return corrupt(segPath, fr.Pos.Off, "frame %d: %v", fr.Seq, err)
 	}
+	return p.applyTxn(fr, t, segPath)
+}
+
+// applyTxn adds frame fr, whose payload decodes to t, to the projection.
+// The writer applies its own frame this way, from the transaction it
+// encoded (encodeTxn sets each object's offset), so it hashes nothing under
+// the writer lock.
+func (p *proj) applyTxn(fr *journal.Frame, t *txn, segPath string) error {
 	base := fr.Pos.Off + journal.FrameHeaderSize
 	// Duplicates are found before anything is added, so a run read that
 	// fails leaves the projection as it was (and the error reaches the

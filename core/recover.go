@@ -309,6 +309,11 @@ func (s *Store) checkpointLocked(force bool) error {
 	// since the current checkpoint become a new index run (durable before the
 	// checkpoint names it); the ref table goes into the checkpoint.
 	batch := s.p.idx.batchBetween(cur.NextSeq, dur.NextSeq)
+	if b := s.p.refs.Base(); b > cur.NextSeq {
+		s.mu.Unlock()
+		return fmt.Errorf("%w: the ref table holds moves from frame %d on, the checkpoint needs them from %d", ErrIO, b, cur.NextSeq)
+	}
+	rnames, rlogs := s.p.refs.Since(cur.NextSeq, dur.NextSeq)
 	s.mu.Unlock()
 	defer cur.proj.idx.close()
 	names := append([]string(nil), cur.Runs...)
@@ -336,8 +341,18 @@ func (s *Store) checkpointLocked(force bool) error {
 		}
 		r.Close()
 	}
+	// The moves since the current checkpoint go to the reflog file, durable
+	// before the checkpoint names its new length; the checkpoint keeps only
+	// each ref's last move.
+	reflogLen := cur.ReflogLen
+	if len(rnames) > 0 {
+		chunk := encodeReflogChunk(cur.NextSeq, dur.NextSeq, rnames, rlogs)
+		if reflogLen, err = appendReflog(s.fs, s.dir, cur.ReflogLen, chunk); err != nil {
+			return err
+		}
+	}
 	s.mu.Lock()
-	b := encodeCheckpoint(s.id, dur.Pos, dur.NextSeq, dur.Epoch, names, s.p.refs)
+	b := encodeCheckpoint(s.id, dur.Pos, dur.NextSeq, dur.Epoch, names, reflogLen, s.p.refs)
 	s.mu.Unlock()
 	if err := writeCheckpoint(s.fs, s.dir, b, false); err != nil {
 		return err
@@ -358,6 +373,8 @@ func (s *Store) checkpointLocked(force bool) error {
 		nx.mem = old.since(dur.NextSeq)
 		s.p.idx = nx
 		old.close()
+		s.p.refs.Trim(dur.NextSeq)
+		s.p.reflogLen = reflogLen
 	} else {
 		x.Close()
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/swarmops/swarmops/core/journal"
 	"github.com/swarmops/swarmops/core/objects"
+	"github.com/swarmops/swarmops/core/refs"
 	"github.com/swarmops/swarmops/core/vfs"
 )
 
@@ -64,7 +65,7 @@ func (s *Store) Snapshot() (*Snapshot, error) {
 func (s *Store) readObject(id ID, k objects.Kind, maxSeq uint64, catchUp bool) ([]byte, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	l, ok := s.p.idx.get(id)
+	l, ok := s.p.idx.getKind(id, k)
 	if !ok && catchUp {
 		end, eok, err := s.st.readStable(recEnd, s.boot)
 		if err != nil {
@@ -74,7 +75,7 @@ func (s *Store) readObject(id ID, k objects.Kind, maxSeq uint64, catchUp bool) (
 			if err := s.catchUp(end.NextSeq); err != nil {
 				return nil, err
 			}
-			l, ok = s.p.idx.get(id)
+			l, ok = s.p.idx.getKind(id, k)
 		}
 	}
 	if !ok {
@@ -133,11 +134,35 @@ func (s *Store) readLoose(file string, data []byte) error {
 // Seq returns the last journal sequence number the snapshot sees.
 func (sn *Snapshot) Seq() uint64 { return sn.seq }
 
+// refsAt returns the ref table, exact at seq: a table restored from (or
+// trimmed at) a checkpoint newer than seq first reads back the older moves
+// from the reflog file. Only a snapshot older than a checkpoint this
+// process loaded or wrote needs that. Caller holds s.mu.
+func (s *Store) refsAt(seq uint64) (*refs.Table, error) {
+	t := s.p.refs
+	if t.Covers(seq) {
+		return t, nil
+	}
+	older, err := readReflog(s.fs, s.dir, s.p.reflogLen)
+	if err != nil {
+		return nil, err
+	}
+	t.Fill(older)
+	return t, nil
+}
+
 // Ref returns a ref's value, or ErrNotFound.
 func (sn *Snapshot) Ref(name string) (ID, error) {
 	sn.s.mu.Lock()
-	id := sn.s.p.refs.Get(name, sn.seq)
+	rt, err := sn.s.refsAt(sn.seq)
+	var id ID
+	if err == nil {
+		id = rt.Get(name, sn.seq)
+	}
 	sn.s.mu.Unlock()
+	if err != nil {
+		return ID{}, err
+	}
 	if id.IsZero() {
 		return ID{}, fmt.Errorf("%w: ref %q", ErrNotFound, name)
 	}
@@ -148,19 +173,45 @@ func (sn *Snapshot) Ref(name string) (ID, error) {
 func (sn *Snapshot) Refs() ([]RefEntry, error) {
 	sn.s.mu.Lock()
 	defer sn.s.mu.Unlock()
+	rt, err := sn.s.refsAt(sn.seq)
+	if err != nil {
+		return nil, err
+	}
 	var out []RefEntry
-	for _, m := range sn.s.p.refs.List(sn.seq) {
+	for _, m := range rt.List(sn.seq) {
 		out = append(out, RefEntry{Name: m.Name, ID: m.New})
 	}
 	return out, nil
 }
 
 // RefLog returns the moves of a ref, oldest first; ErrNotFound if it never
-// existed.
+// existed. The moves before the newest checkpoint the process knows come
+// from the reflog file (one read of its chunks), the rest from memory.
 func (sn *Snapshot) RefLog(name string) ([]RefLogEntry, error) {
 	sn.s.mu.Lock()
-	log := sn.s.p.refs.Log(name, sn.seq)
+	base, rlen := sn.s.p.refs.Base(), sn.s.p.reflogLen
+	var log []refs.Entry
+	for _, e := range sn.s.p.refs.Log(name, sn.seq) {
+		if e.Seq >= base {
+			log = append(log, e)
+		}
+	}
 	sn.s.mu.Unlock()
+	if base > 0 {
+		// The file's first rlen bytes never change, so reading them
+		// outside s.mu is safe against a concurrent checkpoint.
+		older, err := readReflog(sn.s.fs, sn.s.dir, rlen)
+		if err != nil {
+			return nil, err
+		}
+		var old []refs.Entry
+		for _, e := range older[name] {
+			if e.Seq <= sn.seq {
+				old = append(old, e)
+			}
+		}
+		log = append(old, log...)
+	}
 	if len(log) == 0 {
 		return nil, fmt.Errorf("%w: ref %q has no log", ErrNotFound, name)
 	}

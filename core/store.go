@@ -201,8 +201,15 @@ func Create(dir string, o Options) (*Store, error) {
 	if err := s.jcfg.Sync(1, 1); err != nil {
 		return nil, ioErr("sync first segment", err)
 	}
+	// The reflog file starts empty (no data to sync); its directory entry
+	// is made durable with the others below.
+	if f, err := fsys.OpenFile(path.Join(dir, reflogName), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644); err != nil {
+		return nil, ioErr("create reflog", err)
+	} else if err := f.Close(); err != nil {
+		return nil, ioErr("close reflog", err)
+	}
 	// The checkpoint is the file whose presence makes a store, so every
-	// entry of dir it depends on (journal, objects, index) is made durable
+	// entry of dir it depends on (journal, objects, index, reflog) is made durable
 	// before it is renamed in. Otherwise a torn power loss could keep the
 	// rename and drop the journal directory, leaving a directory that is
 	// neither a store nor an interrupted init.
@@ -213,7 +220,7 @@ func Create(dir string, o Options) (*Store, error) {
 	epoch := randEpoch()
 	s.p = newProj(start, 1)
 	// writeCheckpoint syncs dir after the rename.
-	if err := writeCheckpoint(fsys, dir, encodeCheckpoint(id, start, 1, epoch, nil, s.p.refs), false); err != nil {
+	if err := writeCheckpoint(fsys, dir, encodeCheckpoint(id, start, 1, epoch, nil, 0, s.p.refs), false); err != nil {
 		return nil, err
 	}
 	boot, err := fsys.BootID()
@@ -238,7 +245,7 @@ func Create(dir string, o Options) (*Store, error) {
 func interruptedInit(names []string) bool {
 	for _, n := range names {
 		switch n {
-		case "journal", "objects", "index", ckptTemp, "state", "LOCK", "SYNCLOCK", "CKPTLOCK", "lockq":
+		case "journal", "objects", "index", reflogName, ckptTemp, "state", "LOCK", "SYNCLOCK", "CKPTLOCK", "lockq":
 		default:
 			return false
 		}
@@ -565,7 +572,11 @@ func (s *Store) Info() (*Info, error) {
 	if err := s.p.idx.takeErr(); err != nil {
 		return nil, err
 	}
-	in.Refs = s.p.refs.Len(sn.seq)
+	rt, err := s.refsAt(sn.seq)
+	if err != nil {
+		return nil, err
+	}
+	in.Refs = rt.Len(sn.seq)
 	in.DurableOffset = sn.pos.Off
 	segs, err := s.jcfg.Segments()
 	if err != nil {

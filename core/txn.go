@@ -14,17 +14,22 @@ import (
 const frameTxn = 1
 
 // txnVersion is the first byte of a transaction payload.
-const txnVersion = 1
+const txnVersion = 2
 
 // A transaction payload (the body of one journal frame):
 //
-//	version u8 | time i64 (unix ns) | nobj uvarint | objects… | nref uvarint | moves…
-//	object: kind u8 | flags u8 (1 = loose) | id [32] | len uvarint | bytes (absent if loose)
-//	move:   name len uvarint | name | old [32] | new [32]
+//	version u8 (= 2) | time i64 (unix ns) | nobj uvarint | objects… | nref uvarint | moves…
+//	object: kind u8 | flags u8 (1 = loose) | id [32] (loose only) | len uvarint | bytes (absent if loose)
+//	move:   name len uvarint | name | flags u8 | old [32] | new: [32], or (flag 1) uvarint j
 //
-// Objects carry their id so replay needs no hashing (Verify re-hashes);
-// a loose object carries only its id and size: its bytes are in objects/,
-// made durable before the frame was written.
+// An inline object carries no id: its id is the hash of its kind and bytes
+// (objects.IDOf), which replay computes, and the frame's checksum already
+// covers the bytes. Carrying the ids cost 34 bytes per object, enough to push
+// a one-file commit's frame from one 512-byte sector into two (issue #8, P6).
+// A loose object carries only its id and size: its bytes are in objects/,
+// made durable before the frame was written. A move whose new value is the
+// id of the frame's object j (a commit advancing a ref to its changeset)
+// names j instead of the id. Version 1 payloads (ids inline) are refused.
 type txnObj struct {
 	Kind  objects.Kind
 	Loose bool
@@ -45,6 +50,9 @@ type txn struct {
 
 const flagLoose = 1
 
+// moveNewInFrame marks a move whose new value is an object of the frame.
+const moveNewInFrame = 1
+
 func encodeTxn(t *txn) []byte {
 	n := 1 + 8 + 10 + 10
 	for _, o := range t.Objs {
@@ -57,15 +65,18 @@ func encodeTxn(t *txn) []byte {
 	b = append(b, txnVersion)
 	b = binary.LittleEndian.AppendUint64(b, uint64(t.Time.UnixNano()))
 	b = binary.AppendUvarint(b, uint64(len(t.Objs)))
-	for _, o := range t.Objs {
+	for i, o := range t.Objs {
 		var fl byte
 		if o.Loose {
 			fl = flagLoose
 		}
 		b = append(b, byte(o.Kind), fl)
-		b = append(b, o.ID[:]...)
+		if o.Loose {
+			b = append(b, o.ID[:]...)
+		}
 		b = binary.AppendUvarint(b, uint64(o.Size))
 		if !o.Loose {
+			t.Objs[i].off = len(b)
 			b = append(b, o.Data...)
 		}
 	}
@@ -73,8 +84,22 @@ func encodeTxn(t *txn) []byte {
 	for _, m := range t.Moves {
 		b = binary.AppendUvarint(b, uint64(len(m.Name)))
 		b = append(b, m.Name...)
-		b = append(b, m.Old[:]...)
-		b = append(b, m.New[:]...)
+		j := -1
+		for i, o := range t.Objs {
+			if o.Kind == objects.KindChangeset && o.ID == m.New && !m.New.IsZero() {
+				j = i
+				break
+			}
+		}
+		if j >= 0 {
+			b = append(b, moveNewInFrame)
+			b = append(b, m.Old[:]...)
+			b = binary.AppendUvarint(b, uint64(j))
+		} else {
+			b = append(b, 0)
+			b = append(b, m.Old[:]...)
+			b = append(b, m.New[:]...)
+		}
 	}
 	return b
 }
@@ -108,15 +133,21 @@ func decodeTxn(p []byte) (*txn, error) {
 	}
 	t.Objs = make([]txnObj, 0, nobj)
 	for i := uint64(0); i < nobj; i++ {
-		if len(p)-pos < 34 {
+		if len(p)-pos < 2 {
 			return fail("short object header")
 		}
 		o := txnObj{Kind: objects.Kind(p[pos]), Loose: p[pos+1] == flagLoose}
 		if !o.Kind.Valid() || p[pos+1]&^flagLoose != 0 || (o.Loose && o.Kind != objects.KindBlob) {
 			return fail("bad object kind or flags")
 		}
-		copy(o.ID[:], p[pos+2:pos+34])
-		pos += 34
+		pos += 2
+		if o.Loose {
+			if len(p)-pos < 32 {
+				return fail("short loose object id")
+			}
+			copy(o.ID[:], p[pos:pos+32])
+			pos += 32
+		}
 		sz, ok := uv()
 		if !ok || sz > 1<<40 {
 			return fail("bad object size")
@@ -128,6 +159,7 @@ func decodeTxn(p []byte) (*txn, error) {
 			}
 			o.off = pos
 			o.Data = p[pos : pos+int(sz)]
+			o.ID = objects.IDOf(o.Kind, o.Data)
 			pos += int(sz)
 		}
 		t.Objs = append(t.Objs, o)
@@ -138,14 +170,30 @@ func decodeTxn(p []byte) (*txn, error) {
 	}
 	for i := uint64(0); i < nm; i++ {
 		l, ok := uv()
-		if !ok || l > refs.MaxNameLen || uint64(len(p)-pos) < l+64 {
+		if !ok || l > refs.MaxNameLen || uint64(len(p)-pos) < l+1+32 {
 			return fail("bad move")
 		}
 		m := refs.Move{Name: string(p[pos : pos+int(l)])}
 		pos += int(l)
-		copy(m.Old[:], p[pos:])
-		copy(m.New[:], p[pos+32:])
-		pos += 64
+		fl := p[pos]
+		copy(m.Old[:], p[pos+1:])
+		pos += 33
+		switch fl {
+		case 0:
+			if len(p)-pos < 32 {
+				return fail("short move")
+			}
+			copy(m.New[:], p[pos:])
+			pos += 32
+		case moveNewInFrame:
+			j, ok := uv()
+			if !ok || j >= uint64(len(t.Objs)) || t.Objs[j].Kind != objects.KindChangeset {
+				return fail("move names no changeset of the frame")
+			}
+			m.New = t.Objs[j].ID
+		default:
+			return fail("bad move flags")
+		}
 		t.Moves = append(t.Moves, m)
 	}
 	if pos != len(p) {

@@ -2,6 +2,7 @@ package core
 
 import (
 	"fmt"
+	"path"
 
 	"github.com/swarmops/swarmops/core/journal"
 	"github.com/swarmops/swarmops/core/objects"
@@ -102,6 +103,36 @@ func (s *Store) Verify(deep bool, progress func(done, total int)) (*VerifyReport
 	for n, id := range wm {
 		problem("", 0, id.String(), "ref %q is missing from the ref table", n)
 	}
+	base, rlen := s.p.refs.Base(), s.p.reflogLen
+	s.mu.Unlock()
+	// The reflog file must hold exactly the journal's moves before the
+	// checkpoint's position.
+	if base > 0 && base <= sn.seq+1 {
+		rf := path.Join(s.dir, reflogName)
+		older, err := readReflog(s.fs, s.dir, rlen)
+		if err != nil {
+			problem(rf, 0, "", "%v", err)
+		} else {
+			for _, n := range fresh.refs.Names() {
+				want, got := fresh.refs.Log(n, base-1), older[n]
+				if len(want) != len(got) {
+					problem(rf, 0, "", "reflog of %q has %d moves before frame %d; the journal has %d", n, len(got), base, len(want))
+					continue
+				}
+				for i := range want {
+					if !want[i].Time.Equal(got[i].Time) || want[i].Seq != got[i].Seq || want[i].Old != got[i].Old || want[i].New != got[i].New {
+						problem(rf, 0, "", "reflog of %q, move %d: %+v; the journal has %+v", n, i, got[i], want[i])
+						break
+					}
+				}
+				delete(older, n)
+			}
+			for n := range older {
+				problem(rf, 0, "", "reflog has moves of %q, which no frame before %d moves", n, base)
+			}
+		}
+	}
+	s.mu.Lock()
 	if err := s.p.idx.err; err != nil {
 		problem("", 0, "", "index run lookup failed: %v", err)
 	}

@@ -192,10 +192,12 @@ func stillUsable(fsys *faultfs.MemFS, s *core.Store, o core.Options) error {
 	return nil
 }
 
-// frameDamaged reports whether damage touched the bytes a frame's checksum
-// covers (its header and payload; not its padding).
+// frameDamaged reports whether damage touched a frame's bytes: its header
+// and payload, which the checksum covers, and its padding, which must be
+// zero (core/journal's ReadFrame), so a flipped bit there makes the frame
+// invalid too.
 func frameDamaged(f *journal.Frame, damaged map[int64]bool) bool {
-	for off := f.Pos.Off; off < f.Pos.Off+int64(journal.FrameHeaderSize+len(f.Payload)); off++ {
+	for off := f.Pos.Off; off < f.Pos.Off+f.Size; off++ {
 		if damaged[off] {
 			return true
 		}

@@ -96,8 +96,15 @@ func (c *Conflict) Unwrap() error { return ErrConflict }
 
 // Table is the ref table with reflogs. It is not safe for concurrent use;
 // the store guards it.
+//
+// A table may hold only part of each reflog: the moves of frames from its
+// base on, plus the last move of each ref before base (what a checkpoint
+// keeps; the older moves live in the store's reflog file). Such a table
+// answers Get, List and Len exactly for every seq with Covers(seq), and Log
+// returns only the moves it holds.
 type Table struct {
 	logs map[string][]Entry
+	base uint64
 }
 
 // New returns an empty table.
@@ -183,4 +190,84 @@ func (t *Table) Len(seq uint64) int { return len(t.List(seq)) }
 // checkpoint).
 func (t *Table) Restore(name string, entries []Entry) {
 	t.logs[name] = append(t.logs[name], entries...)
+}
+
+// Base returns the first sequence number from which the table holds every
+// move; before it, it holds only the last move of each ref.
+func (t *Table) Base() uint64 { return t.base }
+
+// SetBase records that the table holds every move from base on, and only
+// the last move of each ref before it (a table restored from a checkpoint
+// whose next seq is base).
+func (t *Table) SetBase(base uint64) { t.base = base }
+
+// Covers reports whether Get, List and Len are exact at seq: every ref's
+// value at seq is a move the table holds.
+func (t *Table) Covers(seq uint64) bool { return seq+1 >= t.base }
+
+// Since returns every held move of frames lo <= seq < hi, by ref name
+// (sorted), oldest first.
+func (t *Table) Since(lo, hi uint64) ([]string, [][]Entry) {
+	var names []string
+	var logs [][]Entry
+	for _, n := range t.Names() {
+		var es []Entry
+		for _, e := range t.logs[n] {
+			if e.Seq >= lo && e.Seq < hi {
+				es = append(es, e)
+			}
+		}
+		if len(es) > 0 {
+			names = append(names, n)
+			logs = append(logs, es)
+		}
+	}
+	return names, logs
+}
+
+// Last returns the last move of name at or before seq.
+func (t *Table) Last(name string, seq uint64) (Entry, bool) {
+	log := t.logs[name]
+	for i := len(log) - 1; i >= 0; i-- {
+		if log[i].Seq <= seq {
+			return log[i], true
+		}
+	}
+	return Entry{}, false
+}
+
+// Trim drops the moves of frames before base except each ref's last one,
+// and raises the table's base to base: a checkpoint at base has made the
+// dropped moves durable elsewhere. It keeps a long-lived table's memory
+// proportional to the refs and the moves since the last checkpoint.
+func (t *Table) Trim(base uint64) {
+	if base <= t.base {
+		return
+	}
+	for n, log := range t.logs {
+		i := 0
+		for i+1 < len(log) && log[i+1].Seq < base {
+			i++
+		}
+		if i > 0 {
+			t.logs[n] = append([]Entry(nil), log[i:]...)
+		}
+	}
+	t.base = base
+}
+
+// Fill puts back the moves before the table's base from older (every move
+// of frames before base, by ref, oldest first), making the table whole
+// (base 0).
+func (t *Table) Fill(older map[string][]Entry) {
+	for n, es := range older {
+		var keep []Entry
+		for _, e := range t.logs[n] {
+			if e.Seq >= t.base {
+				keep = append(keep, e)
+			}
+		}
+		t.logs[n] = append(append([]Entry(nil), es...), keep...)
+	}
+	t.base = 0
 }
