@@ -35,8 +35,13 @@ type Options struct {
 	CheckpointEvery int           // frames between checkpoints; 0: default
 	InlineThreshold int           // blobs larger than this are loose objects; 0: default
 	SegmentSize     int64         // journal segment size; 0: default
-	Now             func() time.Time
-	Weaken          Weakening
+	// CacheBytes bounds the memory a Store spends on changesets its
+	// snapshots have read and verified, so a long-lived process answers
+	// repeated lookups without reading (see csCache); 0: DefaultCacheBytes,
+	// negative: no cache.
+	CacheBytes int64
+	Now        func() time.Time
+	Weaken     Weakening
 	// InlineCheckpoint, for tests, runs the checkpoint that follows an
 	// acknowledged commit synchronously in the committing call instead of
 	// on a background goroutine, so the sequence of filesystem calls is

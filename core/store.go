@@ -67,6 +67,8 @@ type Store struct {
 	p     *proj
 	r     *journal.Reader
 	epoch uint64
+	// csc caches changesets snapshots have read; emptied with every reload.
+	csc *csCache
 
 	poisoned atomic.Bool
 	closed   atomic.Bool
@@ -115,6 +117,9 @@ func (o *Options) fill() error {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
+	if o.CacheBytes == 0 {
+		o.CacheBytes = DefaultCacheBytes
+	}
 	return nil
 }
 
@@ -128,6 +133,7 @@ func newStore(dir string, o Options, id journal.StoreID) *Store {
 	s.r = journal.NewReader(s.jcfg)
 	s.st = &stateFile{fs: o.FS, path: path.Join(dir, "state"), key: s.key}
 	s.q = lockq.New(o.FS, path.Join(dir, "lockq"))
+	s.csc = newCSCache(o.CacheBytes)
 	return s
 }
 
@@ -425,6 +431,7 @@ func (s *Store) reload(epoch uint64, target uint64) error {
 	}
 	s.p = c.proj
 	s.epoch = epoch
+	s.csc.clear()
 	return s.catchUp(target)
 }
 

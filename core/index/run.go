@@ -499,17 +499,40 @@ func (r *Run) Object(id objects.ID) (ObjRecord, bool, error) {
 	return out, found, err
 }
 
-// prefix appends to out the records of either table whose ids start with
-// p, at most max of each.
-func (r *Run) prefix(p objects.Prefix, max int, out []Match) ([]Match, error) {
-	low := p.Low()
-	high := low
+// prefixBounds returns the lowest id with prefix p and an id in the
+// bucket of the highest one.
+func prefixBounds(p objects.Prefix) (low, high objects.ID) {
+	low = p.Low()
+	high = low
 	if p.Nibbles < 8 {
 		// The bucket of the last id with the prefix: set the remaining bits
 		// of the first four bytes.
 		v := binary.BigEndian.Uint32(low[:4]) | (1<<(32-4*p.Nibbles) - 1)
 		binary.BigEndian.PutUint32(high[:4], v)
 	}
+	return low, high
+}
+
+// ChangesetPrefix calls visit, in id order, with the id and generation of
+// every changeset record whose id starts with p, until visit returns false.
+// It reads only the changeset table (not the object table, not the parent
+// heap): what a caller resolving a changeset revision needs.
+func (r *Run) ChangesetPrefix(p objects.Prefix, visit func(id objects.ID, generation uint64) bool) error {
+	low, high := prefixBounds(p)
+	return r.scan(tabCS, low[:], high[:], func(_ uint64, rec []byte) (bool, error) {
+		var id objects.ID
+		copy(id[:], rec[:32])
+		if !p.Match(id) {
+			return false, nil
+		}
+		return visit(id, binary.BigEndian.Uint64(rec[96:])), nil
+	})
+}
+
+// prefix appends to out the records of either table whose ids start with
+// p, at most max of each.
+func (r *Run) prefix(p objects.Prefix, max int, out []Match) ([]Match, error) {
+	low, high := prefixBounds(p)
 	for _, tab := range []byte{tabCS, tabObj} {
 		n := 0
 		err := r.scan(tab, low[:], high[:], func(_ uint64, rec []byte) (bool, error) {
