@@ -355,6 +355,7 @@ func (s *Store) checkpointLocked(force bool) error {
 	if s.epoch == dur.Epoch && s.p.nextSeq >= dur.NextSeq {
 		old := s.p.idx
 		nx := newRunIdx(x, names)
+		nx.setCache(s.blk)
 		nx.mem = old.since(dur.NextSeq)
 		s.p.idx = nx
 		old.close()

@@ -43,6 +43,16 @@ func (r *runIdx) close() {
 	}
 }
 
+// setCache attaches the store's block cache to every run (nil: none).
+func (r *runIdx) setCache(c *index.BlockCache) {
+	if c == nil || r.x == nil {
+		return
+	}
+	for _, run := range r.x.View().Runs() {
+		run.SetCache(c)
+	}
+}
+
 func (r *runIdx) put(id ID, loc objLoc) { r.mem.put(id, loc) }
 
 func (r *runIdx) addDelta(h objects.Hash, id ID) { r.mem.addDelta(h, id) }

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/swarmops/swarmops/core/index"
 	"github.com/swarmops/swarmops/core/internal/lockq"
 	"github.com/swarmops/swarmops/core/journal"
 	"github.com/swarmops/swarmops/core/vfs"
@@ -69,6 +70,9 @@ type Store struct {
 	epoch uint64
 	// csc caches changesets snapshots have read; emptied with every reload.
 	csc *csCache
+	// blk caches the index run blocks lookups read, for every run the
+	// projection opens (nil when Options.CacheBytes < 0).
+	blk *index.BlockCache
 
 	poisoned atomic.Bool
 	closed   atomic.Bool
@@ -134,6 +138,9 @@ func newStore(dir string, o Options, id journal.StoreID) *Store {
 	s.st = &stateFile{fs: o.FS, path: path.Join(dir, "state"), key: s.key}
 	s.q = lockq.New(o.FS, path.Join(dir, "lockq"))
 	s.csc = newCSCache(o.CacheBytes)
+	if o.CacheBytes > 0 {
+		s.blk = index.NewBlockCache(o.CacheBytes)
+	}
 	return s
 }
 
@@ -304,6 +311,7 @@ func openStore(dir string, o Options) (*Store, error) {
 	}
 	s.boot = bootHash(boot)
 	s.p = c.proj
+	s.p.idx.setCache(s.blk)
 	s.epoch = c.Epoch
 	s.ckptNext.Store(c.NextSeq)
 	if _, err := s.r.SegHeader(c.Pos.Seg); err != nil {
@@ -430,6 +438,7 @@ func (s *Store) reload(epoch uint64, target uint64) error {
 		s.p.idx.close()
 	}
 	s.p = c.proj
+	s.p.idx.setCache(s.blk)
 	s.epoch = epoch
 	s.csc.clear()
 	return s.catchUp(target)

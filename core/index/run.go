@@ -137,6 +137,11 @@ type Run struct {
 	// readers while keeping open + first lookup at one small read.
 	fan     [nTables]atomic.Pointer[[]uint32]
 	lookups atomic.Int64
+
+	// cache, when set (SetCache), keeps the blocks lookups read; cacheID
+	// names this run in it.
+	cache   atomic.Pointer[BlockCache]
+	cacheID atomic.Uint64
 }
 
 // preloadAfter is the number of lookups after which a run loads its fanout
@@ -375,6 +380,16 @@ func (r *Run) scan(tab byte, low, high []byte, visit func(i uint64, rec []byte) 
 	}
 	hi := end
 	rs := uint64(t.recSize)
+	// A range of one chunk or less (one bucket of an exact or prefix
+	// lookup once the fanout is in memory) is one block of the cache.
+	var cached []byte
+	var key blockKey
+	c := r.cache.Load()
+	useCache := c != nil && hi-lo <= scanChunk
+	if useCache {
+		key = blockKey{run: r.cacheID.Load(), tab: tab, lo: lo, hi: hi}
+		cached, _ = c.get(key)
+	}
 	bp := getBuf(int(scanChunk * rs))
 	defer bufPool.Put(bp)
 	buf := *bp
@@ -398,8 +413,20 @@ func (r *Run) scan(tab byte, low, high []byte, visit func(i uint64, rec []byte) 
 	first := true
 	for i := lo; i < end; {
 		n := min(end-i, scanChunk)
-		if err := r.readAt(buf[:n*rs], t.off+int64(i*rs)); err != nil {
-			return err
+		blk := buf[:n*rs]
+		switch {
+		case cached != nil: // the whole range, read before
+			blk = cached
+		case useCache: // the whole range: kept, so never the pooled buffer
+			blk = make([]byte, n*rs)
+			if err := r.readAt(blk, t.off+int64(i*rs)); err != nil {
+				return err
+			}
+			c.put(key, blk)
+		default:
+			if err := r.readAt(blk, t.off+int64(i*rs)); err != nil {
+				return err
+			}
 		}
 		j := uint64(0)
 		if first {
@@ -407,7 +434,7 @@ func (r *Run) scan(tab byte, low, high []byte, visit func(i uint64, rec []byte) 
 			a, b := uint64(0), n
 			for a < b {
 				m := a + (b-a)/2
-				rec := buf[m*rs : (m+1)*rs]
+				rec := blk[m*rs : (m+1)*rs]
 				if err := r.checkRec(tab, i+m, rec); err != nil {
 					return err
 				}
@@ -420,7 +447,7 @@ func (r *Run) scan(tab byte, low, high []byte, visit func(i uint64, rec []byte) 
 			j = a
 		}
 		for ; j < n; j++ {
-			rec := buf[j*rs : (j+1)*rs]
+			rec := blk[j*rs : (j+1)*rs]
 			if err := r.checkRec(tab, i+j, rec); err != nil {
 				return err
 			}
