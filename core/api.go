@@ -35,10 +35,11 @@ type Options struct {
 	CheckpointEvery int           // frames between checkpoints; 0: default
 	InlineThreshold int           // blobs larger than this are loose objects; 0: default
 	SegmentSize     int64         // journal segment size; 0: default
-	// CacheBytes bounds the memory a Store spends on changesets its
-	// snapshots have read and verified, so a long-lived process answers
-	// repeated lookups without reading (see csCache); 0: DefaultCacheBytes,
-	// negative: no cache.
+	// CacheBytes bounds each of a Store's two read caches, the changesets
+	// its snapshots have read and verified (csCache) and the index run
+	// blocks its lookups have read (index.BlockCache), so a long-lived
+	// process answers repeated lookups without reading; 0:
+	// DefaultCacheBytes, negative: no caches.
 	CacheBytes int64
 	Now        func() time.Time
 	Weaken     Weakening

@@ -8,7 +8,8 @@ import (
 )
 
 // DefaultCacheBytes is the default Options.CacheBytes: about a hundred
-// thousand small changesets.
+// thousand small changesets, or the changeset and delta tables of the index
+// runs of about 150,000 changesets.
 const DefaultCacheBytes = 32 << 20
 
 // csEntryOverhead approximates what one cached changeset costs beyond its
