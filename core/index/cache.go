@@ -8,11 +8,13 @@ import (
 // BlockCache keeps the blocks of run records that lookups read (one
 // bucket of one table each), shared by every run it is attached to and
 // bounded in bytes, so that a long-lived reader's repeated lookups read no
-// file. Blocks are kept as read: every record a lookup touches is still
-// checked against its checksum on each use, so the cache changes what a
-// lookup costs, never what it accepts. A run is immutable once written, so
-// a block never goes stale; a run that is closed leaves its blocks to be
-// evicted.
+// file. A block is kept only if every record in it passed its checksum and
+// structure checks when it was read from the file (a block with a damaged
+// record is used as read, checking the records the lookup touches, and is
+// read again next time), so a lookup the cache serves answers exactly as
+// one that reads the file: the cache changes what a lookup costs, never
+// what it accepts. A run is immutable once written, so a block never goes
+// stale; a run that is closed leaves its blocks to be evicted.
 //
 // Eviction is by generation: blocks go into cur; when cur holds half the
 // budget it becomes old and the previous old is dropped; a hit in old

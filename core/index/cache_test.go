@@ -8,12 +8,12 @@ import (
 )
 
 // TestCachedBlocksAreStillChecked flips each byte of a run in turn and
-// looks every record up twice through a BlockCache: the second lookup is
-// served from the cache and must give the same verdict as the first, a
-// CorruptError for a damaged record, never a wrong record. With the record
-// checks skipped for cached blocks it failed ("flip at 288: lookup 0 of
-// 00d55082 returned a wrong record without error", from a block an earlier
-// lookup in the same bucket had cached).
+// looks every record up twice through a BlockCache: lookups served from the
+// cache must answer as lookups that read the file, a CorruptError for a
+// damaged record, never a wrong record. With blocks cached unchecked and
+// their records trusted it failed ("flip at 288: lookup 0 of 00d55082
+// returned a wrong record without error", from a block an earlier lookup
+// in the same bucket had cached).
 func TestCachedBlocksAreStillChecked(t *testing.T) {
 	mem := faultfs.NewMem()
 	_, _, b := writeTestRun(t, mem, "good", 40, 40, 11)

@@ -414,15 +414,21 @@ func (r *Run) scan(tab byte, low, high []byte, visit func(i uint64, rec []byte) 
 	for i := lo; i < end; {
 		n := min(end-i, scanChunk)
 		blk := buf[:n*rs]
+		checked := false // every record of blk passed checkRec
 		switch {
-		case cached != nil: // the whole range, read before
-			blk = cached
+		case cached != nil: // the whole range, read and checked before
+			blk, checked = cached, true
 		case useCache: // the whole range: kept, so never the pooled buffer
 			blk = make([]byte, n*rs)
 			if err := r.readAt(blk, t.off+int64(i*rs)); err != nil {
 				return err
 			}
-			c.put(key, blk)
+			// Only a block whose every record passes is kept; one with a
+			// damaged record is used as read, checking what the lookup
+			// touches, and read again next time.
+			if checked = r.blockOK(tab, i, blk); checked {
+				c.put(key, blk)
+			}
 		default:
 			if err := r.readAt(blk, t.off+int64(i*rs)); err != nil {
 				return err
@@ -435,8 +441,10 @@ func (r *Run) scan(tab byte, low, high []byte, visit func(i uint64, rec []byte) 
 			for a < b {
 				m := a + (b-a)/2
 				rec := blk[m*rs : (m+1)*rs]
-				if err := r.checkRec(tab, i+m, rec); err != nil {
-					return err
+				if !checked {
+					if err := r.checkRec(tab, i+m, rec); err != nil {
+						return err
+					}
 				}
 				if bytes.Compare(rec[:32], low) < 0 {
 					a = m + 1
@@ -448,8 +456,10 @@ func (r *Run) scan(tab byte, low, high []byte, visit func(i uint64, rec []byte) 
 		}
 		for ; j < n; j++ {
 			rec := blk[j*rs : (j+1)*rs]
-			if err := r.checkRec(tab, i+j, rec); err != nil {
-				return err
+			if !checked {
+				if err := r.checkRec(tab, i+j, rec); err != nil {
+					return err
+				}
 			}
 			more, err := visit(i+j, rec)
 			if err != nil || !more {
@@ -459,6 +469,18 @@ func (r *Run) scan(tab byte, low, high []byte, visit func(i uint64, rec []byte) 
 		i += n
 	}
 	return nil
+}
+
+// blockOK reports whether every record of blk, records first, first+1, ...
+// of table tab, passes checkRec.
+func (r *Run) blockOK(tab byte, first uint64, blk []byte) bool {
+	rs := uint64(r.h.tables[tab].recSize)
+	for j := uint64(0); j < uint64(len(blk))/rs; j++ {
+		if r.checkRec(tab, first+j, blk[j*rs:(j+1)*rs]) != nil {
+			return false
+		}
+	}
+	return true
 }
 
 // heapParents reads the extra parents of a changeset record.
