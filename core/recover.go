@@ -144,7 +144,9 @@ func (s *Store) recoverLocked(explicit bool) (*RecoverReport, error) {
 		s.p.idx.close()
 	}
 	s.p, installed = p, true
+	s.p.idx.setCache(s.blk)
 	s.epoch = epoch
+	s.csc.clear()
 	s.poisoned.Store(false)
 	return rep, nil
 }
