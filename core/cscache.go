@@ -38,9 +38,10 @@ const csEntryOverhead = 240
 // Eviction is by generation: entries go into cur; when cur holds half the
 // byte budget it becomes old and the previous old is dropped; a hit in old
 // moves the entry back to cur. The least recently used half is dropped at
-// once, and a hit costs one map lookup under a mutex.
+// once, and a hit in cur costs one map lookup under a read lock, so
+// concurrent readers of one Store do not queue behind each other.
 type csCache struct {
-	mu       sync.Mutex
+	mu       sync.RWMutex // read-locked for a hit in cur, the common case
 	cur, old map[ID]csEntry
 	curBytes int64
 	half     int64 // bytes one generation may hold; 0: caching is off
@@ -64,15 +65,19 @@ func (c *csCache) get(id ID) (*objects.Changeset, uint64, bool) {
 	if c.half == 0 {
 		return nil, 0, false
 	}
-	c.mu.Lock()
+	c.mu.RLock()
 	e, ok := c.cur[id]
+	c.mu.RUnlock()
 	if !ok {
-		if e, ok = c.old[id]; ok {
-			delete(c.old, id)
-			c.addLocked(id, e)
+		c.mu.Lock()
+		if e, ok = c.cur[id]; !ok {
+			if e, ok = c.old[id]; ok {
+				delete(c.old, id)
+				c.addLocked(id, e)
+			}
 		}
+		c.mu.Unlock()
 	}
-	c.mu.Unlock()
 	if !ok {
 		return nil, 0, false
 	}

@@ -2,8 +2,10 @@ package core_test
 
 import (
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/spf13/afero"
@@ -212,6 +214,76 @@ func TestLookupReadsOneBucketPerRun(t *testing.T) {
 			if got := c.Count(faultfs.OpRead); got > kd.max {
 				t.Fatalf("%s of changeset %d (of %d, %d runs): %d reads, want at most %d", kd.name, i, len(ids), runs, got, kd.max)
 			}
+		}
+	}
+}
+
+// TestConcurrentReadersShareTheCaches: readers on one Store, each taking
+// fresh snapshots and looking changesets up by id, prefix and delta hash
+// through the shared caches, while a writer commits and checkpoints (which
+// swaps the index runs under them). Every changeset acknowledged before a
+// snapshot was taken must be found by it, whole. Meant for the race
+// detector: go test -race ./core -run TestConcurrentReadersShareTheCaches
+// (with csCache.get reading its map without the read lock it reported
+// "DATA RACE").
+func TestConcurrentReadersShareTheCaches(t *testing.T) {
+	m := faultfs.NewMem()
+	s, err := core.Create("/s", core.Options{FS: m, CheckpointEvery: 16, CacheBytes: 64 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var mu sync.Mutex
+	var acked []core.ID
+	done := make(chan struct{})
+	errs := make(chan error, 4)
+	for r := 0; r < 3; r++ {
+		go func(r int) {
+			for i := 0; ; i++ {
+				select {
+				case <-done:
+					errs <- nil
+					return
+				default:
+				}
+				mu.Lock()
+				ids := acked
+				mu.Unlock()
+				if len(ids) == 0 {
+					continue
+				}
+				sn, err := s.Snapshot()
+				if err != nil {
+					errs <- err
+					return
+				}
+				id := ids[(i*7+r)%len(ids)]
+				cs, err := sn.Changeset(id)
+				if err != nil {
+					errs <- fmt.Errorf("reader %d: acknowledged %s: %w", r, id, err)
+					return
+				}
+				if got, err := sn.Resolve(id.String()[:12]); err != nil || got != id {
+					errs <- fmt.Errorf("reader %d: prefix of %s: %v %v", r, id, got, err)
+					return
+				}
+				if _, err := sn.ByDelta(cs.Delta); err != nil {
+					errs <- fmt.Errorf("reader %d: delta of %s: %w", r, id, err)
+					return
+				}
+			}
+		}(r)
+	}
+	for i := 0; i < 300; i++ {
+		id := mustCommit(t, s, core.CommitRequest{Changes: []core.Change{put("f", strconv.Itoa(i))}})
+		mu.Lock()
+		acked = append(acked, id)
+		mu.Unlock()
+	}
+	close(done)
+	for r := 0; r < 3; r++ {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
 		}
 	}
 }

@@ -20,7 +20,7 @@ import (
 // budget it becomes old and the previous old is dropped; a hit in old
 // moves the block back to cur.
 type BlockCache struct {
-	mu       sync.Mutex
+	mu       sync.RWMutex // read-locked for a hit in cur, the common case
 	cur, old map[blockKey][]byte
 	curBytes int64
 	half     int64
@@ -38,10 +38,15 @@ func NewBlockCache(bytes int64) *BlockCache {
 }
 
 func (c *BlockCache) get(k blockKey) ([]byte, bool) {
+	c.mu.RLock()
+	b, ok := c.cur[k]
+	c.mu.RUnlock()
+	if ok {
+		return b, true
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	b, ok := c.cur[k]
-	if !ok {
+	if b, ok = c.cur[k]; !ok {
 		if b, ok = c.old[k]; ok {
 			delete(c.old, k)
 			c.addLocked(k, b)
