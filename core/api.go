@@ -35,8 +35,14 @@ type Options struct {
 	CheckpointEvery int           // frames between checkpoints; 0: default
 	InlineThreshold int           // blobs larger than this are loose objects; 0: default
 	SegmentSize     int64         // journal segment size; 0: default
-	Now             func() time.Time
-	Weaken          Weakening
+	// CacheBytes bounds each of a Store's two read caches, the changesets
+	// its snapshots have read and verified (csCache) and the index run
+	// blocks its lookups have read (index.BlockCache), so a long-lived
+	// process answers repeated lookups without reading; 0:
+	// DefaultCacheBytes, negative: no caches.
+	CacheBytes int64
+	Now        func() time.Time
+	Weaken     Weakening
 	// InlineCheckpoint, for tests, runs the checkpoint that follows an
 	// acknowledged commit synchronously in the committing call instead of
 	// on a background goroutine, so the sequence of filesystem calls is

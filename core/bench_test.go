@@ -1,6 +1,7 @@
 package core_test
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 	"github.com/spf13/afero"
 
 	"github.com/swarmops/swarmops/core"
+	"github.com/swarmops/swarmops/core/objects"
 	"github.com/swarmops/swarmops/core/vfs"
 	"github.com/swarmops/swarmops/faultfs"
 )
@@ -299,3 +301,152 @@ func copyTree(b *testing.B, from vfs.FS, src string, to vfs.FS, dst string) {
 }
 
 var _ afero.Fs = vfs.OS()
+
+// lookupSizes is the history sizes of BenchmarkLookupKinds
+// (SWARMOPS_BENCH_LOOKUP_SIZES, comma-separated; default 1000,20000).
+func lookupSizes(b *testing.B) []int {
+	v := os.Getenv("SWARMOPS_BENCH_LOOKUP_SIZES")
+	if v == "" {
+		v = "1000,20000"
+	}
+	var out []int
+	for _, f := range strings.Split(v, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			b.Fatalf("SWARMOPS_BENCH_LOOKUP_SIZES=%q: want positive integers, comma-separated", v)
+		}
+		out = append(out, n)
+	}
+	return out
+}
+
+// BenchmarkLookupKinds measures every lookup kind of target P4 on a warm,
+// long-lived Snapshot of a real-OS store (SWARMOPS_BENCH_DIR) of each size
+// in SWARMOPS_BENCH_LOOKUP_SIZES: get by id, a 6-byte (12 hex digit)
+// unique prefix, a delta hash, a miss, and a fresh snapshot + get (what one
+// CLI or MCP request costs). Lookups walk the whole history with a stride.
+// Every changeset has been read once before the timer starts, so "get" is
+// the warm, cached get of a long-lived process; "get-nocache" is the same
+// on a handle with Options.CacheBytes < 0 (index search, read, hash and
+// decode each time). The timed handles are on the plain OS; twin handles
+// through faultfs.Counting report the filesystem calls and reads each
+// lookup makes (counted after the timer stops, over the same lookups).
+// The store is built with inline checkpoints, so its index runs are the
+// same on every run.
+//
+//	go test ./core -run '^$' -bench LookupKinds -benchtime 20000x -count 5
+func BenchmarkLookupKinds(b *testing.B) {
+	for _, n := range lookupSizes(b) {
+		dir := filepath.Join(benchDir(b), "s")
+		w, err := core.Create(dir, core.Options{Weaken: core.WeakSkipDatasync, InlineCheckpoint: true})
+		if err != nil {
+			b.Fatal(err)
+		}
+		ids := make([]core.ID, 0, n)
+		var head core.ID
+		for i := 0; i < n; i++ {
+			req := core.CommitRequest{Changes: []core.Change{put(fmt.Sprintf("f%d", i%4), strconv.Itoa(i))}, Advance: "main"}
+			if i > 0 {
+				req.Parents = []core.ID{head}
+			}
+			if head, err = w.Commit(req); err != nil {
+				b.Fatal(err)
+			}
+			ids = append(ids, head)
+		}
+		if err := w.Close(); err != nil {
+			b.Fatal(err)
+		}
+		c := faultfs.NewCounting(vfs.OS())
+		// Handles: 0 timed and 1 counted with the cache, 2 and 3 without.
+		handles := make([]*core.Store, 4)
+		snaps := make([]*core.Snapshot, 4)
+		for h := range handles {
+			o := core.Options{FS: vfs.OS()}
+			if h%2 == 1 {
+				o.FS = c
+			}
+			if h >= 2 {
+				o.CacheBytes = -1
+			}
+			if handles[h], err = core.Open(dir, o); err != nil {
+				b.Fatal(err)
+			}
+			defer handles[h].Close()
+			if snaps[h], err = handles[h].Snapshot(); err != nil {
+				b.Fatal(err)
+			}
+		}
+		deltas := make([]objects.Hash, len(ids))
+		for i, id := range ids {
+			for _, sn := range snaps[:2] {
+				cs, err := sn.Changeset(id)
+				if err != nil {
+					b.Fatal(err)
+				}
+				deltas[i] = cs.Delta
+			}
+		}
+		pick := func(i int) int { return (i * 7919) % len(ids) }
+		kinds := []struct {
+			name string
+			base int // the timed handle; base+1 is counted
+			f    func(h, i int) error
+		}{
+			{"get", 0, func(h, i int) error { _, err := snaps[h].Changeset(ids[pick(i)]); return err }},
+			{"get-nocache", 2, func(h, i int) error { _, err := snaps[h].Changeset(ids[pick(i)]); return err }},
+			{"prefix6", 0, func(h, i int) error {
+				id := ids[pick(i)]
+				got, err := snaps[h].Resolve(id.String()[:12])
+				if err == nil && got != id {
+					err = fmt.Errorf("prefix of %s resolved to %s", id, got)
+				}
+				return err
+			}},
+			{"delta", 0, func(h, i int) error { _, err := snaps[h].ByDelta(deltas[pick(i)]); return err }},
+			{"miss", 0, func(h, i int) error {
+				var id core.ID
+				copy(id[:], fmt.Appendf(nil, "miss-%027d", i))
+				if _, err := snaps[h].Changeset(id); !errors.Is(err, core.ErrNotFound) {
+					return fmt.Errorf("miss: got %v, want ErrNotFound", err)
+				}
+				return nil
+			}},
+			{"fresh", 0, func(h, i int) error {
+				f, err := handles[h].Snapshot()
+				if err == nil {
+					_, err = f.Changeset(ids[pick(i)])
+				}
+				return err
+			}},
+		}
+		for _, k := range kinds {
+			b.Run(fmt.Sprintf("changesets=%d/kind=%s", n, k.name), func(b *testing.B) {
+				for _, h := range []int{k.base, k.base + 1} { // warm the run fanouts and the page cache
+					for i := 0; i < 2000; i++ {
+						if err := k.f(h, i); err != nil {
+							b.Fatal(err)
+						}
+					}
+				}
+				b.ReportAllocs()
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					if err := k.f(k.base, i); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.StopTimer()
+				const counted = 1000
+				c.Reset()
+				for i := 0; i < counted; i++ {
+					if err := k.f(k.base+1, i); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportMetric(float64(c.Total())/counted, "fscalls/op")
+				b.ReportMetric(float64(c.Count(faultfs.OpRead))/counted, "reads/op")
+			})
+		}
+	}
+}

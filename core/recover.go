@@ -144,7 +144,9 @@ func (s *Store) recoverLocked(explicit bool) (*RecoverReport, error) {
 		s.p.idx.close()
 	}
 	s.p, installed = p, true
+	s.p.idx.setCache(s.blk)
 	s.epoch = epoch
+	s.csc.clear()
 	s.poisoned.Store(false)
 	return rep, nil
 }
@@ -370,6 +372,7 @@ func (s *Store) checkpointLocked(force bool) error {
 	if s.epoch == dur.Epoch && s.p.nextSeq >= dur.NextSeq {
 		old := s.p.idx
 		nx := newRunIdx(x, names)
+		nx.setCache(s.blk)
 		nx.mem = old.since(dur.NextSeq)
 		s.p.idx = nx
 		old.close()

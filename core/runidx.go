@@ -43,6 +43,16 @@ func (r *runIdx) close() {
 	}
 }
 
+// setCache attaches the store's block cache to every run (nil: none).
+func (r *runIdx) setCache(c *index.BlockCache) {
+	if c == nil || r.x == nil {
+		return
+	}
+	for _, run := range r.x.View().Runs() {
+		run.SetCache(c)
+	}
+}
+
 func (r *runIdx) put(id ID, loc objLoc) { r.mem.put(id, loc) }
 
 func (r *runIdx) addDelta(h objects.Hash, id ID) { r.mem.addDelta(h, id) }
@@ -79,12 +89,12 @@ func (r *runIdx) get(id ID) (objLoc, bool) {
 	return objLoc{}, false
 }
 
-// getKind is get for a caller that knows the kind it wants: in each run it
-// reads only the table that can hold kind k (changesets, or blobs and
-// trees), so finding a changeset in an older run costs half the reads of
-// get (one lookup per run instead of two). An id of another kind is still
-// returned from the tail, or from a run's object table for a blob asked as
-// a tree; the caller reports the mismatch.
+// getKind is get for a caller that knows the kind it wants: it searches
+// only that kind's table of each run (changesets and objects are separate
+// tables), so a lookup reads half the records get would, and a miss
+// touches one table per run instead of two. A record of another kind with
+// the same id is reported absent from the runs (the tail still finds it,
+// with its kind, for the caller to reject).
 func (r *runIdx) getKind(id ID, k objects.Kind) (objLoc, bool) {
 	if l, ok := r.mem.get(id); ok {
 		return l, true
@@ -120,15 +130,19 @@ func (r *runIdx) byDelta(h objects.Hash) []ID {
 	return out
 }
 
+// prefix reads only the runs' changeset tables: blobs and trees never
+// answer a changeset prefix.
 func (r *runIdx) prefix(p objects.Prefix) []ID {
 	out := r.mem.prefix(p)
 	if r.x != nil && len(r.names) > 0 {
-		ms, err := r.x.View().Prefix(p, 1<<16)
-		r.fail(err)
-		for _, m := range ms {
-			if m.Kind == objects.KindChangeset {
-				out = append(out, ID(m.ID))
-			}
+		const max = 1 << 16
+		for _, run := range r.x.View().Runs() {
+			n := 0
+			r.fail(run.ChangesetPrefix(p, func(id objects.ID, _ uint64) bool {
+				out = append(out, ID(id))
+				n++
+				return n < max
+			}))
 		}
 		sort.Slice(out, func(i, j int) bool { return bytes.Compare(out[i][:], out[j][:]) < 0 })
 		k := 0
@@ -141,6 +155,29 @@ func (r *runIdx) prefix(p objects.Prefix) []ID {
 		out = out[:k]
 	}
 	return out
+}
+
+// visibleAt reports whether changeset id, which a lookup of this index
+// returned, was brought by a frame at or below seq. A run holds only frames
+// below its Meta (the next sequence number of the checkpoint that wrote
+// it), so when every run's Meta is at most seq+1 a record from a run is
+// visible without being read again; only a snapshot older than the newest
+// checkpoint pays a lookup per candidate.
+func (r *runIdx) visibleAt(id ID, seq uint64) bool {
+	if l, ok := r.mem.get(id); ok {
+		return l.Seq <= seq
+	}
+	if r.x != nil && len(r.names) > 0 {
+		all := true
+		for _, run := range r.x.View().Runs() {
+			all = all && run.Meta() <= seq+1
+		}
+		if all {
+			return true
+		}
+	}
+	l, ok := r.getKind(id, objects.KindChangeset)
+	return ok && l.Seq <= seq
 }
 
 func (r *runIdx) count() (int64, int64, int64) {

@@ -63,31 +63,38 @@ func (s *Store) Snapshot() (*Snapshot, error) {
 // catchUp lets the writer's builder see frames other processes appended
 // since it last looked.
 func (s *Store) readObject(id ID, k objects.Kind, maxSeq uint64, catchUp bool) ([]byte, error) {
+	data, _, err := s.readObjectSeq(id, k, maxSeq, catchUp)
+	return data, err
+}
+
+// readObjectSeq is readObject that also returns the sequence number of the
+// frame that brought the object (0 for a blob or tree from an index run).
+func (s *Store) readObjectSeq(id ID, k objects.Kind, maxSeq uint64, catchUp bool) ([]byte, uint64, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	l, ok := s.p.idx.getKind(id, k)
 	if !ok && catchUp {
 		end, eok, err := s.st.readStable(recEnd, s.boot)
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		if eok && end.Epoch == s.epoch {
 			if err := s.catchUp(end.NextSeq); err != nil {
-				return nil, err
+				return nil, 0, err
 			}
 			l, ok = s.p.idx.getKind(id, k)
 		}
 	}
 	if !ok {
 		if err := s.p.idx.takeErr(); err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 	}
 	if !ok || l.Seq > maxSeq {
-		return nil, fmt.Errorf("%w: %s %s", ErrNotFound, k, id)
+		return nil, 0, fmt.Errorf("%w: %s %s", ErrNotFound, k, id)
 	}
 	if l.Kind != k {
-		return nil, fmt.Errorf("%w: %s is a %s, not a %s", ErrNotFound, id, l.Kind, k)
+		return nil, 0, fmt.Errorf("%w: %s is a %s, not a %s", ErrNotFound, id, l.Kind, k)
 	}
 	data := make([]byte, l.Size)
 	var file string
@@ -95,18 +102,20 @@ func (s *Store) readObject(id ID, k objects.Kind, maxSeq uint64, catchUp bool) (
 	if l.Loose {
 		_, file = s.loosePath(id)
 		if err := s.readLoose(file, data); err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 	} else {
-		file, off = s.jcfg.SegPath(l.Seg), l.Off
 		if err := s.r.ReadAt(l.Seg, l.Off, data); err != nil {
-			return nil, ioErr("read "+id.String(), err)
+			return nil, 0, ioErr("read "+id.String(), err)
 		}
 	}
 	if s.o.Weaken&WeakSkipChecksum == 0 && objects.IDOf(k, data) != id {
-		return nil, corrupt(file, off, "%s %s does not hash to its id", k, id)
+		if !l.Loose {
+			file, off = s.jcfg.SegPath(l.Seg), l.Off
+		}
+		return nil, 0, corrupt(file, off, "%s %s does not hash to its id", k, id)
 	}
-	return data, nil
+	return data, l.Seq, nil
 }
 
 func (s *Store) readLoose(file string, data []byte) error {
@@ -287,13 +296,23 @@ func (sn *Snapshot) resolveBase(rev string) (ID, error) {
 	return ID{}, &AmbiguousError{Prefix: rev, Candidates: c}
 }
 
-// Changeset returns a changeset.
+// Changeset returns a changeset. The caller owns the result. A long-lived
+// Store answers a changeset its snapshots read before from memory (see
+// Options.CacheBytes), under the same visibility rule as the index.
 func (sn *Snapshot) Changeset(id ID) (*objects.Changeset, error) {
-	data, err := sn.s.readObject(id, objects.KindChangeset, sn.seq, false)
+	if cs, seq, ok := sn.s.csc.get(id); ok && seq <= sn.seq {
+		return cs, nil
+	}
+	data, seq, err := sn.s.readObjectSeq(id, objects.KindChangeset, sn.seq, false)
 	if err != nil {
 		return nil, err
 	}
-	return decodeChangeset(id, data)
+	cs, err := decodeChangeset(id, data)
+	if err != nil {
+		return nil, err
+	}
+	sn.s.csc.put(id, seq, cs)
+	return cs, nil
 }
 
 // Tree returns a tree.
@@ -423,7 +442,7 @@ func (sn *Snapshot) visible(lookup func(objIndex) []ID) ([]ID, error) {
 	defer sn.s.mu.Unlock()
 	var out []ID
 	for _, id := range lookup(sn.s.p.idx) {
-		if l, ok := sn.s.p.idx.get(id); ok && l.Seq <= sn.seq {
+		if sn.s.p.idx.visibleAt(id, sn.seq) {
 			out = append(out, id)
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/swarmops/swarmops/core/index"
 	"github.com/swarmops/swarmops/core/internal/lockq"
 	"github.com/swarmops/swarmops/core/journal"
 	"github.com/swarmops/swarmops/core/vfs"
@@ -74,6 +75,11 @@ type Store struct {
 	p     *proj
 	r     *journal.Reader
 	epoch uint64
+	// csc caches changesets snapshots have read; emptied with every reload.
+	csc *csCache
+	// blk caches the index run blocks lookups read, for every run the
+	// projection opens (nil when Options.CacheBytes < 0).
+	blk *index.BlockCache
 
 	poisoned atomic.Bool
 	closed   atomic.Bool
@@ -122,6 +128,9 @@ func (o *Options) fill() error {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
+	if o.CacheBytes == 0 {
+		o.CacheBytes = DefaultCacheBytes
+	}
 	return nil
 }
 
@@ -135,6 +144,10 @@ func newStore(dir string, o Options, id journal.StoreID) *Store {
 	s.r = journal.NewReader(s.jcfg)
 	s.st = &stateFile{fs: o.FS, path: path.Join(dir, "state"), key: s.key}
 	s.q = lockq.New(o.FS, path.Join(dir, "lockq"))
+	s.csc = newCSCache(o.CacheBytes)
+	if o.CacheBytes > 0 {
+		s.blk = index.NewBlockCache(o.CacheBytes)
+	}
 	return s
 }
 
@@ -312,6 +325,7 @@ func openStore(dir string, o Options) (*Store, error) {
 	}
 	s.boot = bootHash(boot)
 	s.p = c.proj
+	s.p.idx.setCache(s.blk)
 	s.epoch = c.Epoch
 	s.ckptNext.Store(c.NextSeq)
 	if _, err := s.r.SegHeader(c.Pos.Seg); err != nil {
@@ -505,7 +519,9 @@ func (s *Store) reload(epoch uint64, target uint64) error {
 		s.p.idx.close()
 	}
 	s.p = c.proj
+	s.p.idx.setCache(s.blk)
 	s.epoch = epoch
+	s.csc.clear()
 	return s.catchUp(target)
 }
 

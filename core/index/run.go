@@ -137,6 +137,11 @@ type Run struct {
 	// readers while keeping open + first lookup at one small read.
 	fan     [nTables]atomic.Pointer[[]uint32]
 	lookups atomic.Int64
+
+	// cache, when set (SetCache), keeps the blocks lookups read; cacheID
+	// names this run in it.
+	cache   atomic.Pointer[BlockCache]
+	cacheID atomic.Uint64
 }
 
 // preloadAfter is the number of lookups after which a run loads its fanout
@@ -375,6 +380,16 @@ func (r *Run) scan(tab byte, low, high []byte, visit func(i uint64, rec []byte) 
 	}
 	hi := end
 	rs := uint64(t.recSize)
+	// A range of one chunk or less (one bucket of an exact or prefix
+	// lookup once the fanout is in memory) is one block of the cache.
+	var cached []byte
+	var key blockKey
+	c := r.cache.Load()
+	useCache := c != nil && hi-lo <= scanChunk
+	if useCache {
+		key = blockKey{run: r.cacheID.Load(), tab: tab, lo: lo, hi: hi}
+		cached, _ = c.get(key)
+	}
 	bp := getBuf(int(scanChunk * rs))
 	defer bufPool.Put(bp)
 	buf := *bp
@@ -398,8 +413,26 @@ func (r *Run) scan(tab byte, low, high []byte, visit func(i uint64, rec []byte) 
 	first := true
 	for i := lo; i < end; {
 		n := min(end-i, scanChunk)
-		if err := r.readAt(buf[:n*rs], t.off+int64(i*rs)); err != nil {
-			return err
+		blk := buf[:n*rs]
+		checked := false // every record of blk passed checkRec
+		switch {
+		case cached != nil: // the whole range, read and checked before
+			blk, checked = cached, true
+		case useCache: // the whole range: kept, so never the pooled buffer
+			blk = make([]byte, n*rs)
+			if err := r.readAt(blk, t.off+int64(i*rs)); err != nil {
+				return err
+			}
+			// Only a block whose every record passes is kept; one with a
+			// damaged record is used as read, checking what the lookup
+			// touches, and read again next time.
+			if checked = r.blockOK(tab, i, blk); checked {
+				c.put(key, blk)
+			}
+		default:
+			if err := r.readAt(blk, t.off+int64(i*rs)); err != nil {
+				return err
+			}
 		}
 		j := uint64(0)
 		if first {
@@ -407,9 +440,11 @@ func (r *Run) scan(tab byte, low, high []byte, visit func(i uint64, rec []byte) 
 			a, b := uint64(0), n
 			for a < b {
 				m := a + (b-a)/2
-				rec := buf[m*rs : (m+1)*rs]
-				if err := r.checkRec(tab, i+m, rec); err != nil {
-					return err
+				rec := blk[m*rs : (m+1)*rs]
+				if !checked {
+					if err := r.checkRec(tab, i+m, rec); err != nil {
+						return err
+					}
 				}
 				if bytes.Compare(rec[:32], low) < 0 {
 					a = m + 1
@@ -420,9 +455,11 @@ func (r *Run) scan(tab byte, low, high []byte, visit func(i uint64, rec []byte) 
 			j = a
 		}
 		for ; j < n; j++ {
-			rec := buf[j*rs : (j+1)*rs]
-			if err := r.checkRec(tab, i+j, rec); err != nil {
-				return err
+			rec := blk[j*rs : (j+1)*rs]
+			if !checked {
+				if err := r.checkRec(tab, i+j, rec); err != nil {
+					return err
+				}
 			}
 			more, err := visit(i+j, rec)
 			if err != nil || !more {
@@ -432,6 +469,18 @@ func (r *Run) scan(tab byte, low, high []byte, visit func(i uint64, rec []byte) 
 		i += n
 	}
 	return nil
+}
+
+// blockOK reports whether every record of blk, records first, first+1, ...
+// of table tab, passes checkRec.
+func (r *Run) blockOK(tab byte, first uint64, blk []byte) bool {
+	rs := uint64(r.h.tables[tab].recSize)
+	for j := uint64(0); j < uint64(len(blk))/rs; j++ {
+		if r.checkRec(tab, first+j, blk[j*rs:(j+1)*rs]) != nil {
+			return false
+		}
+	}
+	return true
 }
 
 // heapParents reads the extra parents of a changeset record.
@@ -499,17 +548,40 @@ func (r *Run) Object(id objects.ID) (ObjRecord, bool, error) {
 	return out, found, err
 }
 
-// prefix appends to out the records of either table whose ids start with
-// p, at most max of each.
-func (r *Run) prefix(p objects.Prefix, max int, out []Match) ([]Match, error) {
-	low := p.Low()
-	high := low
+// prefixBounds returns the lowest id with prefix p and an id in the
+// bucket of the highest one.
+func prefixBounds(p objects.Prefix) (low, high objects.ID) {
+	low = p.Low()
+	high = low
 	if p.Nibbles < 8 {
 		// The bucket of the last id with the prefix: set the remaining bits
 		// of the first four bytes.
 		v := binary.BigEndian.Uint32(low[:4]) | (1<<(32-4*p.Nibbles) - 1)
 		binary.BigEndian.PutUint32(high[:4], v)
 	}
+	return low, high
+}
+
+// ChangesetPrefix calls visit, in id order, with the id and generation of
+// every changeset record whose id starts with p, until visit returns false.
+// It reads only the changeset table (not the object table, not the parent
+// heap): what a caller resolving a changeset revision needs.
+func (r *Run) ChangesetPrefix(p objects.Prefix, visit func(id objects.ID, generation uint64) bool) error {
+	low, high := prefixBounds(p)
+	return r.scan(tabCS, low[:], high[:], func(_ uint64, rec []byte) (bool, error) {
+		var id objects.ID
+		copy(id[:], rec[:32])
+		if !p.Match(id) {
+			return false, nil
+		}
+		return visit(id, binary.BigEndian.Uint64(rec[96:])), nil
+	})
+}
+
+// prefix appends to out the records of either table whose ids start with
+// p, at most max of each.
+func (r *Run) prefix(p objects.Prefix, max int, out []Match) ([]Match, error) {
+	low, high := prefixBounds(p)
 	for _, tab := range []byte{tabCS, tabObj} {
 		n := 0
 		err := r.scan(tab, low[:], high[:], func(_ uint64, rec []byte) (bool, error) {
