@@ -59,6 +59,10 @@ type Record struct {
 	End    int64  `json:"end,omitempty"`
 	WaitNS int64  `json:"wait_ns,omitempty"` // time spent in the writer lock's Lock during the operation
 	Locks  int64  `json:"locks,omitempty"`   // writer lock acquisitions during the operation
+	// Acq holds, for each writer lock acquisition during the operation,
+	// when the writer took its place in the queue (its ticket) and when it
+	// got the lock (Unix ns).
+	Acq [][2]int64 `json:"acq,omitempty"`
 	Err    string `json:"err,omitempty"`     // "", ErrClassBusy, ErrClassConflict or a message
 }
 

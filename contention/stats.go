@@ -22,6 +22,13 @@ type Summary struct {
 	WaitP99      float64
 	WaitMax      float64
 	WaitMaxAbs   time.Duration
+	// Overtakes counts, for one acquisition of the writer lock, the
+	// acquisitions by other writers between the moment it took its place in
+	// the queue and the moment it got the lock: C8's "one round of the
+	// other writers" in hand-offs, independent of how long each hand-off
+	// took. A FIFO lock keeps it at most Writers-1.
+	OvertakesP50 float64
+	OvertakesMax int
 	LatP50       time.Duration // operation latency (call to return)
 	LatP99       time.Duration
 	LatMax       time.Duration
@@ -94,7 +101,47 @@ func Summarize(recs []Record, goNS int64) Summary {
 		s.Spread = float64(hi) / float64(lo)
 	}
 	s.Throughput = float64(s.Ops) / s.Wall.Seconds()
+	s.OvertakesP50, s.OvertakesMax = overtakes(recs)
 	return s
+}
+
+// overtakes returns the median and the maximum, over every recorded
+// acquisition, of the acquisitions by other writers while it waited.
+func overtakes(recs []Record) (p50 float64, max int) {
+	type acq struct {
+		w        int
+		from, at int64
+	}
+	var all []acq
+	for _, r := range recs {
+		if r.Ev != EvOp {
+			continue
+		}
+		for _, a := range r.Acq {
+			all = append(all, acq{r.W, a[0], a[1]})
+		}
+	}
+	if len(all) == 0 {
+		return 0, 0
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i].at < all[j].at })
+	counts := make([]float64, 0, len(all))
+	for i, a := range all {
+		// Acquisitions strictly after a.from and before a itself.
+		lo := sort.Search(i, func(k int) bool { return all[k].at > a.from })
+		n := 0
+		for k := lo; k < i; k++ {
+			if all[k].w != a.w {
+				n++
+			}
+		}
+		counts = append(counts, float64(n))
+		if n > max {
+			max = n
+		}
+	}
+	sort.Float64s(counts)
+	return Percentile(counts, 50), max
 }
 
 // rank is the nearest-rank index of percentile p among n sorted values.
@@ -121,6 +168,7 @@ func (s Summary) String() string {
 	if s.Transactions > 0 {
 		fmt.Fprintf(&b, "lock wait in passes: p50=%.2f p99=%.2f max=%.2f (max %s; one round of the others = %d passes)\n",
 			s.WaitP50, s.WaitP99, s.WaitMax, s.WaitMaxAbs.Round(time.Microsecond), max(0, s.Writers-1))
+		fmt.Fprintf(&b, "overtaken while waiting, in hand-offs to other writers: p50=%.0f max=%d\n", s.OvertakesP50, s.OvertakesMax)
 	} else {
 		b.WriteString("lock wait: not observable from outside the process (CLI level)\n")
 	}

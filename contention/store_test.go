@@ -64,6 +64,11 @@ var _ = Describe("Store level (writer processes over the Go API)", Ordered, Cont
 		r := f.runProcesses(knobs.Writers, o)
 		f.checkChains(r, knobs.Writers, o.count)
 		report(fmt.Sprintf("processes, private chains, %d × %d", knobs.Writers, o.count), r)
+		// C8 in hand-offs: nobody waits longer than one round of the
+		// others. (At this size a bare flock passed too, with at most 19;
+		// core/internal/lockq's TestServedInArrivalOrder is the check that
+		// fails when the order is broken.)
+		Expect(r.summary.OvertakesMax).To(BeNumerically("<=", knobs.Writers), "acquisitions by other writers during one wait (C8)")
 	})
 
 	var advanceRate, refsetRate float64
@@ -164,6 +169,7 @@ var _ = Describe("Store level (writer processes over the Go API)", Ordered, Cont
 			r := f.runGoroutines(knobs.Writers, o)
 			f.checkChains(r, knobs.Writers, o.count)
 			report(fmt.Sprintf("goroutines, private chains, %d × %d", knobs.Writers, o.count), r)
+			Expect(r.summary.OvertakesMax).To(BeNumerically("<=", knobs.Writers), "acquisitions by other writers during one wait (C8)")
 		})
 
 		It("lands every publish onto a shared main exactly once", func() {
@@ -201,13 +207,18 @@ var _ = Describe("Store level (writer processes over the Go API)", Ordered, Cont
 	})
 })
 
-// assertFair checks C8 loosely: no Busy below the timeout, the slowest writer
-// within 10 % of the fastest (target 5 %), and no wait longer than two rounds
-// of the other writers (target about one).
+// assertFair checks C8: no Busy below the timeout; the slowest writer within
+// 10 % of the fastest (target 5 %); no writer overtaken by more than one
+// round of the other writers while it waited (counted in hand-offs, plus one
+// for the lone-writer fast path's single overtake); and, loosely, no wait
+// longer than three rounds in time (wait ÷ mean hand-off), which on a shared
+// 2-core machine varies with every hand-off's length, not with the lock's
+// order.
 func assertFair(s Summary) {
 	Expect(s.Busy).To(Equal(0), "Busy below the lock timeout (C8)")
 	Expect(s.Spread).To(BeNumerically("<=", 1.10), "spread, slowest writer ÷ fastest (target 1.05)")
-	Expect(s.WaitMax).To(BeNumerically("<=", 2*float64(s.Writers-1)), "longest lock wait in passes vs one round of the other writers (C8)")
+	Expect(s.OvertakesMax).To(BeNumerically("<=", s.Writers), "acquisitions by other writers during one wait vs one round of the others (C8)")
+	Expect(s.WaitMax).To(BeNumerically("<=", 3*float64(s.Writers-1)), "longest lock wait in passes vs three rounds of the other writers")
 }
 
 func (f *fixture) initialMain(ref string) string {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -78,13 +79,21 @@ type TimedFS struct {
 	busy   atomic.Int64
 	// queued is when the pending acquisition entered the queue (0: none).
 	queued atomic.Int64
+	// placed is when the pending acquisition took its ticket (0: none).
+	placed atomic.Int64
+	mu     sync.Mutex
+	acq    [][2]int64 // (ticket taken, acquired) of every acquisition so far
 }
 
 // NewTimedFS wraps inner.
 func NewTimedFS(inner vfs.FS) *TimedFS { return &TimedFS{FS: inner} }
 
-// queueDir is the base name of the store's writer-queue directory.
-const queueDir = "lockq"
+// queueDir is the base name of the store's writer-queue directory, and
+// queueGuard that of the lock held while a ticket is taken.
+const (
+	queueDir   = "lockq"
+	queueGuard = "GUARD"
+)
 
 // Lock times inner.Lock when name is part of taking the writer lock.
 func (t *TimedFS) Lock(name string, timeout time.Duration) (vfs.Locked, error) {
@@ -97,18 +106,32 @@ func (t *TimedFS) Lock(name string, timeout time.Duration) (vfs.Locked, error) {
 		t.queued.CompareAndSwap(0, start.UnixNano())
 	}
 	l, err := t.FS.Lock(name, timeout)
+	if err == nil && inQueue && filepath.Base(name) == queueGuard {
+		// Holding the guard, the writer takes its ticket: its place in
+		// the queue is fixed from here.
+		t.placed.CompareAndSwap(0, time.Now().UnixNano())
+	}
 	switch {
 	case err == nil && !inQueue:
 		from := start.UnixNano()
 		if q := t.queued.Swap(0); q != 0 {
 			from = q
 		}
-		t.waitNS.Add(time.Now().UnixNano() - from)
+		placed := t.placed.Swap(0)
+		if placed == 0 {
+			placed = start.UnixNano()
+		}
+		now := time.Now().UnixNano()
+		t.waitNS.Add(now - from)
 		t.locks.Add(1)
+		t.mu.Lock()
+		t.acq = append(t.acq, [2]int64{placed, now})
+		t.mu.Unlock()
 	case errors.Is(err, vfs.ErrBusy) && timeout <= 0 && !inQueue:
 		// The store's lone-writer fast path tried LOCK once; it queues
 		// next. Not a Busy the caller sees.
 	case errors.Is(err, vfs.ErrBusy):
+		t.placed.Store(0)
 		if from := t.queued.Swap(0); from != 0 {
 			t.waitNS.Add(time.Now().UnixNano() - from)
 		} else {
@@ -117,8 +140,19 @@ func (t *TimedFS) Lock(name string, timeout time.Duration) (vfs.Locked, error) {
 		t.busy.Add(1)
 	case err != nil:
 		t.queued.Store(0)
+		t.placed.Store(0)
 	}
 	return l, err
+}
+
+// acquisitions returns the (wait start, acquired) pairs from index i on.
+func (t *TimedFS) acquisitions(i int) [][2]int64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if i >= len(t.acq) {
+		return nil
+	}
+	return append([][2]int64(nil), t.acq[i:]...)
 }
 
 // Totals returns the lock wait, acquisitions and Busy results so far.
@@ -231,6 +265,7 @@ func (w *writer) measured(r *Record, op func() error) error {
 	r.End = time.Now().UnixNano()
 	w1, l1, _ := w.tfs.Totals()
 	r.WaitNS, r.Locks = int64(w1-w0), l1-l0
+	r.Acq = w.tfs.acquisitions(int(l0))
 	r.Err = errClass(err)
 	return err
 }
