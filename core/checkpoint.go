@@ -246,6 +246,13 @@ func readCheckpointFile(fsys vfs.FS, dir string) (*checkpoint, error) {
 		return nil, ioErr("open checkpoint", err)
 	}
 	defer f.Close()
+	// The size comes from the open file, not from the Stat above: another
+	// process may rename a new checkpoint in between, and reading the new
+	// file with the old one's size made a sound store look corrupt
+	// (props' TestRefCASIsLinearizablePerRefOnRealFiles, about 1 run in 60).
+	if st, err = f.Stat(); err != nil {
+		return nil, ioErr("stat checkpoint", err)
+	}
 	b := make([]byte, st.Size())
 	if err := vfs.ReadFull(f, b, 0); err != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
 		return nil, ioErr("read checkpoint", err)
