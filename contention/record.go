@@ -63,7 +63,7 @@ type Record struct {
 	// when the writer took its place in the queue (its ticket) and when it
 	// got the lock (Unix ns).
 	Acq [][2]int64 `json:"acq,omitempty"`
-	Err    string `json:"err,omitempty"`     // "", ErrClassBusy, ErrClassConflict or a message
+	Err string     `json:"err,omitempty"` // "", ErrClassBusy, ErrClassConflict or a message
 }
 
 // Sink writes records as JSON lines, one write call per line, so a writer
