@@ -500,6 +500,41 @@ func (r *Reader) Classify(stop Pos, seq, durableSeq uint64) error {
 	return nil
 }
 
+// zeroChunk is the zeros zeroFill and CutTail write and CutTail compares
+// against. It is never written: io.WriterAt implementations must not modify
+// or retain the slice they are given.
+var zeroChunk [64 << 10]byte
+
+// scratch reuses the buffers of the tail reads of recovery (maxWatermark reads
+// the rest of a segment, usually most of a 256 KiB zero-filled window, and
+// CutTail reads it again in chunks). Every open after a power loss makes those
+// reads, and allocating and zeroing fresh buffers for them was most of the
+// allocation of such an open. Buffers above maxScratch are not kept, so a
+// segment holding one huge frame does not pin its size in the pool.
+var scratch sync.Pool
+
+const maxScratch = 4 << 20
+
+// getScratch returns a buffer of length n, to be given back with putScratch
+// once nothing refers to it. Its contents are undefined.
+func getScratch(n int64) *[]byte {
+	if bp, ok := scratch.Get().(*[]byte); ok {
+		if int64(cap(*bp)) >= n {
+			*bp = (*bp)[:n]
+			return bp
+		}
+		scratch.Put(bp)
+	}
+	b := make([]byte, n)
+	return &b
+}
+
+func putScratch(bp *[]byte) {
+	if cap(*bp) <= maxScratch {
+		scratch.Put(bp)
+	}
+}
+
 // maxWatermark finds the highest watermark among checksum-valid frames at
 // frame-aligned offsets of segment n from off on.
 func (r *Reader) maxWatermark(n uint64, off int64) (max uint64, at int64, found bool, err error) {
@@ -515,7 +550,9 @@ func (r *Reader) maxWatermark(n uint64, off int64) (max uint64, at int64, found 
 	if off >= size {
 		return 0, 0, false, nil
 	}
-	buf := make([]byte, size-off)
+	bp := getScratch(size - off)
+	defer putScratch(bp)
+	buf := *bp
 	if err := vfs.ReadFull(f, buf, off); err != nil {
 		return 0, 0, false, err
 	}
@@ -553,9 +590,10 @@ func (r *Reader) CutTail(stop Pos) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	const chunk = 64 << 10
-	buf := make([]byte, chunk)
-	zero := make([]byte, chunk)
+	const chunk = int64(len(zeroChunk))
+	bp := getScratch(chunk)
+	defer putScratch(bp)
+	buf, zero := *bp, zeroChunk[:]
 	dirty := false
 	for off := stop.Off; off < st.Size(); off += chunk {
 		n := st.Size() - off
@@ -688,8 +726,8 @@ func (w *Writer) roundWindow(n int64) int64 {
 }
 
 func zeroFill(f afero.File, from, to int64) error {
-	const chunk = 64 << 10
-	var zero [chunk]byte
+	const chunk = int64(len(zeroChunk))
+	zero := zeroChunk[:]
 	for off := from; off < to; {
 		n := to - off
 		if n > chunk {
