@@ -505,12 +505,12 @@ func (r *Reader) Classify(stop Pos, seq, durableSeq uint64) error {
 // or retain the slice they are given.
 var zeroChunk [64 << 10]byte
 
-// scratch reuses the buffers of the tail reads of recovery (maxWatermark reads
-// the rest of a segment, usually most of a 256 KiB zero-filled window, and
-// CutTail reads it again in chunks). Every open after a power loss makes those
-// reads, and allocating and zeroing fresh buffers for them was most of the
-// allocation of such an open. Buffers above maxScratch are not kept, so a
-// segment holding one huge frame does not pin its size in the pool.
+// scratch reuses the buffers of recovery's tail reads (maxWatermark and
+// CutTail read the rest of the stop segment, usually most of a 256 KiB
+// zero-filled window, in 64 KiB pieces). Every open after a power loss makes
+// those reads, and allocating and zeroing fresh buffers for them was most of
+// the allocation of such an open. Buffers above maxScratch are not kept, so
+// a huge frame's payload does not stay pinned in the pool.
 var scratch sync.Pool
 
 const maxScratch = 4 << 20
@@ -535,8 +535,17 @@ func putScratch(bp *[]byte) {
 	}
 }
 
+// tailChunk is how much of a segment maxWatermark reads at a time. The rest
+// of a segment is mostly the zeros of its last window (256 KiB); reading it
+// in one piece cost several times more CPU per byte than reading it in
+// cache-sized pieces (the crash sweep's profile), and it bounds the memory of
+// the tail check, which used to read a whole segment at once.
+const tailChunk = 64 << 10
+
 // maxWatermark finds the highest watermark among checksum-valid frames at
-// frame-aligned offsets of segment n from off on.
+// frame-aligned offsets of segment n from off on. It reads the segment in
+// tailChunk pieces, plus one read for the payload of each frame that runs
+// past its piece.
 func (r *Reader) maxWatermark(n uint64, off int64) (max uint64, at int64, found bool, err error) {
 	f, err := r.file(n)
 	if err != nil {
@@ -550,26 +559,48 @@ func (r *Reader) maxWatermark(n uint64, off int64) (max uint64, at int64, found 
 	if off >= size {
 		return 0, 0, false, nil
 	}
-	bp := getScratch(size - off)
+	bp := getScratch(tailChunk)
 	defer putScratch(bp)
-	buf := *bp
-	if err := vfs.ReadFull(f, buf, off); err != nil {
-		return 0, 0, false, err
-	}
-	for i := int64(0); i+FrameHeaderSize <= int64(len(buf)); i += FrameAlign {
-		h, ok := parseHeader(buf[i:])
+	win := *bp
+	// win holds the segment's bytes [wOff, wEnd). Every piece starts at a
+	// frame boundary and tailChunk is a multiple of FrameAlign, so a header
+	// never straddles two pieces.
+	wOff, wEnd := off, off
+	for i := off; i+FrameHeaderSize <= size; i += FrameAlign {
+		if i+FrameHeaderSize > wEnd {
+			wOff, wEnd = i, min(i+tailChunk, size)
+			if err := vfs.ReadFull(f, win[:wEnd-wOff], wOff); err != nil {
+				return 0, 0, false, err
+			}
+		}
+		b := win[i-wOff : wEnd-wOff]
+		h, ok := parseHeader(b)
 		if !ok {
 			continue
 		}
 		end := i + FrameSize(h.length)
-		if end > int64(len(buf)) {
+		if end > size {
 			continue
 		}
-		if frameSum(r.Key, buf[i:i+32], PayloadDigest(buf[i+FrameHeaderSize:i+FrameHeaderSize+int64(h.length)])) != h.sum {
+		var digest [32]byte
+		if end <= wEnd {
+			digest = PayloadDigest(b[FrameHeaderSize : FrameHeaderSize+h.length])
+		} else {
+			pp := getScratch(int64(h.length))
+			err := vfs.ReadFull(f, *pp, i+FrameHeaderSize)
+			if err == nil {
+				digest = PayloadDigest(*pp)
+			}
+			putScratch(pp)
+			if err != nil {
+				return 0, 0, false, err
+			}
+		}
+		if frameSum(r.Key, b[:32], digest) != h.sum {
 			continue
 		}
 		if !found || h.watermark > max {
-			max, at, found = h.watermark, off+i, true
+			max, at, found = h.watermark, i, true
 		}
 	}
 	return max, at, found, nil
