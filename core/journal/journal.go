@@ -205,10 +205,20 @@ func EncodeSegHeader(key Key, h SegHeader) []byte {
 	copy(b[16:32], h.Store[:])
 	binary.LittleEndian.PutUint64(b[32:], h.Seg)
 	binary.LittleEndian.PutUint64(b[40:], h.FirstSeq)
-	sum := blake3.New(16, key[:])
-	sum.Write(b[:48])
-	sum.Sum(b[48:48])
+	b48 := segHeaderSum(key, b[:48])
+	copy(b[48:], b48[:])
 	return b
+}
+
+// segHeaderSum is the keyed checksum of a segment header's first 48 bytes,
+// from a pooled hasher: every open reads the header of each segment it
+// replays, and a new hasher is a ~2 KiB allocation.
+func segHeaderSum(key Key, b []byte) (out [16]byte) {
+	h := keyedHasher(key)
+	h.h.Write(b)
+	h.h.Sum(out[:0])
+	frameHashers.Put(h)
+	return out
 }
 
 // DecodeSegHeader parses and checks a segment header against the store's key.
@@ -223,9 +233,7 @@ func DecodeSegHeader(key Key, b []byte) (SegHeader, error) {
 	if v := binary.LittleEndian.Uint32(b[8:]); v != segVersion {
 		return h, fmt.Errorf("unknown segment version %d", v)
 	}
-	sum := blake3.New(16, key[:])
-	sum.Write(b[:48])
-	if !bytes.Equal(sum.Sum(nil), b[48:64]) {
+	if sum := segHeaderSum(key, b[:48]); !bytes.Equal(sum[:], b[48:64]) {
 		return h, errors.New("segment header checksum mismatch (wrong store or damaged)")
 	}
 	copy(h.Store[:], b[16:32])
