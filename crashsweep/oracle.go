@@ -1,6 +1,7 @@
 package crashsweep
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -273,7 +274,8 @@ func (ref *reference) contentProblems(sn *core.Snapshot, got *state, corruptOK b
 			}
 		}
 	}
-	ids := slices.SortedFunc(maps.Keys(got.cs), func(a, b core.ID) int { return strings.Compare(a.String(), b.String()) })
+	// Byte order is the order of the hex strings, without making them.
+	ids := slices.SortedFunc(maps.Keys(got.cs), func(a, b core.ID) int { return bytes.Compare(a[:], b[:]) })
 	for _, id := range ids {
 		want := ref.content[id]
 		files, err := sn.Flatten(id)

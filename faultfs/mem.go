@@ -181,7 +181,14 @@ func (op *dirOp) other(d *inode) *inode {
 
 // clean maps a name to an absolute slash path; relative names are taken
 // from the root.
+// clean makes name absolute and clean. Names are almost always absolute
+// already; prefixing those with "/" would make path.Clean copy them to drop
+// the doubled slash, an allocation on every call that the result does not
+// need.
 func clean(name string) string {
+	if strings.HasPrefix(name, "/") {
+		return path.Clean(name)
+	}
 	return path.Clean("/" + name)
 }
 
@@ -195,7 +202,9 @@ func (m *MemFS) lookup(p string) (*inode, error) {
 	if p == "/" {
 		return n, nil
 	}
-	for _, part := range strings.Split(p[1:], "/") {
+	for rest, more := p[1:], true; more; {
+		var part string
+		part, rest, more = strings.Cut(rest, "/")
 		if !n.dir {
 			return nil, syscall.ENOTDIR
 		}

@@ -236,7 +236,7 @@ func fanoutCRC(tab byte, bucket uint32, start uint32) uint32 {
 	b[0] = tab
 	binary.BigEndian.PutUint32(b[1:], bucket)
 	binary.BigEndian.PutUint32(b[5:], start)
-	return crc32.Checksum(b[:], castagnoli)
+	return crcSmall(0, b[:])
 }
 
 // bucketRange returns the record range [lo, hi) holding keys whose top
@@ -506,7 +506,7 @@ func (r *Run) heapParents(ref uint64, ps []objects.ID) error {
 func heapCRC(ref uint64, b []byte) uint32 {
 	var pre [8]byte
 	binary.BigEndian.PutUint64(pre[:], ref)
-	return crc32.Update(crc32.Checksum(pre[:], castagnoli), castagnoli, b)
+	return crc32.Update(crcSmall(0, pre[:]), castagnoli, b)
 }
 
 func (r *Run) csFromRec(rec []byte) (CSRecord, error) {

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path"
 	"slices"
+	"sync"
 
 	"github.com/spf13/afero"
 	"lukechampine.com/blake3"
@@ -88,6 +89,12 @@ func fanoutBits(n uint64) uint32 {
 	}
 	return uint32(min(bits.Len64(n/16)-1, maxFanoutBits))
 }
+
+// runBufs reuses the 1 MiB write buffers of writeIters: a checkpoint writes
+// a run, often a small one, and a fresh buffer per run was most of the
+// allocation (and the zeroing) of a checkpoint. The buffer size, and so the
+// sequence of writes a run file gets, is the same as without the pool.
+var runBufs = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, 1<<20) }}
 
 // runWriter streams a run file: placeholder header, then the tables with
 // their fanouts, then the heap, then the real header at offset 0.
@@ -175,7 +182,13 @@ func writeIters(fsys vfs.FS, dst string, meta uint64, csCap, objCap uint64,
 			fsys.Remove(tmp)
 		}
 	}()
-	w := &runWriter{f: f, name: tmp, bw: bufio.NewWriterSize(f, 1<<20), hash: blake3.New(32, nil)}
+	bw := runBufs.Get().(*bufio.Writer)
+	bw.Reset(f)
+	defer func() {
+		bw.Reset(nil) // drop f; a failed writer's error must not reach the next run
+		runBufs.Put(bw)
+	}()
+	w := &runWriter{f: f, name: tmp, bw: bw, hash: blake3.New(32, nil)}
 	w.h.meta = meta
 	if _, err := w.bw.Write(make([]byte, headerSize)); err != nil {
 		return nil, fmt.Errorf("index: write run %q: %w", tmp, err)
@@ -355,8 +368,13 @@ type cursor struct {
 	prev []byte
 }
 
+// cursor returns a cursor over table tab. Its buffer holds one chunk, or
+// the whole table when that is smaller (a merge opens three cursors per run,
+// and most runs a checkpoint merges are far smaller than a chunk); the reads
+// are the same either way.
 func (r *Run) cursor(tab byte) *cursor {
-	return &cursor{r: r, tab: tab, buf: make([]byte, scanChunk*recSizes[tab])}
+	n := min(r.h.tables[tab].count, scanChunk)
+	return &cursor{r: r, tab: tab, buf: make([]byte, n*uint64(recSizes[tab]))}
 }
 
 // next returns the next record (valid until the following call), checking

@@ -205,10 +205,20 @@ func EncodeSegHeader(key Key, h SegHeader) []byte {
 	copy(b[16:32], h.Store[:])
 	binary.LittleEndian.PutUint64(b[32:], h.Seg)
 	binary.LittleEndian.PutUint64(b[40:], h.FirstSeq)
-	sum := blake3.New(16, key[:])
-	sum.Write(b[:48])
-	sum.Sum(b[48:48])
+	b48 := segHeaderSum(key, b[:48])
+	copy(b[48:], b48[:])
 	return b
+}
+
+// segHeaderSum is the keyed checksum of a segment header's first 48 bytes,
+// from a pooled hasher: every open reads the header of each segment it
+// replays, and a new hasher is a ~2 KiB allocation.
+func segHeaderSum(key Key, b []byte) (out [16]byte) {
+	h := keyedHasher(key)
+	h.h.Write(b)
+	h.h.Sum(out[:0])
+	frameHashers.Put(h)
+	return out
 }
 
 // DecodeSegHeader parses and checks a segment header against the store's key.
@@ -223,9 +233,7 @@ func DecodeSegHeader(key Key, b []byte) (SegHeader, error) {
 	if v := binary.LittleEndian.Uint32(b[8:]); v != segVersion {
 		return h, fmt.Errorf("unknown segment version %d", v)
 	}
-	sum := blake3.New(16, key[:])
-	sum.Write(b[:48])
-	if !bytes.Equal(sum.Sum(nil), b[48:64]) {
+	if sum := segHeaderSum(key, b[:48]); !bytes.Equal(sum[:], b[48:64]) {
 		return h, errors.New("segment header checksum mismatch (wrong store or damaged)")
 	}
 	copy(h.Store[:], b[16:32])
@@ -621,8 +629,52 @@ func (r *Reader) Classify(stop Pos, seq, durableSeq uint64) error {
 	return nil
 }
 
+// zeroChunk is the zeros zeroFill and CutTail write and CutTail compares
+// against. It is never written: io.WriterAt implementations must not modify
+// or retain the slice they are given.
+var zeroChunk [64 << 10]byte
+
+// scratch reuses the buffers of recovery's tail reads (maxWatermark and
+// CutTail read the rest of the stop segment, usually most of a 256 KiB
+// zero-filled window, in 64 KiB pieces). Every open after a power loss makes
+// those reads, and allocating and zeroing fresh buffers for them was most of
+// the allocation of such an open. Buffers above maxScratch are not kept, so
+// a huge frame's payload does not stay pinned in the pool.
+var scratch sync.Pool
+
+const maxScratch = 4 << 20
+
+// getScratch returns a buffer of length n, to be given back with putScratch
+// once nothing refers to it. Its contents are undefined.
+func getScratch(n int64) *[]byte {
+	if bp, ok := scratch.Get().(*[]byte); ok {
+		if int64(cap(*bp)) >= n {
+			*bp = (*bp)[:n]
+			return bp
+		}
+		scratch.Put(bp)
+	}
+	b := make([]byte, n)
+	return &b
+}
+
+func putScratch(bp *[]byte) {
+	if cap(*bp) <= maxScratch {
+		scratch.Put(bp)
+	}
+}
+
+// tailChunk is how much of a segment maxWatermark reads at a time. The rest
+// of a segment is mostly the zeros of its last window (256 KiB); reading it
+// in one piece cost several times more CPU per byte than reading it in
+// cache-sized pieces (the crash sweep's profile), and it bounds the memory of
+// the tail check, which used to read a whole segment at once.
+const tailChunk = 64 << 10
+
 // maxWatermark finds the highest watermark among checksum-valid frames at
-// frame-aligned offsets of segment n from off on.
+// frame-aligned offsets of segment n from off on. It reads the segment in
+// tailChunk pieces, plus one read for the payload of each frame that runs
+// past its piece.
 func (r *Reader) maxWatermark(n uint64, off int64) (max uint64, at int64, found bool, err error) {
 	f, err := r.file(n)
 	if err != nil {
@@ -636,24 +688,48 @@ func (r *Reader) maxWatermark(n uint64, off int64) (max uint64, at int64, found 
 	if off >= size {
 		return 0, 0, false, nil
 	}
-	buf := make([]byte, size-off)
-	if err := vfs.ReadFull(f, buf, off); err != nil {
-		return 0, 0, false, err
-	}
-	for i := int64(0); i+FrameHeaderSize <= int64(len(buf)); i += FrameAlign {
-		h, ok := parseHeader(buf[i:])
+	bp := getScratch(tailChunk)
+	defer putScratch(bp)
+	win := *bp
+	// win holds the segment's bytes [wOff, wEnd). Every piece starts at a
+	// frame boundary and tailChunk is a multiple of FrameAlign, so a header
+	// never straddles two pieces.
+	wOff, wEnd := off, off
+	for i := off; i+FrameHeaderSize <= size; i += FrameAlign {
+		if i+FrameHeaderSize > wEnd {
+			wOff, wEnd = i, min(i+tailChunk, size)
+			if err := vfs.ReadFull(f, win[:wEnd-wOff], wOff); err != nil {
+				return 0, 0, false, err
+			}
+		}
+		b := win[i-wOff : wEnd-wOff]
+		h, ok := parseHeader(b)
 		if !ok {
 			continue
 		}
 		end := i + FrameSize(h.length)
-		if end > int64(len(buf)) {
+		if end > size {
 			continue
 		}
-		if frameSum(r.Key, buf[i:i+32], PayloadDigest(buf[i+FrameHeaderSize:i+FrameHeaderSize+int64(h.length)])) != h.sum {
+		var digest [32]byte
+		if end <= wEnd {
+			digest = PayloadDigest(b[FrameHeaderSize : FrameHeaderSize+h.length])
+		} else {
+			pp := getScratch(int64(h.length))
+			err := vfs.ReadFull(f, *pp, i+FrameHeaderSize)
+			if err == nil {
+				digest = PayloadDigest(*pp)
+			}
+			putScratch(pp)
+			if err != nil {
+				return 0, 0, false, err
+			}
+		}
+		if frameSum(r.Key, b[:32], digest) != h.sum {
 			continue
 		}
 		if !found || h.watermark > max {
-			max, at, found = h.watermark, off+i, true
+			max, at, found = h.watermark, i, true
 		}
 	}
 	return max, at, found, nil
@@ -674,9 +750,10 @@ func (r *Reader) CutTail(stop Pos) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	const chunk = 64 << 10
-	buf := make([]byte, chunk)
-	zero := make([]byte, chunk)
+	const chunk = int64(len(zeroChunk))
+	bp := getScratch(chunk)
+	defer putScratch(bp)
+	buf, zero := *bp, zeroChunk[:]
 	dirty := false
 	for off := stop.Off; off < st.Size(); off += chunk {
 		n := st.Size() - off
@@ -809,8 +886,8 @@ func (w *Writer) roundWindow(n int64) int64 {
 }
 
 func zeroFill(f afero.File, from, to int64) error {
-	const chunk = 64 << 10
-	var zero [chunk]byte
+	const chunk = int64(len(zeroChunk))
+	zero := zeroChunk[:]
 	for off := from; off < to; {
 		n := to - off
 		if n > chunk {

@@ -174,3 +174,37 @@ func TestWriterPreZeroesWholeWindows(t *testing.T) {
 		t.Fatalf("segment size %d: want a multiple of the 2 KiB window covering %d", st.Size(), end)
 	}
 }
+
+// TestClassifyFindsProvingFramesAcrossTailPieces: the tail check reads the
+// rest of a segment in pieces, and a checksum-valid later frame still proves
+// a damaged frame durable when it lies in a later piece, runs past the end of
+// its piece, or is larger than a piece.
+func TestClassifyFindsProvingFramesAcrossTailPieces(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		damage  []int // frames (0-based) whose payload gets a flipped byte
+		proving string
+	}{
+		{"a frame larger than a piece proves its predecessor", []int{1}, "frame 3 (100 KiB)"},
+		{"a frame in a later piece, running past it, proves the frames before", []int{1, 2}, "frame 4 (40 KiB, after 100 KiB)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := cfg(t)
+			c.SegmentSize, c.Window = 1<<20, 256<<10
+			at := appendAll(t, c, "one", "two", strings.Repeat("3", 100<<10), strings.Repeat("4", 40<<10))
+			f, _ := c.FS.OpenFile(c.SegPath(1), os.O_RDWR, 0)
+			for _, i := range tc.damage {
+				f.WriteAt([]byte("X"), at[i].Off+journal.FrameHeaderSize)
+			}
+			f.Close()
+			r := journal.NewReader(c)
+			defer r.Close()
+			res, _ := r.Scan(journal.Pos{Seg: 1, Off: journal.FirstFrame}, 1, 0, nil)
+			err := r.Classify(res.End, res.NextSeq, 0)
+			var ce *journal.CorruptError
+			if res.NextSeq != 2 || !errors.As(err, &ce) || ce.Offset != at[1].Off {
+				t.Fatalf("damaged frame 2, %s valid later: next %d, %v; want corruption at %d", tc.proving, res.NextSeq, err, at[1].Off)
+			}
+		})
+	}
+}

@@ -120,7 +120,9 @@ func DeltaHash(changes []PathChange) Hash {
 		}
 		return slices.Compare(a.ID[:], b.ID[:])
 	})
-	h := blake3.New(32, nil)
+	h := idHashers.Get().(*blake3.Hasher) // the same unkeyed BLAKE3-256, pooled
+	h.Reset()
+	defer idHashers.Put(h)
 	var buf [8]byte
 	h.Write([]byte{deltaTag})
 	binary.BigEndian.PutUint64(buf[:], uint64(len(cs)))
