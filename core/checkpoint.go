@@ -12,9 +12,8 @@ import (
 	"strings"
 	"time"
 
-	"lukechampine.com/blake3"
-
 	"github.com/swarmops/swarmops/core/index"
+	"github.com/swarmops/swarmops/core/internal/b3"
 	"github.com/swarmops/swarmops/core/journal"
 	"github.com/swarmops/swarmops/core/refs"
 	"github.com/swarmops/swarmops/core/vfs"
@@ -98,7 +97,7 @@ func encodeCheckpoint(id journal.StoreID, pos journal.Pos, nextSeq, epoch uint64
 		b = append(b, e.New[:]...)
 		b = binary.AppendUvarint(b, uint64(e.Time.UnixNano()))
 	}
-	sum := blake3.Sum256(b)
+	sum := b3.Sum256(b)
 	return append(b, sum[:]...)
 }
 
@@ -117,7 +116,7 @@ func decodeCheckpoint(b []byte) (*checkpoint, error) {
 		return nil, fmt.Errorf("%w: version %d is not supported (this build reads version %d; stores written by versions 1 and 2 must be re-created)", errCkpt, v, ckptVersion)
 	}
 	body, sum := b[:len(b)-32], b[len(b)-32:]
-	if s := blake3.Sum256(body); !bytes.Equal(s[:], sum) {
+	if s := b3.Sum256(body); !bytes.Equal(s[:], sum) {
 		return nil, fmt.Errorf("%w: checksum mismatch", errCkpt)
 	}
 	c := &checkpoint{}

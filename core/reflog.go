@@ -11,8 +11,7 @@ import (
 	"path"
 	"time"
 
-	"lukechampine.com/blake3"
-
+	"github.com/swarmops/swarmops/core/internal/b3"
 	"github.com/swarmops/swarmops/core/refs"
 	"github.com/swarmops/swarmops/core/vfs"
 )
@@ -82,7 +81,7 @@ func encodeReflogChunk(from, to uint64, names []string, logs [][]refs.Entry) []b
 		}
 	}
 	binary.LittleEndian.PutUint32(b[8:], uint32(len(b)-reflogHdrSize))
-	sum := blake3.Sum256(b)
+	sum := b3.Sum256(b)
 	b = append(b, sum[:]...)
 	if r := len(b) % reflogAlign; r != 0 {
 		b = append(b, make([]byte, reflogAlign-r)...)
@@ -106,7 +105,7 @@ func decodeReflog(b []byte) (map[string][]refs.Entry, error) {
 			return nil, &offsetError{off, fmt.Sprintf("chunk body of %d bytes runs past the end", bl)}
 		}
 		end := reflogHdrSize + int(bl)
-		if s := blake3.Sum256(h[:end]); !bytes.Equal(s[:], h[end:end+32]) {
+		if s := b3.Sum256(h[:end]); !bytes.Equal(s[:], h[end:end+32]) {
 			return nil, &offsetError{off, "chunk checksum mismatch"}
 		}
 		from, to := binary.LittleEndian.Uint64(h[16:]), binary.LittleEndian.Uint64(h[24:])

@@ -17,6 +17,8 @@ import (
 	"github.com/spf13/afero"
 	"lukechampine.com/blake3"
 
+	"github.com/swarmops/swarmops/core/internal/b3"
+
 	"github.com/swarmops/swarmops/core/vfs"
 )
 
@@ -105,7 +107,7 @@ func alignFrame(n int64) int64 { return (n + FrameAlign - 1) &^ (FrameAlign - 1)
 
 // PayloadDigest is the digest of a payload that the frame checksum covers.
 // Callers compute it before taking the writer lock.
-func PayloadDigest(p []byte) [32]byte { return blake3.Sum256(p) }
+func PayloadDigest(p []byte) [32]byte { return b3.Sum256(p) }
 
 // Frame is a decoded frame.
 type Frame struct {

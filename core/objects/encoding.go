@@ -11,6 +11,8 @@ import (
 	"unicode/utf8"
 
 	"lukechampine.com/blake3"
+
+	"github.com/swarmops/swarmops/core/internal/b3"
 )
 
 // ErrMalformed is returned by every decoder for bytes that are not the
@@ -54,7 +56,7 @@ func IDOf(k Kind, enc []byte) ID {
 	h := idHashers.Get().(*blake3.Hasher)
 	h.Reset()
 	h.Write([]byte{byte(k)})
-	h.Write(enc)
+	b3.Write(h, enc)
 	var id ID
 	h.Sum(id[:0])
 	idHashers.Put(h)

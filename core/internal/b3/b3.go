@@ -1,0 +1,49 @@
+// Package b3 feeds BLAKE3 hashers on the calling goroutine.
+//
+// lukechampine.com/blake3's Hasher.Write hashes any write longer than one
+// 1 KiB chunk on new goroutines, one per subtree. For the small inputs the
+// store hashes on every commit and every replayed frame (payloads, trees,
+// changesets of a few KiB) the goroutine start, wake-up and wait cost more
+// than the hashing, and with 32 writer processes on two cores that overhead
+// is CPU the writers do not have. Write splits such inputs into chunk-sized
+// writes, which the hasher compresses inline; the digest is the same.
+package b3
+
+import (
+	"sync"
+
+	"lukechampine.com/blake3"
+)
+
+// chunk is BLAKE3's chunk size: writes up to it never start goroutines.
+const chunk = 1024
+
+// SerialMax is the largest input Write hashes on the calling goroutine.
+// Above it the hasher's parallel path is kept: the vectorized compression
+// of many chunks at once pays for the goroutines.
+const SerialMax = 16 << 10
+
+// Write adds p to h.
+func Write(h *blake3.Hasher, p []byte) {
+	if len(p) > SerialMax {
+		h.Write(p)
+		return
+	}
+	for len(p) > chunk {
+		h.Write(p[:chunk])
+		p = p[chunk:]
+	}
+	h.Write(p)
+}
+
+var hashers = sync.Pool{New: func() any { return blake3.New(32, nil) }}
+
+// Sum256 is blake3.Sum256, hashed by Write.
+func Sum256(p []byte) (out [32]byte) {
+	h := hashers.Get().(*blake3.Hasher)
+	h.Reset()
+	Write(h, p)
+	h.Sum(out[:0])
+	hashers.Put(h)
+	return out
+}
