@@ -141,18 +141,10 @@ func TestWarmGetReadsNothing(t *testing.T) {
 // when the visibility filter looked every run candidate up again (the same
 // prefix failure).
 func TestLookupReadsOneBucketPerRun(t *testing.T) {
-	const k = 64
+	const probes = 64 // lookups per kind, of the oldest changesets
 	m := faultfs.NewMem()
-	o := core.Options{FS: m, CheckpointEvery: k, InlineCheckpoint: true}
-	s, err := core.Create("/s", o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ids []core.ID
-	for i := 0; i < 5*k+10; i++ {
-		ids = append(ids, mustCommit(t, s, core.CommitRequest{Changes: []core.Change{put("f", strconv.Itoa(i))}}))
-	}
-	s.Close()
+	o := core.Options{FS: m, InlineCheckpoint: true}
+	ids := shrinkingRuns(t, o, "/s")
 	ents, err := afero.ReadDir(m, "/s/index")
 	if err != nil {
 		t.Fatal(err)
@@ -168,14 +160,14 @@ func TestLookupReadsOneBucketPerRun(t *testing.T) {
 	}
 	c := faultfs.NewCounting(m)
 	o.FS, o.CacheBytes = c, -1
-	s, err = core.Open("/s", o)
+	s, err := core.Open("/s", o)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
 	sn := snap(t, s)
 	deltas := map[core.ID]objects.Hash{}
-	for _, id := range ids[:k] { // also loads every run's fanouts
+	for _, id := range ids[:probes] { // also loads every run's fanouts
 		cs, err := sn.Changeset(id)
 		if err != nil {
 			t.Fatal(err)
@@ -206,7 +198,7 @@ func TestLookupReadsOneBucketPerRun(t *testing.T) {
 		{"delta", int64(runs), func(_ int, id core.ID) error { _, err := sn.ByDelta(deltas[id]); return err }},
 	}
 	for _, kd := range kinds {
-		for i, id := range ids[:k] {
+		for i, id := range ids[:probes] {
 			c.Reset()
 			if err := kd.f(i, id); err != nil {
 				t.Fatalf("%s %d: %v", kd.name, i, err)
@@ -286,4 +278,39 @@ func TestConcurrentReadersShareTheCaches(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// shrinkingRuns makes a store in dir whose index has three runs that
+// compaction leaves apart: checkpoint intervals of 1,024, 256 and 64
+// commits (each run under half the size of the one before it), then ten
+// commits in the journal tail. It returns the changesets, oldest first.
+func shrinkingRuns(t *testing.T, o core.Options, dir string) []core.ID {
+	t.Helper()
+	s, err := core.Create(dir, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []core.ID
+	commit := func() {
+		ids = append(ids, mustCommit(t, s, core.CommitRequest{Changes: []core.Change{put("f", strconv.Itoa(len(ids)))}}))
+	}
+	for _, k := range []int{1024, 256, 64} {
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+		o.CheckpointEvery = k
+		if s, err = core.Open(dir, o); err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < k; i++ {
+			commit()
+		}
+	}
+	for i := 0; i < 10; i++ {
+		commit()
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return ids
 }

@@ -327,19 +327,24 @@ func (s *Store) checkpointLocked(force bool) error {
 			return indexErr("write index run", err)
 		}
 		names = append([]string{name}, names...)
-		if len(names) > maxRuns {
-			// Compaction: merge every run into one. It runs here, after
-			// the commit that made the checkpoint due was acknowledged.
-			runs := append([]*index.Run{r}, cur.proj.idx.runs()...)
+		runs := append([]*index.Run{r}, cur.proj.idx.runs()...)
+		sizes := make([]int64, len(runs))
+		for i, run := range runs {
+			sizes[i] = run.Size()
+		}
+		if n := mergeCount(sizes); n > 1 {
+			// Compaction: merge the n newest runs into one. It runs here,
+			// after the commit that made the checkpoint due was
+			// acknowledged.
 			mname := runName(dur.NextSeq, dur.Epoch, "m")
-			m, err := index.MergeRuns(s.fs, path.Join(s.dir, indexDir, mname), dur.NextSeq, runs)
+			m, err := index.MergeRuns(s.fs, path.Join(s.dir, indexDir, mname), dur.NextSeq, runs[:n])
 			if err != nil {
 				r.Close()
 				return indexErr("compact index runs", err)
 			}
 			m.Close()
-			retired = names
-			names = []string{mname}
+			retired = names[:n:n]
+			names = append([]string{mname}, names[n:]...)
 		}
 		r.Close()
 	}
@@ -388,8 +393,38 @@ func (s *Store) checkpointLocked(force bool) error {
 	return nil
 }
 
-// maxRuns bounds the runs a checkpoint names; one more triggers a compaction.
+// maxRuns bounds the runs a checkpoint names.
 const maxRuns = 8
+
+// mergeCount picks the runs a checkpoint compacts: given the sizes of its
+// runs, newest (the one it just wrote) first, it returns how many of the
+// newest to merge into one (0 or 1: none).
+//
+// The policy is size-tiered: the newest runs are merged while the next
+// older run is no more than twice the size gathered so far, so runs form a
+// roughly geometric series and each record is rewritten O(log(N/K)) times
+// over a store's life. Merging every run whenever there are too many (the
+// earlier policy) rewrote the whole index every maxRuns+1 checkpoints: at
+// 1M changesets, hundreds of megabytes per few thousand commits. The run
+// count is also capped at maxRuns, by merging as many of the newest as it
+// takes.
+func mergeCount(sizes []int64) int {
+	if len(sizes) < 2 {
+		return 0
+	}
+	n, acc := 1, sizes[0]
+	for n < len(sizes) && sizes[n] <= 2*acc {
+		acc += sizes[n]
+		n++
+	}
+	if len(sizes)-n+1 > maxRuns {
+		n = len(sizes) - maxRuns + 1
+	}
+	if n < 2 {
+		return 0
+	}
+	return n
+}
 
 // runName names the index run written by the checkpoint at nextSeq.
 func runName(nextSeq, epoch uint64, kind string) string {
