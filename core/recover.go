@@ -318,6 +318,18 @@ func (s *Store) checkpointLocked(force bool) error {
 	rnames, rlogs := s.p.refs.Since(cur.NextSeq, dur.NextSeq)
 	s.mu.Unlock()
 	defer cur.proj.idx.close()
+	// Replay does not look blobs and trees up in the runs, so the tail may
+	// repeat some the runs hold: they stay out of the new run.
+	objs := batch.Objects[:0]
+	for _, o := range batch.Objects {
+		if !cur.proj.idx.has(ID(o.ID), o.Kind) {
+			objs = append(objs, o)
+		}
+	}
+	if err := cur.proj.idx.takeErr(); err != nil {
+		return err
+	}
+	batch.Objects = objs
 	names := append([]string(nil), cur.Runs...)
 	var retired []string
 	if len(batch.Changesets)+len(batch.Objects) > 0 {

@@ -99,6 +99,11 @@ func (r *runIdx) getKind(id ID, k objects.Kind) (objLoc, bool) {
 	if l, ok := r.mem.get(id); ok {
 		return l, true
 	}
+	return r.runKind(id, k)
+}
+
+// runKind is getKind in the runs alone.
+func (r *runIdx) runKind(id ID, k objects.Kind) (objLoc, bool) {
 	if r.x == nil || len(r.names) == 0 {
 		return objLoc{}, false
 	}
@@ -293,7 +298,9 @@ func (r *runIdx) takeErr() error {
 }
 
 // has reports whether an object of kind k with this id is indexed: one run
-// lookup per run (the table of its kind), used by replay to skip duplicates.
+// lookup per run (the table of its kind), used by replay to skip duplicate
+// changesets and by a checkpoint to leave out of its new run the blobs and
+// trees the runs already hold.
 func (r *runIdx) has(id ID, k objects.Kind) bool {
 	if _, ok := r.mem.get(id); ok {
 		return true

@@ -85,7 +85,15 @@ func (s *Store) readObjectSeq(id ID, k objects.Kind, maxSeq uint64, catchUp bool
 			l, ok = s.p.idx.getKind(id, k)
 		}
 	}
-	if !ok {
+	if ok && l.Seq > maxSeq && k != objects.KindChangeset {
+		// The tail's record may be a later copy of a blob or tree an index
+		// run already holds (replay does not look in the runs for them);
+		// the run's record is visible to every snapshot.
+		if rl, rok := s.p.idx.runKind(id, k); rok {
+			l = rl
+		}
+	}
+	if !ok || l.Seq > maxSeq {
 		if err := s.p.idx.takeErr(); err != nil {
 			return nil, 0, err
 		}
