@@ -450,3 +450,45 @@ func BenchmarkLookupKinds(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkVerifyDeep is P8: Verify(deep) of a whole store (replay of every
+// frame, every object hashed against its id, every index run read and
+// checked), in objects per second. The store is history's (memory FS); the
+// real-OS case is a copy of it on SWARMOPS_BENCH_DIR with the files in the
+// page cache.
+//
+//	SWARMOPS_BENCH_CHANGESETS=100000 go test ./core -run '^$' -bench VerifyDeep -benchtime 3x -count 3
+func BenchmarkVerifyDeep(b *testing.B) {
+	for _, n := range benchSizes(b) {
+		h := history(b, n)
+		dir := filepath.Join(benchDir(b), "s")
+		copyTree(b, h.m, "/s", vfs.OS(), dir)
+		for _, c := range []struct {
+			name string
+			dir  string
+			o    core.Options
+		}{
+			{"memfs", "/s", core.Options{FS: h.m}},
+			{"realos", dir, core.Options{}},
+		} {
+			b.Run(fmt.Sprintf("changesets=%d/fs=%s", n, c.name), func(b *testing.B) {
+				s, err := core.Open(c.dir, c.o)
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer s.Close()
+				var objects int64
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					rep, err := s.Verify(true, nil)
+					if err != nil || len(rep.Problems) > 0 {
+						b.Fatalf("verify: %v %+v", err, rep)
+					}
+					objects += rep.Objects
+				}
+				b.ReportMetric(float64(objects)/b.Elapsed().Seconds(), "objects/s")
+				b.ReportMetric(float64(objects)/float64(b.N), "objects/op")
+			})
+		}
+	}
+}
