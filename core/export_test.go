@@ -7,3 +7,12 @@ func PendingCommits(s *Store) int {
 	defer s.pipeMu.Unlock()
 	return len(s.pending)
 }
+
+// FramesApplied returns how many frames s's projection has applied since it
+// was loaded from a checkpoint (open, reload or the last checkpoint swap
+// leave it counting from there).
+func FramesApplied(s *Store) int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.p.frames
+}

@@ -221,3 +221,53 @@ func TestChangesetLookupReadsOneTablePerRun(t *testing.T) {
 		t.Fatalf("first lookup of the oldest changeset: %d index reads at %d runs; want at most 2 per run (and at least 2 runs)", index, len(runs))
 	}
 }
+
+// TestCheckpointLeavesNothingToReplay: after Store.Checkpoint the next open
+// replays no frame, where without it the open replays every frame since the
+// last automatic checkpoint.
+func TestCheckpointLeavesNothingToReplay(t *testing.T) {
+	for _, explicit := range []bool{false, true} {
+		m := faultfs.NewMem()
+		o := core.Options{FS: m, InlineCheckpoint: true}
+		s, err := core.Create("/s", o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var head core.ID
+		for i := 0; i < 100; i++ {
+			req := core.CommitRequest{Changes: []core.Change{put("f", strconv.Itoa(i))}, Advance: "main"}
+			if i > 0 {
+				req.Parents = []core.ID{head}
+			}
+			head = mustCommit(t, s, req)
+		}
+		if explicit {
+			if err := s.Checkpoint(); err != nil {
+				t.Fatal(err)
+			}
+			in, err := s.Info()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if in.CheckpointSeq != in.DurableSeq+1 && in.CheckpointSeq != in.DurableSeq {
+				t.Fatalf("after Checkpoint: checkpoint at %d, durable %d", in.CheckpointSeq, in.DurableSeq)
+			}
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+		s, err = core.Open("/s", o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := core.FramesApplied(s)
+		s.Close()
+		t.Logf("explicit checkpoint %v: open replayed %d frames", explicit, n)
+		if explicit && n != 0 {
+			t.Fatalf("open after Checkpoint replayed %d frames; want 0", n)
+		}
+		if !explicit && n < 99 {
+			t.Fatalf("open without Checkpoint replayed %d frames: the test no longer tells the two apart", n)
+		}
+	}
+}

@@ -188,6 +188,31 @@ func Recover(dir string, o Options) (*RecoverReport, error) {
 	return rep, nil
 }
 
+// Checkpoint writes a checkpoint of the durable prefix now, whatever the
+// number of frames since the last one, so that the next open or recovery
+// replays no journal: what a tool does before it leaves a store idle, as
+// SQLite's wal_checkpoint or Pebble's Flush. It waits up to LockTimeout for
+// a checkpoint another process is writing (ErrBusy after that). Like every
+// checkpoint it changes no data, and its failure leaves the previous
+// checkpoint valid.
+func (s *Store) Checkpoint() error {
+	if err := s.usable(); err != nil {
+		return err
+	}
+	l, err := s.fs.Lock(s.lockPath("CKPTLOCK"), s.o.LockTimeout)
+	if err != nil {
+		if errors.Is(err, ErrBusy) {
+			return fmt.Errorf("checkpoint lock of %s not taken within %v: %w", s.dir, s.o.LockTimeout, err)
+		}
+		return ioErr("checkpoint lock", err)
+	}
+	ferr := s.checkpointLocked(true)
+	if uerr := l.Unlock(); uerr != nil && ferr == nil {
+		ferr = ioErr("checkpoint unlock", uerr)
+	}
+	return ferr
+}
+
 // maybeCheckpoint writes a checkpoint when at least CheckpointEvery frames
 // are durable past the newest checkpoint this process knows of. It runs
 // after the commit is acknowledged, off the commit path: on a background
