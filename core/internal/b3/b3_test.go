@@ -1,6 +1,7 @@
 package b3
 
 import (
+	"strconv"
 	"testing"
 
 	"lukechampine.com/blake3"
@@ -32,28 +33,17 @@ func TestSameDigest(t *testing.T) {
 func BenchmarkSum256(b *testing.B) {
 	for _, n := range []int{512, 2048, 8192, SerialMax, 64 << 10, 1 << 20} {
 		buf := make([]byte, n)
-		b.Run("serial/"+itoa(n), func(b *testing.B) {
+		b.Run("serial/"+strconv.Itoa(n), func(b *testing.B) {
 			b.SetBytes(int64(n))
 			for i := 0; i < b.N; i++ {
 				Sum256(buf)
 			}
 		})
-		b.Run("blake3/"+itoa(n), func(b *testing.B) {
+		b.Run("blake3/"+strconv.Itoa(n), func(b *testing.B) {
 			b.SetBytes(int64(n))
 			for i := 0; i < b.N; i++ {
 				blake3.Sum256(buf)
 			}
 		})
-	}
-}
-
-func itoa(n int) string {
-	s := ""
-	for {
-		s = string(rune('0'+n%10)) + s
-		n /= 10
-		if n == 0 {
-			return s
-		}
 	}
 }
