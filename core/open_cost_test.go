@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spf13/afero"
 
@@ -269,5 +270,33 @@ func TestCheckpointLeavesNothingToReplay(t *testing.T) {
 		if !explicit && n < 99 {
 			t.Fatalf("open without Checkpoint replayed %d frames: the test no longer tells the two apart", n)
 		}
+	}
+}
+
+// TestCheckpointWaitsForTheLockThenIsBusy: Checkpoint waits up to
+// LockTimeout for a checkpoint another process is writing, then fails with
+// ErrBusy; once the lock is free it succeeds.
+func TestCheckpointWaitsForTheLockThenIsBusy(t *testing.T) {
+	m := faultfs.NewMem()
+	o := core.Options{FS: m, LockTimeout: 50 * time.Millisecond}
+	s, err := core.Create("/s", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	mustCommit(t, s, core.CommitRequest{Changes: []core.Change{put("f", "1")}})
+	l, err := m.Lock("/s/CKPTLOCK", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if err := s.Checkpoint(); !errors.Is(err, core.ErrBusy) || time.Since(start) < o.LockTimeout {
+		t.Fatalf("Checkpoint with CKPTLOCK held: %v after %v; want ErrBusy after at least %v", err, time.Since(start), o.LockTimeout)
+	}
+	if err := l.Unlock(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Checkpoint(); err != nil {
+		t.Fatalf("Checkpoint with CKPTLOCK free: %v", err)
 	}
 }

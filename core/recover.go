@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"time"
 
 	"github.com/swarmops/swarmops/core/index"
 	"github.com/swarmops/swarmops/core/journal"
@@ -199,18 +200,11 @@ func (s *Store) Checkpoint() error {
 	if err := s.usable(); err != nil {
 		return err
 	}
-	l, err := s.fs.Lock(s.lockPath("CKPTLOCK"), s.o.LockTimeout)
-	if err != nil {
-		if errors.Is(err, ErrBusy) {
-			return fmt.Errorf("checkpoint lock of %s not taken within %v: %w", s.dir, s.o.LockTimeout, err)
-		}
-		return ioErr("checkpoint lock", err)
+	busy, err := s.checkpointWithin(s.o.LockTimeout, true)
+	if busy {
+		return fmt.Errorf("checkpoint lock of %s not taken within %v: %w", s.dir, s.o.LockTimeout, err)
 	}
-	ferr := s.checkpointLocked(true)
-	if uerr := l.Unlock(); uerr != nil && ferr == nil {
-		ferr = ioErr("checkpoint unlock", uerr)
-	}
-	return ferr
+	return err
 }
 
 // maybeCheckpoint writes a checkpoint when at least CheckpointEvery frames
@@ -293,18 +287,28 @@ func (s *Store) ckptFailed() error {
 // unnecessary, so a busy lock is not an error). force writes one even if
 // few frames are new. It returns every I/O error, typed.
 func (s *Store) checkpointNow(force bool) error {
-	l, err := s.fs.Lock(s.lockPath("CKPTLOCK"), 0)
+	if busy, err := s.checkpointWithin(0, force); !busy {
+		return err
+	}
+	return nil
+}
+
+// checkpointWithin writes a checkpoint under CKPTLOCK, waiting up to
+// timeout for it. busy reports that the lock was not had in time (err is
+// then the lock's ErrBusy); every other error is typed.
+func (s *Store) checkpointWithin(timeout time.Duration, force bool) (busy bool, err error) {
+	l, err := s.fs.Lock(s.lockPath("CKPTLOCK"), timeout)
 	if err != nil {
 		if errors.Is(err, ErrBusy) {
-			return nil
+			return true, err
 		}
-		return ioErr("checkpoint lock", err)
+		return false, ioErr("checkpoint lock", err)
 	}
-	ferr := s.checkpointLocked(force)
-	if uerr := l.Unlock(); uerr != nil && ferr == nil {
-		ferr = ioErr("checkpoint unlock", uerr)
+	err = s.checkpointLocked(force)
+	if uerr := l.Unlock(); uerr != nil && err == nil {
+		err = ioErr("checkpoint unlock", uerr)
 	}
-	return ferr
+	return false, err
 }
 
 func (s *Store) checkpointLocked(force bool) error {

@@ -18,7 +18,6 @@ import (
 	"lukechampine.com/blake3"
 
 	"github.com/swarmops/swarmops/core/internal/b3"
-
 	"github.com/swarmops/swarmops/core/vfs"
 )
 

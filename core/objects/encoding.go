@@ -6,11 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"sync"
 	"time"
 	"unicode/utf8"
-
-	"lukechampine.com/blake3"
 
 	"github.com/swarmops/swarmops/core/internal/b3"
 )
@@ -53,19 +50,14 @@ const treeEntryFixed = 4 + 32 + 1
 // prefix-free across kinds, so a blob can never share an id with a tree
 // whose encoding happens to equal its content.
 func IDOf(k Kind, enc []byte) ID {
-	h := idHashers.Get().(*blake3.Hasher)
-	h.Reset()
+	h := b3.Get()
 	h.Write([]byte{byte(k)})
 	b3.Write(h, enc)
 	var id ID
 	h.Sum(id[:0])
-	idHashers.Put(h)
+	b3.Put(h)
 	return id
 }
-
-// idHashers reuses unkeyed BLAKE3-256 hashers: a new one is a ~2 KiB
-// allocation that dominated the hashing of small objects.
-var idHashers = sync.Pool{New: func() any { return blake3.New(32, nil) }}
 
 // BlobID returns the id of a blob with content data.
 func BlobID(data []byte) ID { return IDOf(KindBlob, data) }

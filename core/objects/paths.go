@@ -8,7 +8,7 @@ import (
 	"slices"
 	"strings"
 
-	"lukechampine.com/blake3"
+	"github.com/swarmops/swarmops/core/internal/b3"
 )
 
 // ErrBadPath is returned for a path or entry name that the store refuses:
@@ -120,9 +120,8 @@ func DeltaHash(changes []PathChange) Hash {
 		}
 		return slices.Compare(a.ID[:], b.ID[:])
 	})
-	h := idHashers.Get().(*blake3.Hasher) // the same unkeyed BLAKE3-256, pooled
-	h.Reset()
-	defer idHashers.Put(h)
+	h := b3.Get()
+	defer b3.Put(h)
 	var buf [8]byte
 	h.Write([]byte{deltaTag})
 	binary.BigEndian.PutUint64(buf[:], uint64(len(cs)))

@@ -36,14 +36,26 @@ func Write(h *blake3.Hasher, p []byte) {
 	h.Write(p)
 }
 
+// hashers reuses unkeyed BLAKE3-256 hashers: a new one is a ~2 KiB
+// allocation, which dominated the hashing of small objects.
 var hashers = sync.Pool{New: func() any { return blake3.New(32, nil) }}
+
+// Get returns a reset unkeyed BLAKE3-256 hasher from the pool; give it back
+// with Put.
+func Get() *blake3.Hasher {
+	h := hashers.Get().(*blake3.Hasher)
+	h.Reset()
+	return h
+}
+
+// Put returns a hasher Get gave out.
+func Put(h *blake3.Hasher) { hashers.Put(h) }
 
 // Sum256 is blake3.Sum256, hashed by Write.
 func Sum256(p []byte) (out [32]byte) {
-	h := hashers.Get().(*blake3.Hasher)
-	h.Reset()
+	h := Get()
 	Write(h, p)
 	h.Sum(out[:0])
-	hashers.Put(h)
+	Put(h)
 	return out
 }
