@@ -39,7 +39,7 @@ type cliWriter struct {
 	w          int
 	seq        int64
 	sink       *Sink
-	last       string // head of the private chain
+	last       string // head of the private chain, or main after the last land
 }
 
 // exec runs one swarmops command and records it. For the ref operations
@@ -154,7 +154,15 @@ func (c *cliWriter) run(mode string, count int, base core.ID) {
 				cur = r.Cur
 			}
 		case modeLand:
-			r := c.commit(i, 0, base.String(), "")
+			// An agent starts each change from the main its last land
+			// left (the first from the base), as an agent that checks out
+			// main before each task does. By the time it lands, main has
+			// typically moved on by a round of the other landers.
+			parent := base.String()
+			if i > 0 {
+				parent = c.last
+			}
+			r := c.commit(i, 0, parent, "")
 			Expect(r.Err).To(BeEmpty(), "writer %d commit %d", c.w, i)
 			for {
 				env, lr := c.exec(Record{I: i, Kind: kindLand, Ref: "main", Old: r.New}, "", "land", r.New, "--onto", "main")
@@ -168,6 +176,7 @@ func (c *cliWriter) run(mode string, count int, base core.ID) {
 				}
 				Expect(json.Unmarshal(env.Data, &d)).To(Succeed())
 				Expect(d.NoOp).To(BeFalse(), "a change landed once is not on main yet")
+				c.last = d.Changeset
 				break
 			}
 		}

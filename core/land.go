@@ -5,6 +5,7 @@ import (
 	"container/heap"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/swarmops/swarmops/core/objects"
@@ -50,9 +51,13 @@ var TestHookLandBeforeCommit func(attempt int)
 // DefaultLandAttempts). Running out of attempts is ErrBusy: the target is
 // contended, and trying later is the remedy.
 //
-// The NoOp check walks onto's first-parent history down to the oldest
+// The NoOp check walks onto's first-parent history down to the oldest other
 // changeset sharing change's delta hash, so its cost grows with how far back
-// such a changeset is, never with the store's size.
+// such a changeset is, never with the store's size. Finding the nearest
+// common ancestor walks both histories down to it, as git's merge-base does:
+// a change forked long ago costs a walk over everything landed since. The
+// merge itself costs what the change and the target's movement touch, not
+// the size of the trees.
 func (s *Store) Land(change ID, onto string, o LandOptions) (*LandResult, error) {
 	maxAttempts := o.MaxAttempts
 	if maxAttempts <= 0 {
@@ -177,7 +182,7 @@ func (s *Store) Land(change ID, onto string, o LandOptions) (*LandResult, error)
 			}
 			edits := make([]headEdit, len(pcs))
 			for i, pc := range pcs {
-				edits[i] = headEdit{Path: pc.Path, Delete: pc.Op == "delete", Entry: pc.New}
+				edits[i] = headEdit{Path: pc.Path, Delete: pc.Op == "delete", Entry: pc.New, Had: pc.Op != "add"}
 			}
 			res.Remerged = append(res.Remerged, m.advanceHead(edits))
 		case attempt > 1:
@@ -270,48 +275,152 @@ func (s *Store) snapshotWith(id ID) (*Snapshot, error) {
 	}
 }
 
-// buildMerge flattens the three trees and decides every path.
+// buildMerge decides every path change changed since base against head.
+// It reads only what the decisions need: the diff from base to change,
+// which skips the subtrees the two share, and head at those paths alone.
+// Its cost therefore follows the size of the change, however large head's
+// tree has grown. (It flattened all three trees once; with 32 landers
+// racing onto a main of 32,000 files, a loser holding the writer lock
+// spent most of the lock timeout there.)
 func buildMerge(sn *Snapshot, base, head, change ID) (*pathMerge, error) {
-	flat := func(id ID) (map[string]objects.Entry, error) {
-		if id.IsZero() {
-			return map[string]objects.Entry{}, nil
+	d, err := sn.Diff(base, change)
+	if err != nil {
+		return nil, err
+	}
+	b := make(map[string]objects.Entry, len(d))
+	t := make(map[string]objects.Entry, len(d))
+	paths := make([]string, len(d))
+	for i, pc := range d {
+		if pc.Op != "add" {
+			b[pc.Path] = pc.Old
 		}
-		return sn.Flatten(id)
+		if pc.Op != "delete" {
+			t[pc.Path] = pc.New
+		}
+		paths[i] = pc.Path
 	}
-	b, err := flat(base)
+	h, dirs, err := headAt(sn, head, paths)
 	if err != nil {
 		return nil, err
 	}
-	h, err := flat(head)
-	if err != nil {
-		return nil, err
-	}
-	t, err := flat(change)
-	if err != nil {
-		return nil, err
-	}
-	return newPathMerge(b, h, t), nil
+	return newPathMergeAt(b, h, t, dirs), nil
 }
 
-// landed reports whether head's first-parent history holds change's delta
-// hash or a merge of change. The walk stops at stop (a head already checked)
-// or below the oldest candidate's generation.
+// headAt reads changeset head's tree at the given file paths: the file at
+// each path and at each of its ancestor directories, where there is one,
+// and for each path that is a directory, the number of files below it.
+func headAt(sn *Snapshot, head ID, paths []string) (map[string]objects.Entry, map[string]int, error) {
+	files := make(map[string]objects.Entry)
+	dirs := make(map[string]int)
+	if head.IsZero() || len(paths) == 0 {
+		return files, dirs, nil
+	}
+	cs, err := sn.Changeset(head)
+	if err != nil {
+		return nil, nil, err
+	}
+	trees := make(map[ID]*objects.Tree)
+	tree := func(id ID) (*objects.Tree, error) {
+		if t, ok := trees[id]; ok {
+			return t, nil
+		}
+		t, err := sn.Tree(id)
+		if err != nil {
+			return nil, err
+		}
+		trees[id] = t
+		return t, nil
+	}
+	var count func(id ID) (int, error)
+	count = func(id ID) (int, error) {
+		t, err := tree(id)
+		if err != nil {
+			return 0, err
+		}
+		n := 0
+		for _, e := range t.Entries {
+			if !e.Mode.IsDir() {
+				n++
+				continue
+			}
+			k, err := count(e.ID)
+			if err != nil {
+				return 0, err
+			}
+			n += k
+		}
+		return n, nil
+	}
+	for _, p := range paths {
+		dir := cs.Root
+		for end := 0; end < len(p); {
+			next := strings.IndexByte(p[end:], '/')
+			last := next < 0
+			if last {
+				next = len(p)
+			} else {
+				next += end
+			}
+			t, err := tree(dir)
+			if err != nil {
+				return nil, nil, err
+			}
+			e, ok := t.Lookup(p[end:next])
+			if !ok {
+				break
+			}
+			sub := p[:next]
+			if !e.Mode.IsDir() {
+				files[sub] = e // p itself, or a file where p needs a directory
+				break
+			}
+			if last {
+				if dirs[sub], err = count(e.ID); err != nil {
+					return nil, nil, err
+				}
+				break
+			}
+			dir, end = e.ID, next+1
+		}
+	}
+	return files, dirs, nil
+}
+
+// landed reports whether head is change, or head's first-parent history
+// holds another changeset with change's delta hash (an earlier land of it,
+// or a changeset that made the same change). The walk stops at stop (a head
+// already checked) or below the oldest such changeset's generation, so it
+// costs nothing when change's delta is its own. change itself, or a merge of
+// it, deeper in head's history needs no walk: change is then an ancestor of
+// head, the nearest common ancestor of the two is change, and the three-way
+// merge is empty, which Land reports as NoOp all the same. (The walk went
+// down to change's own generation once; for a change forked from an old
+// head, that was every changeset landed since the fork.)
 func landed(sn *Snapshot, cs *objects.Changeset, change, head, stop ID) (bool, error) {
+	if head == change {
+		return true, nil
+	}
 	cands, err := sn.ByDelta(cs.Delta)
 	if err != nil && !errors.Is(err, ErrNotFound) {
 		return false, err
 	}
-	want := map[ID]bool{change: true}
-	minGen := cs.Generation
+	want := map[ID]bool{}
+	var minGen uint64
 	for _, c := range cands {
-		want[c] = true
+		if c == change {
+			continue
+		}
 		ccs, err := sn.Changeset(c)
 		if err != nil {
 			return false, err
 		}
-		if ccs.Generation < minGen {
+		if len(want) == 0 || ccs.Generation < minGen {
 			minGen = ccs.Generation
 		}
+		want[c] = true
+	}
+	if len(want) == 0 {
+		return false, nil
 	}
 	for id := head; !id.IsZero() && id != stop; {
 		if want[id] {

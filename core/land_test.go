@@ -149,7 +149,8 @@ func TestIncrementalRemergeEqualsAFreshMerge(t *testing.T) {
 		var edits []headEdit
 		for _, p := range changedPaths(h1, h2) {
 			e, ok := h2[p]
-			edits = append(edits, headEdit{Path: p, Delete: !ok, Entry: e})
+			_, had := h1[p]
+			edits = append(edits, headEdit{Path: p, Delete: !ok, Entry: e, Had: had})
 		}
 		if n := inc.advanceHead(edits); n != len(edits) {
 			t.Fatalf("advanceHead reported %d re-merged paths, want %d", n, len(edits))

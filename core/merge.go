@@ -41,7 +41,7 @@ type pathMerge struct {
 	paths              []string // sorted: the paths theirs changed since base
 	inTheirs           map[string]bool
 	decision           map[string]mergeOp
-	dirs               map[string]int // for each directory, the number of head files below it
+	dirs               map[string]int // for each directory read, the number of head files below it
 }
 
 // sameEntry reports whether two optional entries are the same file.
@@ -70,23 +70,40 @@ func changedPaths(a, b map[string]objects.Entry) []string {
 	return out
 }
 
-// newPathMerge decides every path theirs changed since base against head.
+// newPathMerge decides every path theirs changed since base against head,
+// given whole trees.
 func newPathMerge(base, head, theirs map[string]objects.Entry) *pathMerge {
+	dirs := make(map[string]int)
+	for p := range head {
+		forEachDir(p, func(d string) { dirs[d]++ })
+	}
+	return newPathMergeAt(base, head, theirs, dirs)
+}
+
+// newPathMergeAt decides every path theirs changed since base against head,
+// given only what the decisions read:
+//
+//   - base and theirs: at least every path where they differ (a path absent
+//     from both counts as unchanged);
+//   - head: its file at each of those paths and at each of their ancestor
+//     directories, where it has one;
+//   - dirs: for each of those paths, the number of head's files below it.
+//
+// Land builds these from the trees without flattening them (buildMerge), so
+// a merge costs what the change touches, not what the tree holds.
+func newPathMergeAt(base, head, theirs map[string]objects.Entry, dirs map[string]int) *pathMerge {
 	m := &pathMerge{
 		base:     base,
 		head:     head,
 		theirs:   theirs,
 		paths:    changedPaths(base, theirs),
 		decision: make(map[string]mergeOp),
-		dirs:     make(map[string]int),
+		dirs:     dirs,
 	}
 	m.inTheirs = make(map[string]bool, len(m.paths))
 	for _, p := range m.paths {
 		m.inTheirs[p] = true
 		m.decide(p)
-	}
-	for p := range head {
-		forEachDir(p, func(d string) { m.dirs[d]++ })
 	}
 	return m
 }
@@ -113,6 +130,7 @@ type headEdit struct {
 	Path   string
 	Delete bool
 	Entry  objects.Entry
+	Had    bool // the old head had a file at Path (read by advanceHead only)
 }
 
 // advanceHead moves the merge onto a newer head that differs from the old
@@ -121,7 +139,9 @@ type headEdit struct {
 // either re-decided or checked against theirs' directory layout).
 func (m *pathMerge) advanceHead(edits []headEdit) int {
 	for _, e := range edits {
-		_, had := m.head[e.Path]
+		// had comes with the edit: m.head may hold only the paths the
+		// merge reads (newPathMergeAt).
+		had := e.Had
 		if e.Delete {
 			if had {
 				delete(m.head, e.Path)
