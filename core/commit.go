@@ -245,7 +245,58 @@ type commitReq struct {
 	seq     uint64 // frame appended (or, on a conflict, the end the check saw)
 	epoch   uint64
 	err     error
+	early   bool      // failed its compare-and-swap before its turn (earlyConflicts)
 	turn    chan bool // true: lead the next batch; false: done, see err
+}
+
+// earlyConflicts fails, without the writer lock, every request of batch
+// whose ref moves conflict with the store as of the published end, and
+// returns how many requests still need their turn, or an I/O error. It decides only from a
+// projection caught up to an end read in this call, on a healthy store (the
+// precondition appendLocked checks under the lock), so the value a loser is
+// told of is one the ref held after the loser's call began, as under the
+// lock. Like a conflict found under the lock, its seq is the end the check
+// saw, which the sync step makes durable before the error is returned (C4,
+// C5). Anything else (the projection busy or behind, a torn read, another
+// epoch) leaves the decision to the turn.
+func (s *Store) earlyConflicts(batch []*commitReq) (live int, err error) {
+	moves := false
+	for _, r := range batch {
+		if !r.early {
+			live++
+			moves = moves || len(r.t.Moves) > 0
+		}
+	}
+	if !moves {
+		return live, nil
+	}
+	end, eok, err := s.st.read(recEnd)
+	if err != nil {
+		return live, err
+	}
+	dur, dok, err := s.st.read(recDurable)
+	if err != nil {
+		return live, err
+	}
+	if !s.healthy(end, eok, dur, dok) || !s.mu.TryLock() {
+		return live, nil
+	}
+	defer s.mu.Unlock()
+	if end.Epoch != s.epoch || s.p.nextSeq != end.NextSeq || s.p.pos != end.Pos {
+		return live, nil
+	}
+	for _, r := range batch {
+		if r.early || len(r.t.Moves) == 0 {
+			continue
+		}
+		var c *refs.Conflict
+		if err := s.p.refs.Check(r.t.Moves); errors.As(err, &c) {
+			r.early, r.err = true, refErr(err)
+			r.seq, r.epoch = end.NextSeq-1, end.Epoch
+			live--
+		}
+	}
+	return live, nil
 }
 
 // commitBatch appends every transaction of batch under one hold of the
@@ -257,12 +308,36 @@ func (s *Store) commitBatch(batch []*commitReq) {
 		}
 		return
 	}
-	err := s.withWriterLock(func() error {
-		for _, r := range batch {
-			r.seq, r.epoch, r.err = s.appendLocked(r.t, r.payload, r.digest, r.need)
+	// A transaction whose compare-and-swap has already lost, to a frame
+	// published before it queued or while it queued, fails without its
+	// turn: with 32 writers racing for one ref, each publish used to cost
+	// a lock pass for every loser (about 30 per publish), and the winner,
+	// who learns the new head first, was the likeliest to win again.
+	// An I/O error on the way is the operation's (C9): it ends the wait
+	// and fails every request still waiting.
+	var nerr error
+	needed := func() bool {
+		live, err := s.earlyConflicts(batch)
+		if err != nil {
+			nerr = err
+			return false
 		}
-		return nil
-	})
+		return live > 0
+	}
+	var err error
+	if needed() {
+		err = s.withWriterLockIf(func() error {
+			for _, r := range batch {
+				if !r.early {
+					r.seq, r.epoch, r.err = s.appendLocked(r.t, r.payload, r.digest, r.need)
+				}
+			}
+			return nil
+		}, needed)
+	}
+	if errors.Is(err, errNotNeeded) || err == nil {
+		err = nerr
+	}
 	if err != nil {
 		for _, r := range batch {
 			if r.err == nil {

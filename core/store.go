@@ -383,6 +383,18 @@ func (s *Store) healthy(end stateRec, eok bool, dur stateRec, dok bool) bool {
 // deadline, LockTimeout, after which the caller gets ErrBusy and has left
 // the queue.
 func (s *Store) withWriterLock(fn func() error) error {
+	return s.withWriterLockIf(fn, nil)
+}
+
+// errNotNeeded is withWriterLockIf's answer when needed said no while it
+// queued.
+var errNotNeeded = errors.New("the writer lock was no longer needed")
+
+// withWriterLockIf is withWriterLock for a caller that may stop needing the
+// lock while it queues: needed, if not nil, is asked after each catch-up in
+// the queue (lockq.Join's progress), and when it returns false the caller
+// leaves the queue and gets errNotNeeded, without having run fn.
+func (s *Store) withWriterLockIf(fn func() error, needed func() bool) error {
 	s.holdMu.Lock()
 	if s.held {
 		// holdWriterLock's holder keeps the lock for this process:
@@ -409,11 +421,15 @@ func (s *Store) withWriterLock(fn func() error) error {
 		}
 	}
 	var perr error
-	t, err := s.q.Join(deadline, func() {
+	t, err := s.q.Join(deadline, func() bool {
 		if perr == nil {
 			perr = s.catchUpUnlocked()
 		}
+		return perr == nil && needed != nil && !needed()
 	})
+	if errors.Is(err, lockq.ErrLeft) {
+		return errNotNeeded
+	}
 	if err != nil {
 		return s.lockErr(err)
 	}

@@ -95,8 +95,11 @@ type Ticket struct {
 // store uses progress to replay, while it queues, the frames the writers
 // ahead of it appended, so its own turn replays only the last few. Each
 // ticket is then waited on by at most two waiters, so a hand-off still
-// wakes no more than two processes.
-func (q *Queue) Join(deadline time.Time, progress func()) (*Ticket, error) {
+// wakes no more than two processes. If progress returns true, the waiter
+// no longer needs its turn: Join leaves the queue and returns ErrLeft (the
+// store leaves when every transaction it queued for has already lost its
+// compare-and-swap to a writer ahead of it).
+func (q *Queue) Join(deadline time.Time, progress func() (leave bool)) (*Ticket, error) {
 	if !q.ready.Load() {
 		if err := q.fs.MkdirAll(q.dir, 0o755); err != nil {
 			return nil, err
@@ -117,8 +120,11 @@ func (q *Queue) Join(deadline time.Time, progress func()) (*Ticket, error) {
 			t.Leave()
 			return nil, err
 		}
-		if progress != nil && i < len(below)-1 {
-			progress()
+		if progress != nil && i < len(below)-1 && progress() {
+			if err := t.Leave(); err != nil {
+				return nil, err
+			}
+			return nil, ErrLeft
 		}
 		if i == len(below)-1 {
 			// The ticket just ahead was served (not merely gone): then
@@ -180,6 +186,9 @@ func (q *Queue) Idle() (bool, error) {
 	}
 	return next == h+1, nil
 }
+
+// ErrLeft is Join's answer when its progress function asked to leave.
+var ErrLeft = errors.New("lockq: left the queue before its turn")
 
 // Lookahead is how many places ahead of its own a waiter first waits for
 // (see Join).

@@ -69,9 +69,9 @@ func TestServedInArrivalOrder(t *testing.T) {
 func servedInArrivalOrder(t *testing.T, withProgress bool) {
 	filesystems(t, func(t *testing.T, fsys vfs.FS, dir string) {
 		var progressed atomic.Int32
-		var progress func()
+		var progress func() bool
 		if withProgress {
-			progress = func() { progressed.Add(1) }
+			progress = func() bool { progressed.Add(1); return false }
 		}
 		q := lockq.New(fsys, dir)
 		head := join(t, q, time.Second)
@@ -132,6 +132,71 @@ func servedInArrivalOrder(t *testing.T, withProgress bool) {
 // TestTimeoutLeavesTheQueue: a waiter that gives up at its deadline gets
 // ErrBusy and takes its ticket with it, so the waiter behind it is served
 // as soon as the head leaves, not after the one that gave up.
+// TestProgressCanLeaveTheQueue: a waiter whose progress asks to leave gets
+// ErrLeft without its turn and leaves no ticket, and the waiters behind it
+// are served in arrival order all the same. Without the leave in Join,
+// every waiter is served ("waiter 6: <nil>, want ErrLeft").
+func TestProgressCanLeaveTheQueue(t *testing.T) {
+	filesystems(t, func(t *testing.T, fsys vfs.FS, dir string) {
+		q := lockq.New(fsys, dir)
+		head := join(t, q, time.Second)
+		const n = 16
+		var (
+			mu     sync.Mutex
+			served []int
+			left   atomic.Int32
+			wg     sync.WaitGroup
+		)
+		for i := range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				// Even waiters far back leave at their first progress.
+				leave := i%2 == 0 && i > lockq.Lookahead
+				tk, err := lockq.New(fsys, dir).Join(time.Now().Add(10*time.Second), func() bool { return leave })
+				if leave {
+					if !errors.Is(err, lockq.ErrLeft) {
+						t.Errorf("waiter %d: %v, want ErrLeft", i, err)
+						if err == nil {
+							tk.Leave()
+						}
+						return
+					}
+					left.Add(1)
+					return
+				}
+				if err != nil {
+					t.Errorf("waiter %d: %v", i, err)
+					return
+				}
+				mu.Lock()
+				served = append(served, i)
+				mu.Unlock()
+				time.Sleep(200 * time.Microsecond)
+				if err := tk.Leave(); err != nil {
+					t.Errorf("waiter %d: Leave: %v", i, err)
+				}
+			}()
+			waitQueued(t, fsys, dir, i+2)
+		}
+		if err := head.Leave(); err != nil {
+			t.Fatal(err)
+		}
+		wg.Wait()
+		for i := 1; i < len(served); i++ {
+			if served[i] < served[i-1] {
+				t.Fatalf("served in order %v, want arrival order", served)
+			}
+		}
+		if int(left.Load())+len(served) != n || left.Load() == 0 {
+			t.Fatalf("%d left and %d served of %d", left.Load(), len(served), n)
+		}
+		if k := queued(t, fsys, dir); k != 0 {
+			t.Fatalf("%d tickets left behind", k)
+		}
+	})
+}
+
 func TestTimeoutLeavesTheQueue(t *testing.T) {
 	filesystems(t, func(t *testing.T, fsys vfs.FS, dir string) {
 		q := lockq.New(fsys, dir)
