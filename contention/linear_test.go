@@ -5,8 +5,10 @@ import (
 	"time"
 
 	"github.com/anishathalye/porcupine"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"github.com/swarmops/swarmops/faultfs"
 )
 
 // These specs pin the ref model and the history builder on hand-made
@@ -119,5 +121,36 @@ var _ = Describe("CheckConflicts", func() {
 	})
 	It("rejects a loser told a value nobody wrote, or its own expectation", func() {
 		Expect(CheckConflicts("a", []porcupine.Operation{lose("z", "q", 0, 5), lose("a", "a", 0, 5)})).To(HaveLen(2))
+	})
+})
+
+var _ = Describe("TimedFS", func() {
+	// A queue entry the store leaves before its turn (a compare-and-swap
+	// already lost) has no acquisition; the next acquisition's wait starts
+	// at its own entry. Carrying the first entry's time over made one wait
+	// span several operations in the first full-size run with early
+	// conflicts ("overtaken ... max=437").
+	It("starts each acquisition's wait at its own entry into the queue", func() {
+		m := faultfs.NewMem()
+		Expect(m.MkdirAll("/s/lockq", 0o755)).To(Succeed())
+		t := NewTimedFS(m)
+		lock := func(name string) {
+			l, err := t.Lock(name, time.Second)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(l.Unlock()).To(Succeed())
+		}
+		before := time.Now().UnixNano()
+		lock("/s/lockq/GUARD") // an entry the store leaves early
+		lock("/s/lockq/t00000000000000000001")
+		time.Sleep(5 * time.Millisecond)
+		second := time.Now().UnixNano()
+		lock("/s/lockq/GUARD")
+		lock("/s/LOCK")
+		acq := t.acquisitions(0)
+		Expect(acq).To(HaveLen(1))
+		Expect(acq[0][0]).To(BeNumerically(">=", second), "wait start %d ns after the first entry", acq[0][0]-before)
+		_, locks, busy := t.Totals()
+		Expect(locks).To(Equal(int64(1)))
+		Expect(busy).To(BeZero())
 	})
 })

@@ -102,14 +102,23 @@ func (t *TimedFS) Lock(name string, timeout time.Duration) (vfs.Locked, error) {
 		return t.FS.Lock(name, timeout)
 	}
 	start := time.Now()
-	if inQueue {
+	guard := inQueue && filepath.Base(name) == queueGuard
+	switch {
+	case guard:
+		// Every entry into the queue starts at its guard. The store
+		// leaves the queue before its turn when its compare-and-swap has
+		// already lost (no acquisition, no Busy): that entry's times must
+		// not carry over to the next one.
+		t.queued.Store(start.UnixNano())
+		t.placed.Store(0)
+	case inQueue:
 		t.queued.CompareAndSwap(0, start.UnixNano())
 	}
 	l, err := t.FS.Lock(name, timeout)
-	if err == nil && inQueue && filepath.Base(name) == queueGuard {
+	if err == nil && guard {
 		// Holding the guard, the writer takes its ticket: its place in
 		// the queue is fixed from here.
-		t.placed.CompareAndSwap(0, time.Now().UnixNano())
+		t.placed.Store(time.Now().UnixNano())
 	}
 	switch {
 	case err == nil && !inQueue:
