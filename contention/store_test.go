@@ -201,7 +201,7 @@ var _ = Describe("Store level (writer processes over the Go API)", Ordered, Cont
 					f.checkPublishes(r, o, knobs.Writers)
 				}
 				report(fmt.Sprintf("processes, %s, %d × %d", mode, knobs.Writers, o.count), r)
-				assertFair(r.summary)
+				assertFair(r.summary, mode == ModeAdvance)
 			})
 		}
 	})
@@ -216,9 +216,22 @@ var _ = Describe("Store level (writer processes over the Go API)", Ordered, Cont
 // publishes (934,370 conflicts beside 32,000 publishes at 32 × 1,000), and on
 // a shared 2-core machine it follows each hand-off's length, not the lock's
 // order; the count is the order itself.
-func assertFair(s Summary) {
+//
+// With one shared ref (race), the spread is who wins the compare-and-swap
+// races, which the lock does not decide: a loser retries as a new queue
+// entry. If every publish went to a writer drawn at random among those not
+// done, 32 writers × 1,000 would give a spread of 1.066 at the median, 1.088
+// at p90 and 1.13 at worst over 200 simulated runs; three full-size runs
+// measured 1.083–1.107. The bound is then 1.15: a lock that lets writers
+// barge is beyond it (the bare flock gave spreads of 1.24 to 3.26 at 32
+// writers, docs/perf/contention.md).
+func assertFair(s Summary, race bool) {
 	Expect(s.Busy).To(Equal(0), "Busy below the lock timeout (C8)")
-	Expect(s.Spread).To(BeNumerically("<=", 1.10), "spread, slowest writer ÷ fastest (target 1.05)")
+	bound := 1.10
+	if race {
+		bound = 1.15
+	}
+	Expect(s.Spread).To(BeNumerically("<=", bound), "spread, slowest writer ÷ fastest (target 1.05)")
 	Expect(s.OvertakesMax).To(BeNumerically("<=", s.Writers), "acquisitions by other writers during one wait vs one round of the others (C8)")
 }
 

@@ -123,11 +123,13 @@ func (t *TimedFS) Lock(name string, timeout time.Duration) (vfs.Locked, error) {
 	switch {
 	case err == nil && !inQueue:
 		from := start.UnixNano()
-		if q := t.queued.Swap(0); q != 0 {
+		if q := t.queued.Swap(0); q != 0 && timeout > 0 {
 			from = q
 		}
+		// The lone-writer fast path (one try, timeout 0) never queued:
+		// an entry it follows (one the store left early) is not its wait.
 		placed := t.placed.Swap(0)
-		if placed == 0 {
+		if placed == 0 || timeout <= 0 {
 			placed = start.UnixNano()
 		}
 		now := time.Now().UnixNano()
