@@ -686,7 +686,7 @@ func (h *harness) w4recover(e engine.Engine, b *built, r int) Result {
 	res := Result{Workload: "W4recover", Engine: e.Name(), Size: b.n, Run: r, Env: h.env(), Metrics: map[string]float64{},
 		Note: "a writer process committing back to back is SIGKILLed; a fresh process opens, checks the last acknowledged commit, commits one (a process crash, not a power loss)"}
 	rng := h.rng(uint64(1000 + r))
-	var rec lat
+	var rec, opens, writes lat
 	for k := 0; k < h.kills; k++ {
 		tag := strconv.Itoa(300 + r*h.kills + k)
 		cmd := exec.Command(h.self, "child", "writer", "--engine", e.Name(), "--dir", b.dir, "--seed", fmt.Sprint(h.seed), "--writer", tag)
@@ -726,10 +726,16 @@ func (h *harness) w4recover(e engine.Engine, b *built, r int) Result {
 			return res
 		}
 		rec = append(rec, m["open_us"]+m["write_us"])
+		opens = append(opens, m["open_us"])
+		writes = append(writes, m["write_us"])
 		res.Metrics["acked_lost"] += m["lost"]
 		res.Metrics["cas_retried"] += m["cas_retried"]
 	}
 	res.Metrics["recover_ms"] = median(rec) / 1e3
 	res.Metrics["recover_max_ms"] = pct(rec, 100) / 1e3
+	// Where a recovery goes: the open (replay of the frames past the
+	// newest checkpoint) and the first commit, medians apart.
+	res.Metrics["recover_open_ms"] = median(opens) / 1e3
+	res.Metrics["recover_write_ms"] = median(writes) / 1e3
 	return res
 }
