@@ -180,11 +180,7 @@ func (s *Store) Land(change ID, onto string, o LandOptions) (*LandResult, error)
 			if err != nil {
 				return fail(err)
 			}
-			edits := make([]headEdit, len(pcs))
-			for i, pc := range pcs {
-				edits[i] = headEdit{Path: pc.Path, Delete: pc.Op == "delete", Entry: pc.New, Had: pc.Op != "add"}
-			}
-			res.Remerged = append(res.Remerged, m.advanceHead(edits))
+			res.Remerged = append(res.Remerged, m.advanceHead(headEdits(pcs)))
 		case attempt > 1:
 			res.Remerged = append(res.Remerged, 0)
 		}
@@ -304,6 +300,16 @@ func buildMerge(sn *Snapshot, base, head, change ID) (*pathMerge, error) {
 		return nil, err
 	}
 	return newPathMergeAt(b, h, t, dirs), nil
+}
+
+// headEdits turns the target's diff between two heads into advanceHead's
+// edits.
+func headEdits(d []PathChange) []headEdit {
+	edits := make([]headEdit, len(d))
+	for i, pc := range d {
+		edits[i] = headEdit{Path: pc.Path, Delete: pc.Op == "delete", Entry: pc.New, Had: pc.Op != "add"}
+	}
+	return edits
 }
 
 // headAt reads changeset head's tree at the given file paths: the file at

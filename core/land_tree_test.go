@@ -68,14 +68,6 @@ func flatDiff(a, b map[string]objects.Entry) []PathChange {
 	return out
 }
 
-func headEdits(d []PathChange) []headEdit {
-	edits := make([]headEdit, len(d))
-	for i, pc := range d {
-		edits[i] = headEdit{Path: pc.Path, Delete: pc.Op == "delete", Entry: pc.New, Had: pc.Op != "add"}
-	}
-	return edits
-}
-
 // TestTreeMergeEqualsAFlatMerge: the merge Land builds from tree walks
 // (Diff pruning shared subtrees, head read at the changed paths alone) gives
 // exactly the edits and conflicts of the merge over three flattened trees,
