@@ -75,7 +75,7 @@ func flatDiff(a, b map[string]objects.Entry) []PathChange {
 // of the flattened trees. It fails if headAt misses a file where a path needs
 // a directory (a lost "e/f/g" vs "e/f" conflict), if it counts no files
 // under a path that is a directory in head, or if Diff skips a subtree that
-// changed.
+// changed, or if headEdits gets wrong whether the old head had a path.
 func TestTreeMergeEqualsAFlatMerge(t *testing.T) {
 	s, err := Create("/s", Options{FS: faultfs.NewMem()})
 	if err != nil {
@@ -124,8 +124,10 @@ func TestTreeMergeEqualsAFlatMerge(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		// The flat side is a fresh merge against head2, so that the edits
+		// Land derives from the diff (headEdits) are checked too.
 		tm.advanceHead(headEdits(d))
-		fm.advanceHead(headEdits(d))
+		fm = newPathMerge(maps.Clone(flat[base]), maps.Clone(flat[head2]), maps.Clone(flat[theirs]))
 		same("after moving onto a newer head")
 	})
 }
