@@ -34,6 +34,8 @@
 //	| delta records        | 68 bytes each, by (delta, id)
 //	| delta fanout         |
 //	| parent heap          | extra parents: n x 32 bytes + crc32c
+//	| changeset filter     | split-block Bloom filter, 32-byte blocks
+//	| object filter        |
 //	+----------------------+ fileSize
 //
 // Header:
@@ -49,7 +51,11 @@
 //	120 heapOff u64 | heapLen u64
 //	136 fileSize u64           8  a truncated or extended file fails at open
 //	144 bodyHash [32]          32 BLAKE3 of bytes [256, fileSize), for Verify
-//	176 reserved (zero) ... 252 crc32c u32 of bytes [0, 252)
+//	176 filter x 2 (16 bytes each, changesets then objects):
+//	    off u64 | blocks u32 | crc32c u32 of ('F', table, filter bytes)
+//	                               blocks 0: no filter (a run written
+//	                               before filters; lookups read the table)
+//	208 reserved (zero) ... 252 crc32c u32 of bytes [0, 252)
 //
 // Every section is checked to lie inside the file when the run is opened, so
 // a damaged header can never steer a read elsewhere.
@@ -81,6 +87,14 @@
 // records per bucket, so an exact lookup costs two reads after open: the two
 // adjacent fanout entries (16 bytes) and one bucket of records (about 2 KiB),
 // whatever the size of the run. Opening costs one read (the header).
+//
+// Filter (see filter.go): blocks of eight 32-bit words; a key's hash picks
+// a block and one bit in each word. It is sized at 12 bits a key, so about
+// 0.5 % of absent keys pass it. A run loads its fanouts and filters after
+// preloadAfter lookups; from then on a lookup of an id the run does not
+// hold reads nothing. The filter's checksum is checked when it is loaded
+// (a damaged filter could exclude a key the run holds), and Verify checks
+// that it passes every key of its table.
 //
 // # Durability
 //

@@ -46,6 +46,19 @@ type header struct {
 	heapLen  int64
 	fileSize int64
 	bodyHash [32]byte
+	// filt locates the filters of the changeset and object tables (see
+	// filter.go); blocks 0 means none (a run written before filters).
+	filt [nFiltered]filterLoc
+}
+
+// nFiltered is the number of tables with a filter: the changeset and the
+// object table, whose keys lookups probe for presence.
+const nFiltered = 2
+
+type filterLoc struct {
+	off    int64
+	blocks uint32
+	crc    uint32
 }
 
 func (h *header) encode() []byte {
@@ -65,6 +78,12 @@ func (h *header) encode() []byte {
 	binary.BigEndian.PutUint64(b[128:], uint64(h.heapLen))
 	binary.BigEndian.PutUint64(b[136:], uint64(h.fileSize))
 	copy(b[144:176], h.bodyHash[:])
+	for i, f := range h.filt {
+		p := b[176+16*i:]
+		binary.BigEndian.PutUint64(p[0:], uint64(f.off))
+		binary.BigEndian.PutUint32(p[8:], f.blocks)
+		binary.BigEndian.PutUint32(p[12:], f.crc)
+	}
 	binary.BigEndian.PutUint32(b[headerCRCAt:], crc32.Checksum(b[:headerCRCAt], castagnoli))
 	return b
 }
@@ -118,6 +137,14 @@ func decodeHeader(b []byte, size int64) (*header, string, int64) {
 	if !inside(h.heapOff, h.heapLen) {
 		return nil, "heap outside the file", 120
 	}
+	for i := range h.filt {
+		p := b[176+16*i:]
+		f := filterLoc{off: int64(binary.BigEndian.Uint64(p[0:])), blocks: binary.BigEndian.Uint32(p[8:]), crc: binary.BigEndian.Uint32(p[12:])}
+		if f.blocks > maxFilterBlocks || (f.blocks > 0 && !inside(f.off, int64(f.blocks)*filterBlockSize)) {
+			return nil, fmt.Sprintf("table %d filter (%d blocks at %d) outside the file", i, f.blocks, f.off), int64(176 + 16*i)
+		}
+		h.filt[i] = f
+	}
 	if h.tables[tabDelta].count != h.tables[tabCS].count {
 		return nil, "delta table and changeset table differ in size", 24 + 32*tabDelta + 8
 	}
@@ -137,6 +164,10 @@ type Run struct {
 	// readers while keeping open + first lookup at one small read.
 	fan     [nTables]atomic.Pointer[[]uint32]
 	lookups atomic.Int64
+	// filt holds the checked filters of the changeset and object tables,
+	// loaded with the fanouts; a lookup of a key they exclude reads
+	// nothing.
+	filt [nFiltered]atomic.Pointer[[]byte]
 
 	// cache, when set (SetCache), keeps the blocks lookups read; cacheID
 	// names this run in it.
@@ -145,7 +176,8 @@ type Run struct {
 }
 
 // preloadAfter is the number of lookups after which a run loads its fanout
-// tables into memory (about 4 bytes per 16 to 32 records).
+// tables (about 4 bytes per 16 to 32 records) and its filters (1.5 bytes a
+// record) into memory.
 const preloadAfter = 32
 
 // OpenRun opens the run file at path and checks its header (one read of
@@ -292,9 +324,10 @@ func (r *Run) bucketRange(tab byte, b0, b1 uint32) (uint64, uint64, error) {
 	return lo, hi, nil
 }
 
-// LoadFanout reads and checks every fanout table (one read each) and keeps
-// them in memory, so later lookups read only their records. Runs call it
-// by themselves after preloadAfter lookups; a caller that knows a run will
+// LoadFanout reads and checks every fanout table (one read each) and the
+// filters (one read each), and keeps them in memory, so later lookups read
+// only their records, and none for a key a filter excludes. Runs call it by
+// themselves after preloadAfter lookups; a caller that knows a run will
 // serve many lookups may call it at once. It is safe to call concurrently.
 func (r *Run) LoadFanout() error {
 	for tab := byte(0); tab < nTables; tab++ {
@@ -321,7 +354,40 @@ func (r *Run) LoadFanout() error {
 		}
 		r.fan[tab].Store(&f)
 	}
+	for tab := byte(0); tab < nFiltered; tab++ {
+		if _, err := r.filter(tab); err != nil {
+			return err
+		}
+	}
 	return nil
+}
+
+// filter returns the checked filter of table tab, reading it on first use;
+// nil if the run has none.
+func (r *Run) filter(tab byte) ([]byte, error) {
+	if f := r.filt[tab].Load(); f != nil {
+		return *f, nil
+	}
+	fl := r.h.filt[tab]
+	if fl.blocks == 0 {
+		return nil, nil
+	}
+	f := make([]byte, int64(fl.blocks)*filterBlockSize)
+	if err := r.readAt(f, fl.off); err != nil {
+		return nil, err
+	}
+	if filterCRC(tab, f) != fl.crc {
+		return nil, r.corrupt(fl.off, "filter of table %d: checksum mismatch", tab)
+	}
+	r.filt[tab].Store(&f)
+	return f, nil
+}
+
+// excludes reports whether table tab's filter, if loaded, says key is not
+// in the run.
+func (r *Run) excludes(tab byte, key []byte) bool {
+	f := r.filt[tab].Load()
+	return f != nil && !filterHas(*f, key)
 }
 
 // topBits returns the bucket of a key.
@@ -524,6 +590,9 @@ func (r *Run) csFromRec(rec []byte) (CSRecord, error) {
 func (r *Run) Changeset(id objects.ID) (CSRecord, bool, error) {
 	var out CSRecord
 	found := false
+	if r.excludes(tabCS, id[:]) {
+		return out, false, nil
+	}
 	err := r.scan(tabCS, id[:], id[:], func(_ uint64, rec []byte) (bool, error) {
 		if bytes.Equal(rec[:32], id[:]) {
 			c, err := r.csFromRec(rec)
@@ -539,6 +608,9 @@ func (r *Run) Changeset(id objects.ID) (CSRecord, bool, error) {
 func (r *Run) Object(id objects.ID) (ObjRecord, bool, error) {
 	var out ObjRecord
 	found := false
+	if r.excludes(tabObj, id[:]) {
+		return out, false, nil
+	}
 	err := r.scan(tabObj, id[:], id[:], func(_ uint64, rec []byte) (bool, error) {
 		if bytes.Equal(rec[:32], id[:]) {
 			out, found = decodeObj(rec), true
@@ -682,11 +754,24 @@ func (r *Run) Verify() error {
 		t := &r.h.tables[tab]
 		nb := uint32(1) << t.bits
 		counts := make([]uint32, nb)
+		// A filter must pass every key of its table: one that excludes a
+		// key the run holds would hide it from lookups.
+		var filt []byte
+		if tab < nFiltered {
+			f, err := r.filter(tab)
+			if err != nil {
+				return err
+			}
+			filt = f
+		}
 		err := r.iterTable(tab, func(rec []byte) error {
 			if tab == tabCS {
 				if _, err := r.csFromRec(rec); err != nil {
 					return err
 				}
+			}
+			if filt != nil && !filterHas(filt, rec[:32]) {
+				return r.corrupt(r.h.filt[tab].off, "filter of table %d excludes a key of the table", tab)
 			}
 			counts[topBits(rec[:32], t.bits)]++
 			return nil

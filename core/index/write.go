@@ -107,6 +107,7 @@ type runWriter struct {
 	h    header
 	heap []byte
 	rec  []byte
+	filt [nFiltered][]byte // built as the tables are written
 }
 
 func (w *runWriter) write(p []byte) error {
@@ -127,6 +128,13 @@ func (w *runWriter) table(tab byte, capHint uint64, keyLen int, fill func(rec []
 	t.bits = fanoutBits(capHint)
 	t.off = w.off
 	counts := make([]uint32, 1<<t.bits)
+	var filt []byte
+	if tab < nFiltered {
+		// Sized from the bound, so a merge whose inputs share ids gets a
+		// sparser filter, never a fuller one.
+		filt = make([]byte, int64(filterBlocks(capHint))*filterBlockSize)
+		w.filt[tab] = filt
+	}
 	rec := make([]byte, t.recSize)
 	prev := make([]byte, keyLen)
 	for i := uint64(0); ; i++ {
@@ -146,6 +154,12 @@ func (w *runWriter) table(tab byte, capHint uint64, keyLen int, fill func(rec []
 		}
 		copy(prev, rec[:keyLen])
 		counts[topBits(rec, t.bits)]++
+		if filt != nil {
+			if len(filt) == 0 {
+				return fmt.Errorf("index: write run %q: table %d has more records than its bound %d", w.name, tab, capHint)
+			}
+			filterAdd(filt, rec[:keyLen])
+		}
 		sealRec(tab, i, rec)
 		if err := w.write(rec); err != nil {
 			return err
@@ -251,6 +265,12 @@ func writeIters(fsys vfs.FS, dst string, meta uint64, csCap, objCap uint64,
 	w.h.heapLen = int64(len(w.heap))
 	if err := w.write(w.heap); err != nil {
 		return nil, err
+	}
+	for tab, f := range w.filt {
+		w.h.filt[tab] = filterLoc{off: w.off, blocks: uint32(len(f) / filterBlockSize), crc: filterCRC(byte(tab), f)}
+		if err := w.write(f); err != nil {
+			return nil, err
+		}
 	}
 	w.h.fileSize = w.off
 	copy(w.h.bodyHash[:], w.hash.Sum(nil))
