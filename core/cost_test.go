@@ -97,8 +97,9 @@ func recoveryHistories(t *testing.T) (int, int) {
 // checkpoint plus O(K) frames, whatever the history's size (C7, issue #3).
 // At two history sizes (built by buildHistory: 32 goroutines of durable
 // commits, each advancing its own ref, then a checkpoint covering them),
-// it commits K-1 more frames, crashes (strict power loss: the state file is
-// lost, so Open recovers by scanning from the checkpoint), opens, and counts
+// it commits K-1 more frames, crashes (a strict power loss, where the state
+// file is lost and Open recovers by scanning from the checkpoint, and a
+// process crash, where Open replays to the published end), opens, and counts
 // the reads of each part of the store. The journal reads must stay within
 // two per frame past the checkpoint plus the tail check; the index run
 // reads (replay's duplicate check: one changeset lookup per run, the runs
@@ -108,8 +109,7 @@ func recoveryHistories(t *testing.T) (int, int) {
 func TestRecoveryReadsAreBoundedByK(t *testing.T) {
 	const k = 128
 	small, large := recoveryHistories(t)
-	type cost struct{ journal, index, ckpt, reflog, runs int64 }
-	reads := func(history int) cost {
+	reads := func(history int, model faultfs.Model) recoveryCost {
 		m := faultfs.NewMem()
 		o := core.Options{FS: m, CheckpointEvery: k, SegmentSize: 1 << 20}
 		buildHistory(t, o, "/s", history)
@@ -127,12 +127,12 @@ func TestRecoveryReadsAreBoundedByK(t *testing.T) {
 		if err := s.Close(); err != nil {
 			t.Fatal(err)
 		}
-		c := faultfs.NewCounting(m.CrashClone(faultfs.Strict, 0))
+		c := faultfs.NewCounting(m.CrashClone(model, 0))
 		s, err = core.Open("/s", core.Options{FS: c, CheckpointEvery: k, SegmentSize: 1 << 20})
 		if err != nil {
 			t.Fatal(err)
 		}
-		var got cost
+		var got recoveryCost
 		for p := range c.Paths() {
 			n := c.PathCount(faultfs.OpRead, p)
 			switch {
@@ -162,28 +162,44 @@ func TestRecoveryReadsAreBoundedByK(t *testing.T) {
 		names, _ := d.Readdirnames(-1)
 		d.Close()
 		got.runs = int64(len(names))
-		t.Logf("history %d, K %d: %+v reads (runs: number of index runs)", history, k, got)
+		t.Logf("%v, history %d, K %d: %+v reads (runs: number of index runs)", model, history, k, got)
 		return got
 	}
-	a, b := reads(small), reads(large)
+	// A power loss (the state file lost: recovery scans from the
+	// checkpoint) and a process crash (the state intact: the open replays
+	// up to the published end) take different paths to the same replay.
+	for _, model := range []faultfs.Model{faultfs.Strict, faultfs.ProcessCrash} {
+		bounded(t, model, reads(small, model), reads(large, model), small, large, k)
+	}
+}
+
+// recoveryCost counts a recovery's reads of each part of the store, and the
+// index runs it had.
+type recoveryCost struct{ journal, index, ckpt, reflog, runs int64 }
+
+// bounded checks the costs of recoveries after histories of small and large
+// changesets with K = k.
+func bounded(t *testing.T, model faultfs.Model, a, b recoveryCost, small, large, k int) {
+	t.Helper()
 	// Two reads per frame, at most K frames past the checkpoint, plus the
 	// bounded tail check of the last segment.
 	journalBound := int64(2*k + 64)
 	// Replay's duplicate check looks each frame's changeset up in every
-	// run. A run reads its header, serves its first 32 lookups with two
-	// reads each, then loads its 3 fanouts and 2 filters; after that only
-	// the lookups its filter lets through (about 0.5 %) read. So the
-	// index reads do not grow with the frames replayed. Without the
-	// filters it read 165 times here (a bucket per lookup), against a
-	// bound of 75.
-	indexBound := func(c cost) int64 { return c.runs*(1+2*32+3+2) + 2*k/50 }
-	for _, c := range []cost{a, b} {
+	// run. Before a replay of many frames each run loads its changeset
+	// filter (one read, besides its header), and from then on only the
+	// lookups the filter lets through (about 0.5 %) read, two reads each.
+	// So the index reads do not grow with the frames replayed. Without the
+	// filters it read 165 times here (a bucket per lookup); with filters
+	// each run loaded only after its own first 32 lookups, 70; the bound
+	// is 7.
+	indexBound := func(c recoveryCost) int64 { return c.runs*2 + int64(2*k/50) }
+	for _, c := range []recoveryCost{a, b} {
 		if c.journal > journalBound || c.index > indexBound(c) || c.ckpt > 4 || c.reflog != 0 {
-			t.Fatalf("recovery reads: %+v at %d changesets, %+v at %d; want <= %d journal, <= %d and %d index run, <= 4 checkpoint and 0 reflog reads", a, small, b, large, journalBound, indexBound(a), indexBound(b))
+			t.Fatalf("%v: recovery reads: %+v at %d changesets, %+v at %d; want <= %d journal, <= %d and %d index run, <= 4 checkpoint and 0 reflog reads", model, a, small, b, large, journalBound, indexBound(a), indexBound(b))
 		}
 	}
 	if b.journal > a.journal+8 || b.ckpt > a.ckpt || (b.runs <= a.runs && b.index > a.index+a.index/8) {
-		t.Fatalf("recovery reads grow with history: %+v at %d changesets, %+v at %d", a, small, b, large)
+		t.Fatalf("%v: recovery reads grow with history: %+v at %d changesets, %+v at %d", model, a, small, b, large)
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/swarmops/swarmops/core/index"
 	"github.com/swarmops/swarmops/core/journal"
+	"github.com/swarmops/swarmops/core/objects"
 )
 
 // recoverLocked re-establishes the durable prefix. Caller holds LOCK; it
@@ -83,6 +84,10 @@ func (s *Store) recoverLocked(explicit bool) (*RecoverReport, error) {
 		limit, cut = end.NextSeq, false
 	case dok && dur.Boot == s.boot && dur.Flags&flagPoisoned != 0:
 		limit = dur.NextSeq
+	}
+	p.idx.loadFilters(objects.KindChangeset)
+	if err := p.idx.takeErr(); err != nil {
+		return rep, s.failClosed(rep, err)
 	}
 	var aerr error
 	res, err := s.r.Scan(c.Pos, c.NextSeq, limit, func(fr *journal.Frame) error {
@@ -349,6 +354,9 @@ func (s *Store) checkpointLocked(force bool) error {
 	defer cur.proj.idx.close()
 	// Replay does not look blobs and trees up in the runs, so the tail may
 	// repeat some the runs hold: they stay out of the new run.
+	if len(batch.Objects) >= manyLookups {
+		cur.proj.idx.loadFilters(objects.KindBlob)
+	}
 	objs := batch.Objects[:0]
 	for _, o := range batch.Objects {
 		if !cur.proj.idx.has(ID(o.ID), o.Kind) {

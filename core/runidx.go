@@ -285,6 +285,24 @@ func (r *runIdx) runs() []*index.Run {
 	return r.x.View().Runs()
 }
 
+// manyLookups is how many presence checks make loading the runs' filters
+// at once cheaper than letting each run load its own after its first 32
+// lookups, two reads each (index.preloadAfter).
+const manyLookups = 32
+
+// loadFilters loads each run's filter for kind k's table (changesets, or
+// blobs and trees) before a caller looks many ids up with has: replay of
+// many frames, a checkpoint's batch. An error is kept for takeErr.
+func (r *runIdx) loadFilters(k objects.Kind) {
+	for _, run := range r.runs() {
+		if k == objects.KindChangeset {
+			r.fail(run.LoadChangesetFilter())
+		} else {
+			r.fail(run.LoadObjectFilter())
+		}
+	}
+}
+
 // takeErr returns (and clears) the first error a run lookup met since the
 // last call, typed for the store's callers: a lookup that failed must not
 // read as "not found".

@@ -15,6 +15,7 @@ import (
 	"github.com/swarmops/swarmops/core/index"
 	"github.com/swarmops/swarmops/core/internal/lockq"
 	"github.com/swarmops/swarmops/core/journal"
+	"github.com/swarmops/swarmops/core/objects"
 	"github.com/swarmops/swarmops/core/vfs"
 )
 
@@ -510,6 +511,14 @@ func (s *Store) lockErr(err error) error {
 func (s *Store) catchUp(target uint64) error {
 	if s.p.nextSeq >= target {
 		return nil
+	}
+	if target-s.p.nextSeq >= manyLookups {
+		// Replay looks every changeset up in every run; with the filters
+		// in memory, one that is new (nearly all) reads nothing.
+		s.p.idx.loadFilters(objects.KindChangeset)
+		if err := s.p.idx.takeErr(); err != nil {
+			return err
+		}
 	}
 	var aerr error
 	res, err := s.r.Scan(s.p.pos, s.p.nextSeq, target, func(fr *journal.Frame) error {

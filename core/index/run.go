@@ -163,7 +163,7 @@ type Run struct {
 	// preloadAfter lookups, saving one read per lookup for long-lived
 	// readers while keeping open + first lookup at one small read.
 	fan     [nTables]atomic.Pointer[[]uint32]
-	lookups atomic.Int64
+	lookups [nTables]atomic.Int64
 	// filt holds the checked filters of the changeset and object tables,
 	// loaded with the fanouts; a lookup of a key they exclude reads
 	// nothing.
@@ -175,9 +175,9 @@ type Run struct {
 	cacheID atomic.Uint64
 }
 
-// preloadAfter is the number of lookups after which a run loads its fanout
-// tables (about 4 bytes per 16 to 32 records) and its filters (1.5 bytes a
-// record) into memory.
+// preloadAfter is the number of lookups in a table after which a run loads
+// that table's fanout (about 4 bytes per 16 to 32 records) and filter (1.5
+// bytes a record) into memory.
 const preloadAfter = 32
 
 // OpenRun opens the run file at path and checks its header (one read of
@@ -279,8 +279,8 @@ func (r *Run) bucketRange(tab byte, b0, b1 uint32) (uint64, uint64, error) {
 	if f := r.fan[tab].Load(); f != nil {
 		return uint64((*f)[b0]), uint64((*f)[b1+1]), nil
 	}
-	if r.lookups.Add(1) == preloadAfter {
-		if err := r.LoadFanout(); err != nil {
+	if r.lookups[tab].Add(1) == preloadAfter {
+		if err := r.loadTable(tab); err != nil {
 			return 0, 0, err
 		}
 		f := r.fan[tab].Load()
@@ -324,16 +324,38 @@ func (r *Run) bucketRange(tab byte, b0, b1 uint32) (uint64, uint64, error) {
 	return lo, hi, nil
 }
 
-// LoadFanout reads and checks every fanout table (one read each) and the
-// filters (one read each), and keeps them in memory, so later lookups read
-// only their records, and none for a key a filter excludes. Runs call it by
-// themselves after preloadAfter lookups; a caller that knows a run will
-// serve many lookups may call it at once. It is safe to call concurrently.
+// LoadFanout reads and checks every fanout table and filter (one read
+// each) and keeps them in memory, so later lookups read only their records,
+// and none for a key a filter excludes. A run loads a table's by itself
+// after preloadAfter lookups in it; a caller that knows a run will serve
+// many lookups may call LoadFanout at once. It is safe to call concurrently.
 func (r *Run) LoadFanout() error {
 	for tab := byte(0); tab < nTables; tab++ {
-		if r.fan[tab].Load() != nil {
-			continue
+		if err := r.loadTable(tab); err != nil {
+			return err
 		}
+	}
+	return nil
+}
+
+// LoadChangesetFilter reads and checks the changeset table's filter (one
+// read, about 1.5 bytes a changeset), for a caller about to look up many
+// changesets that are mostly not in the run: replay's duplicate check.
+func (r *Run) LoadChangesetFilter() error {
+	_, err := r.filter(tabCS)
+	return err
+}
+
+// LoadObjectFilter is LoadChangesetFilter for the object table: a
+// checkpoint's duplicate check.
+func (r *Run) LoadObjectFilter() error {
+	_, err := r.filter(tabObj)
+	return err
+}
+
+// loadTable loads table tab's fanout and, if it has one, its filter.
+func (r *Run) loadTable(tab byte) error {
+	if r.fan[tab].Load() == nil {
 		t := &r.h.tables[tab]
 		nb := uint32(1) << t.bits
 		raw := make([]byte, 8*(int64(nb)+1))
@@ -354,7 +376,7 @@ func (r *Run) LoadFanout() error {
 		}
 		r.fan[tab].Store(&f)
 	}
-	for tab := byte(0); tab < nFiltered; tab++ {
+	if tab < nFiltered {
 		if _, err := r.filter(tab); err != nil {
 			return err
 		}
