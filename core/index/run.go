@@ -163,7 +163,7 @@ type Run struct {
 	// preloadAfter lookups, saving one read per lookup for long-lived
 	// readers while keeping open + first lookup at one small read.
 	fan     [nTables]atomic.Pointer[[]uint32]
-	lookups [nTables]atomic.Int64
+	lookups atomic.Int64
 	// filt holds the checked filters of the changeset and object tables,
 	// loaded with the fanouts; a lookup of a key they exclude reads
 	// nothing.
@@ -175,9 +175,9 @@ type Run struct {
 	cacheID atomic.Uint64
 }
 
-// preloadAfter is the number of lookups in a table after which a run loads
-// that table's fanout (about 4 bytes per 16 to 32 records) and filter (1.5
-// bytes a record) into memory.
+// preloadAfter is the number of lookups after which a run loads its fanouts
+// (about 4 bytes per 16 to 32 records) and filters (1.5 bytes a record)
+// into memory.
 const preloadAfter = 32
 
 // OpenRun opens the run file at path and checks its header (one read of
@@ -279,8 +279,8 @@ func (r *Run) bucketRange(tab byte, b0, b1 uint32) (uint64, uint64, error) {
 	if f := r.fan[tab].Load(); f != nil {
 		return uint64((*f)[b0]), uint64((*f)[b1+1]), nil
 	}
-	if r.lookups[tab].Add(1) == preloadAfter {
-		if err := r.loadTable(tab); err != nil {
+	if r.lookups.Add(1) == preloadAfter {
+		if err := r.LoadFanout(); err != nil {
 			return 0, 0, err
 		}
 		f := r.fan[tab].Load()
@@ -326,9 +326,9 @@ func (r *Run) bucketRange(tab byte, b0, b1 uint32) (uint64, uint64, error) {
 
 // LoadFanout reads and checks every fanout table and filter (one read
 // each) and keeps them in memory, so later lookups read only their records,
-// and none for a key a filter excludes. A run loads a table's by itself
-// after preloadAfter lookups in it; a caller that knows a run will serve
-// many lookups may call LoadFanout at once. It is safe to call concurrently.
+// and none for a key a filter excludes. A run calls it by itself after
+// preloadAfter lookups that read its fanout; a caller that knows a run will
+// serve many lookups may call it at once. It is safe to call concurrently.
 func (r *Run) LoadFanout() error {
 	for tab := byte(0); tab < nTables; tab++ {
 		if err := r.loadTable(tab); err != nil {
