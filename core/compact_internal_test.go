@@ -1,8 +1,15 @@
 package core
 
 import (
+	"errors"
+	"fmt"
+	"io/fs"
 	"math"
 	"testing"
+
+	"github.com/spf13/afero"
+
+	"github.com/swarmops/swarmops/faultfs"
 )
 
 // TestMergeCountBoundsRunsAndRewrites drives the compaction policy through
@@ -64,6 +71,105 @@ func TestMergeCount(t *testing.T) {
 	} {
 		if got := mergeCount(tc.sizes); got != tc.want {
 			t.Errorf("mergeCount(%v) = %d, want %d", tc.sizes, got, tc.want)
+		}
+	}
+}
+
+// TestCheckpointsGoOnWhileAnotherProcessCompacts: checkpoints do not wait
+// for compaction. With MERGELOCK held by another process, every checkpoint
+// still publishes (the frames past the newest one stay under K) and the
+// runs pile up past maxRuns; once it is released the next compaction
+// merges them back to at most maxRuns and removes what crashed work left
+// in index/ (a temp file and a run no checkpoint names, both at or below
+// the checkpoint's sequence number), keeping a run file named past it (a
+// checkpoint in progress could be writing it). With merges made whether or
+// not MERGELOCK was had, as when the checkpoint merged, the runs never
+// passed maxRuns ("1 runs with compaction held off"); without
+// removeLeftovers the leftovers stayed.
+func TestCheckpointsGoOnWhileAnotherProcessCompacts(t *testing.T) {
+	const k = 4
+	m := faultfs.NewMem()
+	o := Options{FS: m, CheckpointEvery: k, InlineCheckpoint: true, SegmentSize: 1 << 20}
+	s, err := Create("/s", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var head ID
+	var ids []ID
+	commit := func(n int) {
+		for range n {
+			req := CommitRequest{Changes: []Change{{Path: "f", Data: []byte(fmt.Sprint(len(ids)))}}, Advance: "main"}
+			if head != (ID{}) {
+				req.Parents = []ID{head}
+			}
+			if head, err = s.Commit(req); err != nil {
+				t.Fatal(err)
+			}
+			ids = append(ids, head)
+		}
+	}
+	commit(k)
+	l, err := m.Lock("/s/"+mergeLockName, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	commit(k * (maxRuns + 4))
+	c, err := readCheckpointFile(m, "/s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if last := uint64(len(ids)); c.NextSeq+k <= last {
+		t.Fatalf("checkpoint at frame %d after %d commits with compaction held off; want within K = %d", c.NextSeq, last, k)
+	}
+	if len(c.Runs) <= maxRuns {
+		t.Fatalf("%d runs with compaction held off; want more than %d (a checkpoint merged)", len(c.Runs), maxRuns)
+	}
+	leftovers := []string{
+		runName(2, c.Epoch, "m") + ".tmp",
+		runName(c.NextSeq-1, c.Epoch, "mm"),
+	}
+	future := runName(c.NextSeq+1000, c.Epoch, "")
+	for _, n := range append(leftovers, future) {
+		if err := afero.WriteFile(m, "/s/index/"+n, []byte("leftover"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := l.Unlock(); err != nil {
+		t.Fatal(err)
+	}
+	commit(k)
+	if c, err = readCheckpointFile(m, "/s"); err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Runs) > maxRuns {
+		t.Fatalf("%d runs after compaction; want at most %d", len(c.Runs), maxRuns)
+	}
+	for _, n := range leftovers {
+		if _, err := m.Stat("/s/index/" + n); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("leftover %s: %v; want it removed", n, err)
+		}
+	}
+	if _, err := m.Stat("/s/index/" + future); err != nil {
+		t.Errorf("run %s named past the checkpoint: %v; want it kept", future, err)
+	}
+	names, err := afero.ReadDir(m, "/s/index")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(names) != len(c.Runs)+1 {
+		t.Errorf("index/ holds %d files for %d runs and one future run", len(names), len(c.Runs))
+	}
+	if rep, err := s.Verify(true, nil); err != nil || len(rep.Problems) > 0 {
+		t.Fatalf("Verify: %v %+v", err, rep)
+	}
+	sn, err := s.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, id := range ids {
+		if _, err := sn.Changeset(id); err != nil {
+			t.Fatalf("changeset %d after compaction: %v", i, err)
 		}
 	}
 }

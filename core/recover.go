@@ -209,7 +209,11 @@ func (s *Store) Checkpoint() error {
 	if busy {
 		return fmt.Errorf("checkpoint lock of %s not taken within %v: %w", s.dir, s.o.LockTimeout, err)
 	}
-	return err
+	if err != nil {
+		return err
+	}
+	// And the merges it makes due, unless another process is compacting.
+	return s.compactLoop()
 }
 
 // maybeCheckpoint writes a checkpoint when at least CheckpointEvery frames
@@ -234,7 +238,11 @@ func (s *Store) maybeCheckpoint() {
 	}
 	if s.o.InlineCheckpoint {
 		defer s.ckptRunning.Store(false)
-		s.recordCkptErr(s.checkpointNow(false))
+		err := s.checkpointNow(false)
+		if err == nil {
+			err = s.compactLoop()
+		}
+		s.recordCkptErr(err)
 		return
 	}
 	s.bg.Add(1)
@@ -247,10 +255,25 @@ func (s *Store) maybeCheckpoint() {
 				s.recordCkptErr(err)
 				return
 			}
+			s.maybeCompact()
 			if s.ckptNext.Load() == before || !s.checkpointDue() {
 				return
 			}
 		}
+	}()
+}
+
+// maybeCompact starts a background compaction unless this process runs one
+// already, so that checkpoints go on while it merges.
+func (s *Store) maybeCompact() {
+	if !s.compacting.CompareAndSwap(false, true) {
+		return
+	}
+	s.bg.Add(1)
+	go func() {
+		defer s.bg.Done()
+		defer s.compacting.Store(false)
+		s.recordCkptErr(s.compactLoop())
 	}()
 }
 
@@ -368,34 +391,17 @@ func (s *Store) checkpointLocked(force bool) error {
 	}
 	batch.Objects = objs
 	names := append([]string(nil), cur.Runs...)
-	var retired []string
 	if len(batch.Changesets)+len(batch.Objects) > 0 {
+		// Merging runs is compaction's (compact.go), after this
+		// checkpoint is published: a merge inside it held every later
+		// checkpoint back for as long as the merge took.
 		name := runName(dur.NextSeq, dur.Epoch, "")
 		r, err := index.WriteRun(s.fs, path.Join(s.dir, indexDir, name), dur.NextSeq, batch)
 		if err != nil {
 			return indexErr("write index run", err)
 		}
-		names = append([]string{name}, names...)
-		runs := append([]*index.Run{r}, cur.proj.idx.runs()...)
-		sizes := make([]int64, len(runs))
-		for i, run := range runs {
-			sizes[i] = run.Size()
-		}
-		if n := mergeCount(sizes); n > 1 {
-			// Compaction: merge the n newest runs into one. It runs here,
-			// after the commit that made the checkpoint due was
-			// acknowledged.
-			mname := runName(dur.NextSeq, dur.Epoch, "m")
-			m, err := index.MergeRuns(s.fs, path.Join(s.dir, indexDir, mname), dur.NextSeq, runs[:n])
-			if err != nil {
-				r.Close()
-				return indexErr("compact index runs", err)
-			}
-			m.Close()
-			retired = names[:n:n]
-			names = append([]string{mname}, names[n:]...)
-		}
 		r.Close()
+		names = append([]string{name}, names...)
 	}
 	// The moves since the current checkpoint go to the reflog file, durable
 	// before the checkpoint names its new length; the checkpoint keeps only
@@ -415,34 +421,12 @@ func (s *Store) checkpointLocked(force bool) error {
 	}
 	s.ckptNext.Store(dur.NextSeq)
 	// The checkpoint naming the new run list is durable: the projection
-	// swaps its tail for the runs, and retired runs can go. If the runs
-	// cannot be opened the projection keeps its in-memory tail (still
-	// complete), the retired runs stay, and the error is the caller's (C9).
-	x, err := openRuns(s.fs, s.dir, names)
-	if err != nil {
-		return err
-	}
-	s.mu.Lock()
-	if s.epoch == dur.Epoch && s.p.nextSeq >= dur.NextSeq {
-		old := s.p.idx
-		nx := newRunIdx(x, names)
-		nx.setCache(s.blk)
-		nx.mem = old.since(dur.NextSeq)
-		s.p.idx = nx
-		old.close()
-		s.p.refs.Trim(dur.NextSeq)
-		s.p.reflogLen = reflogLen
-	} else {
-		x.Close()
-	}
-	s.mu.Unlock()
-	for _, n := range retired {
-		_ = s.fs.Remove(path.Join(s.dir, indexDir, n))
-	}
-	return nil
+	// swaps its tail for the runs.
+	return s.installRuns(names, dur.NextSeq, dur.Epoch, reflogLen)
 }
 
-// maxRuns bounds the runs a checkpoint names.
+// maxRuns bounds the runs compaction leaves (checkpoints written while a
+// merge runs add to them until the next merge).
 const maxRuns = 8
 
 // mergeCount picks the runs a checkpoint compacts: given the sizes of its

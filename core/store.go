@@ -94,8 +94,10 @@ type Store struct {
 	bg       sync.WaitGroup
 	// ckptNext is the next seq of the newest checkpoint this process knows.
 	ckptNext atomic.Uint64
-	// ckptRunning keeps one background checkpoint per process at a time.
+	// ckptRunning keeps one background checkpoint per process at a time,
+	// compacting one background compaction.
 	ckptRunning atomic.Bool
+	compacting  atomic.Bool
 	// ckptErr is the first error of a checkpoint run after an acknowledged
 	// commit; Close returns it.
 	ckptMu  sync.Mutex
@@ -266,7 +268,7 @@ func Create(dir string, o Options) (*Store, error) {
 func interruptedInit(names []string) bool {
 	for _, n := range names {
 		switch n {
-		case "journal", "objects", "index", reflogName, ckptTemp, "state", "LOCK", "SYNCLOCK", "CKPTLOCK", "lockq":
+		case "journal", "objects", "index", reflogName, ckptTemp, "state", "LOCK", "SYNCLOCK", "CKPTLOCK", mergeLockName, "lockq":
 		default:
 			return false
 		}
