@@ -198,9 +198,10 @@ func Recover(dir string, o Options) (*RecoverReport, error) {
 // number of frames since the last one, so that the next open or recovery
 // replays no journal: what a tool does before it leaves a store idle, as
 // SQLite's wal_checkpoint or Pebble's Flush. It waits up to LockTimeout for
-// a checkpoint another process is writing (ErrBusy after that). Like every
-// checkpoint it changes no data, and its failure leaves the previous
-// checkpoint valid.
+// a checkpoint another process is writing (ErrBusy after that), then makes
+// the index merges that are due (unless another process is compacting).
+// Like every checkpoint it changes no data, and its failure leaves the
+// previous checkpoint valid.
 func (s *Store) Checkpoint() error {
 	if err := s.usable(); err != nil {
 		return err
@@ -429,9 +430,9 @@ func (s *Store) checkpointLocked(force bool) error {
 // merge runs add to them until the next merge).
 const maxRuns = 8
 
-// mergeCount picks the runs a checkpoint compacts: given the sizes of its
-// runs, newest (the one it just wrote) first, it returns how many of the
-// newest to merge into one (0 or 1: none).
+// mergeCount picks the runs compaction merges: given the sizes of the
+// checkpoint's runs, newest first, it returns how many of the newest to
+// merge into one (0 or 1: none).
 //
 // The policy is size-tiered: the newest runs are merged while the next
 // older run is no more than twice the size gathered so far, so runs form a

@@ -55,7 +55,10 @@
 //	    off u64 | blocks u32 | crc32c u32 of ('F', table, filter bytes)
 //	                               blocks 0: no filter (a run written
 //	                               before filters; lookups read the table)
-//	208 reserved (zero) ... 252 crc32c u32 of bytes [0, 252)
+//	208 filter scheme u8          1: the hash of filter.go over a key's first 6
+//	                               bytes; any other value: the filters are
+//	                               not used (0: a run written before them)
+//	209 reserved (zero) ... 252 crc32c u32 of bytes [0, 252)
 //
 // Every section is checked to lie inside the file when the run is opened, so
 // a damaged header can never steer a read elsewhere.

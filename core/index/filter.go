@@ -3,7 +3,6 @@ package index
 import (
 	"encoding/binary"
 	"hash/crc32"
-	"math/bits"
 )
 
 // The changeset and object tables of a run each carry a split-block Bloom
@@ -41,14 +40,21 @@ func filterBlocks(n uint64) uint32 {
 	return uint32(min((n*filterBitsPerKey+8*filterBlockSize-1)/(8*filterBlockSize), maxFilterBlocks))
 }
 
-// filterHash mixes a whole key into 64 bits. Keys are BLAKE3 ids, already
-// uniform; mixing every word keeps the filter sound for keys that are not
-// (tests use small integers).
+// filterKeyLen is how many leading bytes of a key the filter hashes: 6,
+// the CLI's short id (12 hex digits). Keys are BLAKE3 ids, so 48 bits keep
+// an exact lookup's false positives where they were (two of a million ids
+// share them with odds of about 1 in 280 million), and a lookup by a prefix
+// of 12 or more hex digits can ask the filter too.
+const filterKeyLen = 6
+
+// filterScheme names, in the run header, how filterHash turns keys into
+// bits; a run whose filters use another scheme (or none: 0) is read
+// without them.
+const filterScheme = 1
+
+// filterHash mixes the first filterKeyLen bytes of a key into 64 bits.
 func filterHash(key []byte) uint64 {
-	h := binary.LittleEndian.Uint64(key[0:]) ^
-		bits.RotateLeft64(binary.LittleEndian.Uint64(key[8:]), 17) ^
-		bits.RotateLeft64(binary.LittleEndian.Uint64(key[16:]), 31) ^
-		bits.RotateLeft64(binary.LittleEndian.Uint64(key[24:]), 47)
+	h := uint64(binary.BigEndian.Uint32(key[0:]))<<16 | uint64(binary.BigEndian.Uint16(key[4:]))
 	// The 64-bit finalizer of MurmurHash3.
 	h ^= h >> 33
 	h *= 0xff51afd7ed558ccd

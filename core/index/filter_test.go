@@ -3,6 +3,7 @@ package index
 import (
 	"encoding/binary"
 	"errors"
+	"hash/crc32"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -69,9 +70,10 @@ func TestFilterExcludesMostAbsentKeys(t *testing.T) {
 
 // TestWarmMissesReadNothing: once a run has loaded its fanouts and filters,
 // a lookup of an id it does not hold reads no file (all but about 0.5 % of
-// them), while a hit still reads its bucket. Without the filter check in
-// Changeset and Object every miss read one bucket: "2000 misses read 2000
-// times".
+// them), and so does a lookup by a prefix of 12 hex digits or more, while
+// a hit still reads its bucket. Without the filter check in Changeset and
+// Object every miss read one bucket: "2000 misses read 2000 times"; without
+// it in prefix lookups, "1000 prefix misses read 2000 times" (both tables).
 func TestWarmMissesReadNothing(t *testing.T) {
 	mem := faultfs.NewMem()
 	_, g, b := writeTestRun(t, mem, "run", 2000, 2000, 13)
@@ -97,15 +99,42 @@ func TestWarmMissesReadNothing(t *testing.T) {
 	if got := c.Count(faultfs.OpRead); got > 2*misses/50 {
 		t.Fatalf("%d misses read %d times; want at most %d", 2*misses, got, 2*misses/50)
 	}
+	// A prefix as long as the CLI's short id (12 hex digits) or longer
+	// asks the filters too; a shorter one cannot.
+	c.Reset()
+	for range misses {
+		id := g.cs().ID
+		if m, err := r.Prefix(prefixOf(t, id, 12), 4); len(m) > 0 || err != nil {
+			t.Fatalf("prefix miss: %v %v", m, err)
+		}
+	}
+	if got := c.Count(faultfs.OpRead); got > 2*misses/50 {
+		t.Fatalf("%d prefix misses read %d times; want at most %d", misses, got, 2*misses/50)
+	}
 	c.Reset()
 	for _, x := range b.Changesets[:100] {
 		if _, ok, err := r.Changeset(x.ID); !ok || err != nil {
 			t.Fatalf("hit: %v %v", ok, err)
 		}
+		for _, n := range []int{4, 11, 12, 13, 64} {
+			m, err := r.Prefix(prefixOf(t, x.ID, n), 4)
+			if err != nil || !slices.ContainsFunc(m, func(m Match) bool { return m.ID == x.ID }) {
+				t.Fatalf("prefix of %d digits of a changeset the run holds: %v %v", n, m, err)
+			}
+		}
 	}
 	if got := c.Count(faultfs.OpRead); got < 100 {
 		t.Fatalf("100 hits read %d times; want at least one each", got)
 	}
+}
+
+func prefixOf(t *testing.T, id objects.ID, nibbles int) objects.Prefix {
+	t.Helper()
+	p, err := objects.ParsePrefix(id.String()[:nibbles])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
 
 // TestDamagedFilterIsCorruptWhenLoaded: a flipped bit in a filter could
@@ -143,6 +172,41 @@ func TestDamagedFilterIsCorruptWhenLoaded(t *testing.T) {
 		}
 		if err := r.Verify(); !errors.Is(err, ErrCorrupt) {
 			t.Fatalf("table %d: Verify returned %v; want ErrCorrupt", tab, err)
+		}
+		r.Close()
+	}
+}
+
+// TestRunsWithOtherFilterSchemesAreReadWithoutThem: a run whose header
+// names no filter scheme (written before filters) or another one is read
+// through its tables, and finds every record. Trusting a filter of another
+// scheme would answer "absent" for records the run holds.
+func TestRunsWithOtherFilterSchemesAreReadWithoutThem(t *testing.T) {
+	mem := faultfs.NewMem()
+	_, _, b := writeTestRun(t, mem, "good", 300, 300, 15)
+	orig := readAll(t, mem, "good")
+	for _, scheme := range []byte{0, filterScheme + 1} {
+		bad := slices.Clone(orig)
+		bad[208] = scheme
+		binary.BigEndian.PutUint32(bad[headerCRCAt:], crc32.Checksum(bad[:headerCRCAt], castagnoli))
+		writeAll(t, mem, "other", bad)
+		r, err := OpenRun(mem, "other")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := r.LoadFanout(); err != nil {
+			t.Fatal(err)
+		}
+		if f, _ := r.filter(tabCS); f != nil {
+			t.Fatalf("scheme %d: the changeset filter was loaded", scheme)
+		}
+		for _, c := range b.Changesets {
+			if _, ok, err := r.Changeset(c.ID); !ok || err != nil {
+				t.Fatalf("scheme %d: changeset %x: %v %v", scheme, c.ID[:4], ok, err)
+			}
+		}
+		if err := r.Verify(); err != nil {
+			t.Fatalf("scheme %d: Verify: %v", scheme, err)
 		}
 		r.Close()
 	}

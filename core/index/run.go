@@ -48,7 +48,8 @@ type header struct {
 	bodyHash [32]byte
 	// filt locates the filters of the changeset and object tables (see
 	// filter.go); blocks 0 means none (a run written before filters).
-	filt [nFiltered]filterLoc
+	filt       [nFiltered]filterLoc
+	filtScheme uint8 // how the filters hash keys (filterScheme)
 }
 
 // nFiltered is the number of tables with a filter: the changeset and the
@@ -84,6 +85,7 @@ func (h *header) encode() []byte {
 		binary.BigEndian.PutUint32(p[8:], f.blocks)
 		binary.BigEndian.PutUint32(p[12:], f.crc)
 	}
+	b[208] = h.filtScheme
 	binary.BigEndian.PutUint32(b[headerCRCAt:], crc32.Checksum(b[:headerCRCAt], castagnoli))
 	return b
 }
@@ -144,6 +146,11 @@ func decodeHeader(b []byte, size int64) (*header, string, int64) {
 			return nil, fmt.Sprintf("table %d filter (%d blocks at %d) outside the file", i, f.blocks, f.off), int64(176 + 16*i)
 		}
 		h.filt[i] = f
+	}
+	// Filters hashed some other way than this reader's (or a run written
+	// before filters: scheme 0) are not used; lookups read the tables.
+	if h.filtScheme = b[208]; h.filtScheme != filterScheme {
+		h.filt = [nFiltered]filterLoc{}
 	}
 	if h.tables[tabDelta].count != h.tables[tabCS].count {
 		return nil, "delta table and changeset table differ in size", 24 + 32*tabDelta + 8
@@ -405,6 +412,14 @@ func (r *Run) filter(tab byte) ([]byte, error) {
 	return f, nil
 }
 
+// excludesPrefix reports whether table tab's filter, if loaded, says no key
+// of the run starts with p, whose lowest id is low: the filter hashes a
+// key's first filterKeyLen bytes, so it can answer for a prefix at least
+// that long.
+func (r *Run) excludesPrefix(tab byte, p objects.Prefix, low objects.ID) bool {
+	return p.Nibbles >= 2*filterKeyLen && r.excludes(tab, low[:])
+}
+
 // excludes reports whether table tab's filter, if loaded, says key is not
 // in the run.
 func (r *Run) excludes(tab byte, key []byte) bool {
@@ -662,6 +677,9 @@ func prefixBounds(p objects.Prefix) (low, high objects.ID) {
 // heap): what a caller resolving a changeset revision needs.
 func (r *Run) ChangesetPrefix(p objects.Prefix, visit func(id objects.ID, generation uint64) bool) error {
 	low, high := prefixBounds(p)
+	if r.excludesPrefix(tabCS, p, low) {
+		return nil
+	}
 	return r.scan(tabCS, low[:], high[:], func(_ uint64, rec []byte) (bool, error) {
 		var id objects.ID
 		copy(id[:], rec[:32])
@@ -677,6 +695,9 @@ func (r *Run) ChangesetPrefix(p objects.Prefix, visit func(id objects.ID, genera
 func (r *Run) prefix(p objects.Prefix, max int, out []Match) ([]Match, error) {
 	low, high := prefixBounds(p)
 	for _, tab := range []byte{tabCS, tabObj} {
+		if r.excludesPrefix(tab, p, low) {
+			continue
+		}
 		n := 0
 		err := r.scan(tab, low[:], high[:], func(_ uint64, rec []byte) (bool, error) {
 			var id objects.ID

@@ -266,6 +266,7 @@ func writeIters(fsys vfs.FS, dst string, meta uint64, csCap, objCap uint64,
 	if err := w.write(w.heap); err != nil {
 		return nil, err
 	}
+	w.h.filtScheme = filterScheme
 	for tab, f := range w.filt {
 		w.h.filt[tab] = filterLoc{off: w.off, blocks: uint32(len(f) / filterBlockSize), crc: filterCRC(byte(tab), f)}
 		if err := w.write(f); err != nil {
