@@ -85,7 +85,12 @@ func (s *Store) recoverLocked(explicit bool) (*RecoverReport, error) {
 	case dok && dur.Boot == s.boot && dur.Flags&flagPoisoned != 0:
 		limit = dur.NextSeq
 	}
-	p.idx.loadFilters(objects.KindChangeset)
+	// The frames to replay: up to limit, or (after a power loss) about K.
+	expect := s.o.CheckpointEvery
+	if limit > c.NextSeq {
+		expect = int(min(limit-c.NextSeq, 1<<30))
+	}
+	p.idx.loadFilters(objects.KindChangeset, expect)
 	if err := p.idx.takeErr(); err != nil {
 		return rep, s.failClosed(rep, err)
 	}
@@ -379,7 +384,7 @@ func (s *Store) checkpointLocked(force bool) error {
 	// Replay does not look blobs and trees up in the runs, so the tail may
 	// repeat some the runs hold: they stay out of the new run.
 	if len(batch.Objects) >= manyLookups {
-		cur.proj.idx.loadFilters(objects.KindBlob)
+		cur.proj.idx.loadFilters(objects.KindBlob, len(batch.Objects))
 	}
 	objs := batch.Objects[:0]
 	for _, o := range batch.Objects {

@@ -517,7 +517,7 @@ func (s *Store) catchUp(target uint64) error {
 	if target-s.p.nextSeq >= manyLookups {
 		// Replay looks every changeset up in every run; with the filters
 		// in memory, one that is new (nearly all) reads nothing.
-		s.p.idx.loadFilters(objects.KindChangeset)
+		s.p.idx.loadFilters(objects.KindChangeset, int(min(target-s.p.nextSeq, 1<<30)))
 		if err := s.p.idx.takeErr(); err != nil {
 			return err
 		}

@@ -281,12 +281,12 @@ func fanoutCRC(tab byte, bucket uint32, start uint32) uint32 {
 // bucketRange returns the record range [lo, hi) holding keys whose top
 // bits fall in buckets [b0, b1], from two checked fanout entries (one read
 // when they are adjacent, as for an exact lookup).
-func (r *Run) bucketRange(tab byte, b0, b1 uint32) (uint64, uint64, error) {
+func (r *Run) bucketRange(tab byte, b0, b1 uint32, count bool) (uint64, uint64, error) {
 	t := &r.h.tables[tab]
 	if f := r.fan[tab].Load(); f != nil {
 		return uint64((*f)[b0]), uint64((*f)[b1+1]), nil
 	}
-	if r.lookups.Add(1) == preloadAfter {
+	if count && r.lookups.Add(1) == preloadAfter {
 		if err := r.LoadFanout(); err != nil {
 			return 0, 0, err
 		}
@@ -473,11 +473,17 @@ func (r *Run) checkRec(tab byte, i uint64, rec []byte) error {
 // bucket, until visit returns false. It reads the fanout once, binary-searches
 // by record reads while the range is larger than one chunk, then reads chunks.
 func (r *Run) scan(tab byte, low, high []byte, visit func(i uint64, rec []byte) (bool, error)) error {
+	return r.scanWith(tab, low, high, true, visit)
+}
+
+// scanWith is scan; count says whether the lookup counts towards the
+// preload of the fanouts and filters (preloadAfter).
+func (r *Run) scanWith(tab byte, low, high []byte, count bool, visit func(i uint64, rec []byte) (bool, error)) error {
 	t := &r.h.tables[tab]
 	if t.count == 0 {
 		return nil
 	}
-	lo, end, err := r.bucketRange(tab, topBits(low, t.bits), topBits(high, t.bits))
+	lo, end, err := r.bucketRange(tab, topBits(low, t.bits), topBits(high, t.bits), count)
 	if err != nil {
 		return err
 	}
@@ -655,6 +661,45 @@ func (r *Run) Object(id objects.ID) (ObjRecord, bool, error) {
 		return false, nil
 	})
 	return out, found, err
+}
+
+// HasChangeset reports whether the run holds a changeset record with this
+// id. It is for a caller that checks many ids it expects to be absent (a
+// replay's duplicate check): it does not count towards the preload of the
+// fanouts and filters, whose size, at a million records, costs more than a
+// few hundred such checks; the caller loads the filter itself
+// (LoadChangesetFilter) when it has enough of them.
+func (r *Run) HasChangeset(id objects.ID) (bool, error) {
+	return r.has(tabCS, id)
+}
+
+// HasObject is HasChangeset for blobs and trees (a checkpoint's duplicate
+// check).
+func (r *Run) HasObject(id objects.ID) (bool, error) {
+	return r.has(tabObj, id)
+}
+
+func (r *Run) has(tab byte, id objects.ID) (bool, error) {
+	if r.excludes(tab, id[:]) {
+		return false, nil
+	}
+	found := false
+	err := r.scanWith(tab, id[:], id[:], false, func(_ uint64, rec []byte) (bool, error) {
+		found = bytes.Equal(rec[:32], id[:])
+		return false, nil
+	})
+	return found, err
+}
+
+// ChangesetFilterBytes and ObjectFilterBytes return the size of a table's
+// filter (0: none), for a caller weighing its load against its lookups.
+func (r *Run) ChangesetFilterBytes() int64 { return r.filterBytes(tabCS) }
+
+// ObjectFilterBytes: see ChangesetFilterBytes.
+func (r *Run) ObjectFilterBytes() int64 { return r.filterBytes(tabObj) }
+
+func (r *Run) filterBytes(tab byte) int64 {
+	return int64(r.h.filt[tab].blocks) * filterBlockSize
 }
 
 // prefixBounds returns the lowest id with prefix p and an id in the

@@ -1,0 +1,57 @@
+package core
+
+import (
+	"encoding/binary"
+	"testing"
+
+	"github.com/swarmops/swarmops/core/index"
+	"github.com/swarmops/swarmops/core/objects"
+	"github.com/swarmops/swarmops/faultfs"
+)
+
+// TestReplayLoadsAFilterOnlyWhenItPays: loadFilters reads a run's filter
+// only when the presence checks it saves (two reads each) cost more than
+// reading it, at filterBytesPerLookup bytes a check; so a replay of a few
+// frames does not read the megabyte filter of a run of a million
+// changesets (at 1M that read was most of an open after a SIGKILL), and a
+// long one does. Loading it whatever the count made the first case read it.
+func TestReplayLoadsAFilterOnlyWhenItPays(t *testing.T) {
+	m := faultfs.NewMem()
+	if err := m.MkdirAll("/s/index", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var b index.Batch
+	for i := range 5000 {
+		var id objects.ID
+		binary.BigEndian.PutUint64(id[:], uint64(i)*0x9e3779b97f4a7c15)
+		binary.BigEndian.PutUint64(id[8:], uint64(i)+1)
+		b.Changesets = append(b.Changesets, index.CSRecord{ID: id, Generation: uint64(i + 1), Loc: index.Loc{Segment: 1, Offset: 64, Length: 100}})
+	}
+	r, err := index.WriteRun(m, "/s/index/run", 5001, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	size := r.ChangesetFilterBytes()
+	r.Close()
+	few := int(size/filterBytesPerLookup) - 1
+	for _, tc := range []struct {
+		lookups int
+		load    bool
+	}{{few, false}, {few + 2, true}} {
+		c := faultfs.NewCounting(m)
+		x, err := openRuns(c, "/s", []string{"run"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ri := newRunIdx(x, []string{"run"})
+		c.Reset()
+		ri.loadFilters(objects.KindChangeset, tc.lookups)
+		if err := ri.takeErr(); err != nil {
+			t.Fatal(err)
+		}
+		if got := c.Count(faultfs.OpRead) > 0; got != tc.load {
+			t.Errorf("%d lookups against a %d-byte filter: loaded %v, want %v", tc.lookups, size, got, tc.load)
+		}
+		ri.close()
+	}
+}
