@@ -383,9 +383,7 @@ func (s *Store) checkpointLocked(force bool) error {
 	defer cur.proj.idx.close()
 	// Replay does not look blobs and trees up in the runs, so the tail may
 	// repeat some the runs hold: they stay out of the new run.
-	if len(batch.Objects) >= manyLookups {
-		cur.proj.idx.loadFilters(objects.KindBlob, len(batch.Objects))
-	}
+	cur.proj.idx.loadFilters(objects.KindBlob, len(batch.Objects))
 	objs := batch.Objects[:0]
 	for _, o := range batch.Objects {
 		if !cur.proj.idx.has(ID(o.ID), o.Kind) {

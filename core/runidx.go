@@ -285,31 +285,18 @@ func (r *runIdx) runs() []*index.Run {
 	return r.x.View().Runs()
 }
 
-// manyLookups is how many presence checks make it worth weighing the
-// runs' filters at all (see loadFilters).
-const manyLookups = 32
-
-// filterBytesPerLookup weighs a filter's load against the presence checks
-// it saves: a check without it is two small reads of the run, about as
-// costly as reading and checksumming 2 KiB of filter (at 1M changesets on
-// the reference machine, a run's 1 MiB changeset filter took 5.2 ms to read
-// and check, about the time of 500 checks).
-const filterBytesPerLookup = 2048
-
-// loadFilters loads, for each run, the filter of kind k's table
-// (changesets, or blobs and trees) before a caller makes lookups presence
-// checks with has: replay of many frames, a checkpoint's batch. A run's
-// filter is loaded only if it costs less than the reads it saves, so a
-// replay of a few dozen frames does not read the megabyte filter of a run
-// of a million changesets. An error is kept for takeErr.
+// loadFilters tells each run that about lookups presence checks of kind
+// k's table (changesets, or blobs and trees) are coming, so that it loads
+// its filter before them when they would cost more than the load (a replay
+// of many frames, a checkpoint's batch), and not otherwise: a replay of a
+// few dozen frames does not read the megabyte filter of a run of a million
+// changesets. An error is kept for takeErr.
 func (r *runIdx) loadFilters(k objects.Kind, lookups int) {
 	for _, run := range r.runs() {
 		if k == objects.KindChangeset {
-			if run.ChangesetFilterBytes() <= int64(lookups)*filterBytesPerLookup {
-				r.fail(run.LoadChangesetFilter())
-			}
-		} else if run.ObjectFilterBytes() <= int64(lookups)*filterBytesPerLookup {
-			r.fail(run.LoadObjectFilter())
+			r.fail(run.ExpectChangesetChecks(lookups))
+		} else {
+			r.fail(run.ExpectObjectChecks(lookups))
 		}
 	}
 }

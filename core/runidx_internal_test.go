@@ -11,7 +11,7 @@ import (
 
 // TestReplayLoadsAFilterOnlyWhenItPays: loadFilters reads a run's filter
 // only when the presence checks it saves (two reads each) cost more than
-// reading it, at filterBytesPerLookup bytes a check; so a replay of a few
+// reading it, at index.FilterBytesPerCheck bytes a check; so a replay of a few
 // frames does not read the megabyte filter of a run of a million
 // changesets (at 1M that read was most of an open after a SIGKILL), and a
 // long one does. Loading it whatever the count made the first case read it.
@@ -31,9 +31,9 @@ func TestReplayLoadsAFilterOnlyWhenItPays(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	size := r.ChangesetFilterBytes()
 	r.Close()
-	few := int(size/filterBytesPerLookup) - 1
+	size := int64(filterBlocksFor(5000)) * 32
+	few := int(size/index.FilterBytesPerCheck) - 1
 	for _, tc := range []struct {
 		lookups int
 		load    bool
@@ -55,3 +55,6 @@ func TestReplayLoadsAFilterOnlyWhenItPays(t *testing.T) {
 		ri.close()
 	}
 }
+
+// filterBlocksFor is index's sizing (12 bits a key in 32-byte blocks).
+func filterBlocksFor(n int) int { return (n*12 + 255) / 256 }

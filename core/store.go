@@ -514,13 +514,11 @@ func (s *Store) catchUp(target uint64) error {
 	if s.p.nextSeq >= target {
 		return nil
 	}
-	if target-s.p.nextSeq >= manyLookups {
-		// Replay looks every changeset up in every run; with the filters
-		// in memory, one that is new (nearly all) reads nothing.
-		s.p.idx.loadFilters(objects.KindChangeset, int(min(target-s.p.nextSeq, 1<<30)))
-		if err := s.p.idx.takeErr(); err != nil {
-			return err
-		}
+	// Replay looks every changeset up in every run; with a run's filter in
+	// memory, one that is new (nearly all) reads nothing.
+	s.p.idx.loadFilters(objects.KindChangeset, int(min(target-s.p.nextSeq, 1<<30)))
+	if err := s.p.idx.takeErr(); err != nil {
+		return err
 	}
 	var aerr error
 	res, err := s.r.Scan(s.p.pos, s.p.nextSeq, target, func(fr *journal.Frame) error {

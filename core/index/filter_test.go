@@ -211,3 +211,48 @@ func TestRunsWithOtherFilterSchemesAreReadWithoutThem(t *testing.T) {
 		r.Close()
 	}
 }
+
+// TestPresenceChecksLoadTheFilterWhenItPays: HasChangeset without the
+// filter reads the run (two reads a check) until those reads have cost
+// about what loading the filter costs (FilterBytesPerCheck bytes a check);
+// then it loads the filter and later checks of absent ids read nothing.
+// ExpectChangesetChecks loads it at once for enough expected checks, not
+// for a few. Without the load in has every check read twice.
+func TestPresenceChecksLoadTheFilterWhenItPays(t *testing.T) {
+	mem := faultfs.NewMem()
+	r0, g, b := writeTestRun(t, mem, "run", 20000, 10, 16)
+	size := int64(r0.h.filt[tabCS].blocks) * filterBlockSize
+	due := int((size + FilterBytesPerCheck - 1) / FilterBytesPerCheck)
+	c := faultfs.NewCounting(mem)
+	r, err := OpenRun(c, "run")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if err := r.ExpectChangesetChecks(due / 2); err != nil || r.filt[tabCS].Load() != nil {
+		t.Fatalf("expecting %d checks against a %d-byte filter loaded it (%v)", due/2, size, err)
+	}
+	for _, x := range b.Changesets[:5] {
+		if ok, err := r.HasChangeset(x.ID); !ok || err != nil {
+			t.Fatalf("present: %v %v", ok, err)
+		}
+	}
+	c.Reset()
+	for range 4 * due {
+		if ok, err := r.HasChangeset(g.cs().ID); ok || err != nil {
+			t.Fatalf("absent: %v %v", ok, err)
+		}
+	}
+	got := c.Count(faultfs.OpRead)
+	if r.filt[tabCS].Load() == nil || got > int64(2*due+2+4*due/50) {
+		t.Fatalf("%d checks of absent ids against a %d-byte filter read %d times (filter loaded: %v); want at most %d", 4*due, size, got, r.filt[tabCS].Load() != nil, 2*due+2+4*due/50)
+	}
+	r2, err := OpenRun(c, "run")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r2.Close()
+	if err := r2.ExpectChangesetChecks(due); err != nil || r2.filt[tabCS].Load() == nil {
+		t.Fatalf("expecting %d checks against a %d-byte filter did not load it (%v)", due, size, err)
+	}
+}

@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"os"
 	"runtime/pprof"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/swarmops/swarmops/bench/engine"
@@ -42,8 +44,10 @@ func child(args []string) error {
 	}
 	e = countingEngine(e)
 	// PEERBENCH_CPUPROFILE=FILE writes a CPU profile of this child, to
-	// show where an open or a recovery spends its time.
+	// show where an open or a recovery spends its time; %p in FILE is
+	// replaced by the child's pid, so that W2's writers write one each.
 	if pf := os.Getenv("PEERBENCH_CPUPROFILE"); pf != "" {
+		pf = strings.ReplaceAll(pf, "%p", strconv.Itoa(os.Getpid()))
 		f, err := os.Create(pf)
 		if err != nil {
 			return fmt.Errorf("PEERBENCH_CPUPROFILE=%q: %w", pf, err)
