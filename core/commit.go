@@ -476,14 +476,25 @@ func (s *Store) appendLocked(t *txn, payload []byte, digest [32]byte, need []ID)
 		// end durable before reporting it (see transact).
 		return end.NextSeq - 1, end.Epoch, refErr(err)
 	}
+	// Whether any changeset of t is in the store already: the check replay
+	// would make, made once here and recorded in the frame's kind.
+	kind := byte(frameTxnFresh)
+	for _, o := range t.Objs {
+		if o.Kind == objects.KindChangeset && s.p.idx.has(o.ID, o.Kind) {
+			kind = frameTxn
+		}
+	}
+	if err := s.p.idx.takeErr(); err != nil {
+		return 0, 0, err
+	}
 	seq := end.NextSeq
-	frame := journal.EncodeFrame(s.key, frameTxn, seq, dur.NextSeq-1, payload, digest)
+	frame := journal.EncodeFrame(s.key, kind, seq, dur.NextSeq-1, payload, digest)
 	at, err := s.w.Append(end.Pos, seq, frame)
 	if err != nil {
 		s.w.Close()
 		return 0, 0, ioErr(fmt.Sprintf("append frame %d to %s", seq, journal.SegName(at.Seg)), err)
 	}
-	fr := &journal.Frame{Kind: frameTxn, Seq: seq, Watermark: dur.NextSeq - 1, Payload: payload, Pos: at, Size: int64(len(frame))}
+	fr := &journal.Frame{Kind: kind, Seq: seq, Watermark: dur.NextSeq - 1, Payload: payload, Pos: at, Size: int64(len(frame))}
 	newEnd := stateRec{Epoch: end.Epoch, Pos: fr.End(), NextSeq: seq + 1, Boot: s.boot}
 	if err := s.st.write(recEnd, newEnd); err != nil {
 		return 0, 0, err

@@ -122,7 +122,7 @@ func newProj(pos journal.Pos, nextSeq uint64) *proj {
 // apply adds one frame to the projection. segPath names the segment for
 // errors.
 func (p *proj) apply(fr *journal.Frame, segPath string) error {
-	if fr.Kind != frameTxn {
+	if fr.Kind != frameTxn && fr.Kind != frameTxnFresh {
 		return corrupt(segPath, fr.Pos.Off, "unknown frame kind %d", fr.Kind)
 	}
 	t, err := decodeTxn(fr.Payload)
@@ -150,9 +150,10 @@ func (p *proj) applyTxn(fr *journal.Frame, t *txn, segPath string) error {
 	// Duplicates are found before anything is added, so a run read that
 	// fails leaves the projection as it was (and the error reaches the
 	// caller: it is not "absent").
+	// A fresh frame's writer checked this already (frameTxnFresh).
 	dup := make([]bool, len(t.Objs))
 	for i, o := range t.Objs {
-		if o.Kind == objects.KindChangeset {
+		if o.Kind == objects.KindChangeset && fr.Kind != frameTxnFresh {
 			dup[i] = p.idx.has(o.ID, o.Kind)
 		}
 	}

@@ -85,15 +85,6 @@ func (s *Store) recoverLocked(explicit bool) (*RecoverReport, error) {
 	case dok && dur.Boot == s.boot && dur.Flags&flagPoisoned != 0:
 		limit = dur.NextSeq
 	}
-	// The frames to replay: up to limit, or (after a power loss) about K.
-	expect := s.o.CheckpointEvery
-	if limit > c.NextSeq {
-		expect = int(min(limit-c.NextSeq, 1<<30))
-	}
-	p.idx.loadFilters(objects.KindChangeset, expect)
-	if err := p.idx.takeErr(); err != nil {
-		return rep, s.failClosed(rep, err)
-	}
 	var aerr error
 	res, err := s.r.Scan(c.Pos, c.NextSeq, limit, func(fr *journal.Frame) error {
 		aerr = p.apply(fr, s.jcfg.SegPath(fr.Pos.Seg))

@@ -15,7 +15,6 @@ import (
 	"github.com/swarmops/swarmops/core/index"
 	"github.com/swarmops/swarmops/core/internal/lockq"
 	"github.com/swarmops/swarmops/core/journal"
-	"github.com/swarmops/swarmops/core/objects"
 	"github.com/swarmops/swarmops/core/vfs"
 )
 
@@ -513,12 +512,6 @@ func (s *Store) lockErr(err error) error {
 func (s *Store) catchUp(target uint64) error {
 	if s.p.nextSeq >= target {
 		return nil
-	}
-	// Replay looks every changeset up in every run; with a run's filter in
-	// memory, one that is new (nearly all) reads nothing.
-	s.p.idx.loadFilters(objects.KindChangeset, int(min(target-s.p.nextSeq, 1<<30)))
-	if err := s.p.idx.takeErr(); err != nil {
-		return err
 	}
 	var aerr error
 	res, err := s.r.Scan(s.p.pos, s.p.nextSeq, target, func(fr *journal.Frame) error {

@@ -13,6 +13,15 @@ import (
 // frameTxn is the journal frame kind of a write transaction.
 const frameTxn = 1
 
+// frameTxnFresh is a write transaction whose writer found, under the writer
+// lock with its projection at the published end, that no changeset it
+// carries was in the store: replay then need not look them up in the
+// index runs (at 1M changesets after a SIGKILL, those lookups were about a
+// quarter of the open). A frame cut by recovery takes every later frame
+// with it, so the claim, which names only earlier frames, stays true. The
+// header that carries the kind is covered by the frame's checksum.
+const frameTxnFresh = 2
+
 // txnVersion is the first byte of a transaction payload.
 const txnVersion = 2
 
