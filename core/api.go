@@ -26,6 +26,7 @@ const (
 	WeakSkipDirSync                         // skip SyncDir when a segment or loose object is created
 	WeakSkipChecksum                        // do not verify checksums on read or recovery
 	WeakEarlyDurable                        // publish the durable offset before the sync
+	WeakFalseFresh                          // write every frame as fresh, even one whose changeset the store holds
 )
 
 // Options configure a Store.

@@ -487,6 +487,9 @@ func (s *Store) appendLocked(t *txn, payload []byte, digest [32]byte, need []ID)
 	if err := s.p.idx.takeErr(); err != nil {
 		return 0, 0, err
 	}
+	if s.o.Weaken&WeakFalseFresh != 0 {
+		kind = frameTxnFresh
+	}
 	seq := end.NextSeq
 	frame := journal.EncodeFrame(s.key, kind, seq, dur.NextSeq-1, payload, digest)
 	at, err := s.w.Append(end.Pos, seq, frame)

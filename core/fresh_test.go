@@ -85,3 +85,38 @@ func TestReplayTrustsFreshFramesAndChecksTheOthers(t *testing.T) {
 		t.Fatalf("after the changeset was made twice: %d changesets (%v); want %d", in.Changesets, err, want)
 	}
 }
+
+// TestDeepVerifyReportsAFalseFreshClaim: replay trusts a fresh frame's word
+// that its changesets are new, so Verify(deep), which replays the whole
+// journal, checks it. A writer made to claim it for a changeset the store
+// already holds (the WeakFalseFresh canary) is reported, naming the frames;
+// without the check in Verify the report was clean.
+func TestDeepVerifyReportsAFalseFreshClaim(t *testing.T) {
+	m := faultfs.NewMem()
+	o := core.Options{FS: m}
+	s1, err := core.Create("/s", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s1.Close()
+	o.Weaken = core.WeakFalseFresh
+	liar, err := core.Open("/s", o) // stays behind until it commits
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer liar.Close()
+	same := core.CommitRequest{Changes: []core.Change{put("a", "same")}, Agent: "a", Message: "m", Time: time.Unix(1_700_000_000, 0)}
+	mustCommit(t, s1, same)
+	mustCommit(t, liar, same)
+	rep, err := s1.Verify(true, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, p := range rep.Problems {
+		found = found || strings.Contains(p.Reason, "says its changesets are new, but frame 1 holds this one")
+	}
+	if !found {
+		t.Fatalf("Verify(deep) after a false fresh claim: %+v", rep.Problems)
+	}
+}

@@ -45,17 +45,29 @@ func (s *Store) Verify(deep bool, progress func(done, total int)) (*VerifyReport
 	}
 	res, err := r.Scan(fresh.pos, 1, sn.seq+1, func(fr *journal.Frame) error {
 		file := s.jcfg.SegPath(fr.Pos.Seg)
+		var t *txn
+		if deep {
+			t, _ = decodeTxn(fr.Payload)
+		}
+		// A fresh frame's writer found its changesets new to the store
+		// (frameTxnFresh), and replay trusts it: one the journal already
+		// holds means the claim was false.
+		if t != nil && fr.Kind == frameTxnFresh {
+			for _, o := range t.Objs {
+				if l, ok := fresh.idx.mem.get(o.ID); ok && o.Kind == objects.KindChangeset {
+					problem(file, fr.Pos.Off, o.ID.String(), "frame %d says its changesets are new, but frame %d holds this one", fr.Seq, l.Seq)
+				}
+			}
+		}
 		if err := fresh.apply(fr, file); err != nil {
 			problem(file, fr.Pos.Off, "", "frame %d: %v", fr.Seq, err)
 			fresh.pos, fresh.nextSeq = fr.End(), fr.Seq+1
 		}
 		rep.Frames++
-		if deep {
-			if t, err := decodeTxn(fr.Payload); err == nil {
-				for _, o := range t.Objs {
-					if !o.Loose {
-						objs[o.ID] = inline{o.Kind, o.Data, file, fr.Pos.Off + journal.FrameHeaderSize + int64(o.off)}
-					}
+		if t != nil {
+			for _, o := range t.Objs {
+				if !o.Loose {
+					objs[o.ID] = inline{o.Kind, o.Data, file, fr.Pos.Off + journal.FrameHeaderSize + int64(o.off)}
 				}
 			}
 		}
