@@ -348,21 +348,6 @@ func (r *Run) LoadFanout() error {
 	return nil
 }
 
-// LoadChangesetFilter reads and checks the changeset table's filter (one
-// read, about 1.5 bytes a changeset), for a caller about to look up many
-// changesets that are mostly not in the run: replay's duplicate check.
-func (r *Run) LoadChangesetFilter() error {
-	_, err := r.filter(tabCS)
-	return err
-}
-
-// LoadObjectFilter is LoadChangesetFilter for the object table: a
-// checkpoint's duplicate check.
-func (r *Run) LoadObjectFilter() error {
-	_, err := r.filter(tabObj)
-	return err
-}
-
 // loadTable loads table tab's fanout and, if it has one, its filter.
 func (r *Run) loadTable(tab byte) error {
 	if r.fan[tab].Load() == nil {
@@ -682,11 +667,12 @@ func (r *Run) Object(id objects.ID) (ObjRecord, bool, error) {
 }
 
 // HasChangeset reports whether the run holds a changeset record with this
-// id. It is for a caller that checks many ids it expects to be absent (a
-// replay's duplicate check): it does not count towards the preload of the
-// fanouts and filters, whose size, at a million records, costs more than a
-// few hundred such checks; the caller loads the filter itself
-// (LoadChangesetFilter) when it has enough of them.
+// id. It is for a caller that checks ids it expects to be absent (replay's
+// and a writer's duplicate checks): it does not count towards the preload
+// of every fanout and filter, whose size, at a million records, costs more
+// than a few hundred such checks. It loads the changeset filter alone once
+// its checks have paid for it (see has), or at once when told that enough
+// are coming (ExpectChangesetChecks).
 func (r *Run) HasChangeset(id objects.ID) (bool, error) {
 	return r.has(tabCS, id)
 }
