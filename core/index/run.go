@@ -175,8 +175,8 @@ type Run struct {
 	// without its filter.
 	checks [nFiltered]atomic.Int64
 	// filt holds the checked filters of the changeset and object tables,
-	// loaded with the fanouts; a lookup of a key they exclude reads
-	// nothing.
+	// loaded with the fanouts or by presence checks (has); a lookup of a
+	// key they exclude reads nothing.
 	filt [nFiltered]atomic.Pointer[[]byte]
 
 	// cache, when set (SetCache), keeps the blocks lookups read; cacheID
