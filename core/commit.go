@@ -270,11 +270,7 @@ func (s *Store) earlyConflicts(batch []*commitReq) (live int, err error) {
 	if !moves {
 		return live, nil
 	}
-	end, eok, err := s.st.read(recEnd)
-	if err != nil {
-		return live, err
-	}
-	dur, dok, err := s.st.read(recDurable)
+	end, eok, dur, dok, err := s.st.readBoth()
 	if err != nil {
 		return live, err
 	}
@@ -423,11 +419,7 @@ func (s *Store) catchUpUnlocked() error {
 // appendLocked is the critical section: read the tail state, catch up,
 // check, append, publish the end. Caller holds LOCK.
 func (s *Store) appendLocked(t *txn, payload []byte, digest [32]byte, need []ID) (uint64, uint64, error) {
-	end, eok, err := s.st.read(recEnd)
-	if err != nil {
-		return 0, 0, err
-	}
-	dur, dok, err := s.st.read(recDurable)
+	end, eok, dur, dok, err := s.st.readBoth()
 	if err != nil {
 		return 0, 0, err
 	}
@@ -435,10 +427,7 @@ func (s *Store) appendLocked(t *txn, payload []byte, digest [32]byte, need []ID)
 		if _, err := s.recoverLocked(false); err != nil {
 			return 0, 0, err
 		}
-		if end, eok, err = s.st.read(recEnd); err != nil {
-			return 0, 0, err
-		}
-		if dur, dok, err = s.st.read(recDurable); err != nil {
+		if end, eok, dur, dok, err = s.st.readBoth(); err != nil {
 			return 0, 0, err
 		}
 		if !eok || !dok {
@@ -536,7 +525,10 @@ func (s *Store) syncTo(seq, epoch uint64) error {
 		return ioErr("sync lock", err)
 	}
 	defer l.Unlock()
-	dur, ok, err := s.st.read(recDurable)
+	// One read for both records. Durable is written only under SYNCLOCK,
+	// which this holds; end is written by writers under LOCK, so a torn
+	// read of it is read again (readStable).
+	end, eok, dur, ok, err := s.st.readBoth()
 	if err != nil {
 		return err
 	}
@@ -549,9 +541,11 @@ func (s *Store) syncTo(seq, epoch uint64) error {
 	if dur.NextSeq > seq {
 		return nil
 	}
-	end, ok, err := s.st.readStable(recEnd, s.boot)
-	if err != nil {
-		return err
+	ok = eok
+	if !ok {
+		if end, ok, err = s.st.readStable(recEnd, s.boot); err != nil {
+			return err
+		}
 	}
 	if !ok || end.Epoch != epoch || end.NextSeq <= seq {
 		return fmt.Errorf("%w: frame %d: published end unreadable or behind it", ErrIO, seq)

@@ -38,11 +38,7 @@ func (s *Store) recoverLocked(explicit bool) (*RecoverReport, error) {
 	}
 	defer l.Unlock()
 	rep := &RecoverReport{}
-	end, eok, err := s.st.read(recEnd)
-	if err != nil {
-		return nil, err
-	}
-	dur, dok, err := s.st.read(recDurable)
+	end, eok, dur, dok, err := s.st.readBoth()
 	if err != nil {
 		return nil, err
 	}

@@ -353,11 +353,7 @@ func (s *Store) load() error {
 	// Plain reads: an invalid record (torn by a concurrent write, or lost
 	// with the page cache) sends us to recoverLocked, which re-reads under
 	// both locks and finds out which it was.
-	end, eok, err := s.st.read(recEnd)
-	if err != nil {
-		return err
-	}
-	dur, dok, err := s.st.read(recDurable)
+	end, eok, dur, dok, err := s.st.readBoth()
 	if err != nil {
 		return err
 	}
