@@ -22,6 +22,8 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
+	"runtime/pprof"
 	"strings"
 	"time"
 
@@ -74,6 +76,23 @@ func main() {
 			os.Exit(1)
 		}
 		return
+	}
+	// PEERBENCH_BLOCKPROFILE=FILE records where the harness's own
+	// goroutines block (W6's reader beside its writer runs in this
+	// process) and writes the profile to FILE at the end.
+	if pf := os.Getenv("PEERBENCH_BLOCKPROFILE"); pf != "" {
+		runtime.SetBlockProfileRate(1000) // one event per microsecond blocked
+		defer func() {
+			f, err := os.Create(pf)
+			if err != nil {
+				fmt.Fprintf(os.Stderr, "peerbench: PEERBENCH_BLOCKPROFILE=%q: %v\n", pf, err)
+				return
+			}
+			defer f.Close()
+			if err := pprof.Lookup("block").WriteTo(f, 0); err != nil {
+				fmt.Fprintf(os.Stderr, "peerbench: PEERBENCH_BLOCKPROFILE=%q: %v\n", pf, err)
+			}
+		}()
 	}
 	if err := run(os.Args[1:]); err != nil {
 		fmt.Fprintf(os.Stderr, "peerbench: %v\n", err)
