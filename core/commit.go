@@ -528,11 +528,11 @@ func (s *Store) syncTo(seq, epoch uint64) error {
 	// One read for both records. Durable is written only under SYNCLOCK,
 	// which this holds; end is written by writers under LOCK, so a torn
 	// read of it is read again (readStable).
-	end, eok, dur, ok, err := s.st.readBoth()
+	end, eok, dur, dok, err := s.st.readBoth()
 	if err != nil {
 		return err
 	}
-	if !ok || dur.Epoch != epoch {
+	if !dok || dur.Epoch != epoch {
 		return fmt.Errorf("%w: frame %d was cut by a recovery before it became durable", ErrIO, seq)
 	}
 	if dur.Flags&flagPoisoned != 0 {
@@ -541,13 +541,12 @@ func (s *Store) syncTo(seq, epoch uint64) error {
 	if dur.NextSeq > seq {
 		return nil
 	}
-	ok = eok
-	if !ok {
-		if end, ok, err = s.st.readStable(recEnd, s.boot); err != nil {
+	if !eok {
+		if end, eok, err = s.st.readStable(recEnd, s.boot); err != nil {
 			return err
 		}
 	}
-	if !ok || end.Epoch != epoch || end.NextSeq <= seq {
+	if !eok || end.Epoch != epoch || end.NextSeq <= seq {
 		return fmt.Errorf("%w: frame %d: published end unreadable or behind it", ErrIO, seq)
 	}
 	newDur := end

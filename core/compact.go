@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"path"
 	"slices"
-	"strings"
 
 	"github.com/swarmops/swarmops/core/index"
 )
@@ -180,8 +179,8 @@ func (s *Store) removeLeftovers(cur *checkpoint) error {
 		if slices.Contains(cur.Runs, n) {
 			continue
 		}
-		var seq, epoch uint64
-		if _, err := fmt.Sscanf(n, "run-%016x-%016x", &seq, &epoch); err != nil || !strings.HasPrefix(n, "run-") {
+		var seq uint64
+		if _, err := fmt.Sscanf(n, "run-%016x-", &seq); err != nil {
 			continue // not a run: leave it alone
 		}
 		if seq > cur.NextSeq {

@@ -8,7 +8,6 @@ import (
 
 	"github.com/swarmops/swarmops/core/index"
 	"github.com/swarmops/swarmops/core/journal"
-	"github.com/swarmops/swarmops/core/objects"
 )
 
 // recoverLocked re-establishes the durable prefix. Caller holds LOCK; it
@@ -370,7 +369,7 @@ func (s *Store) checkpointLocked(force bool) error {
 	defer cur.proj.idx.close()
 	// Replay does not look blobs and trees up in the runs, so the tail may
 	// repeat some the runs hold: they stay out of the new run.
-	cur.proj.idx.loadFilters(objects.KindBlob, len(batch.Objects))
+	cur.proj.idx.expectObjectChecks(len(batch.Objects))
 	objs := batch.Objects[:0]
 	for _, o := range batch.Objects {
 		if !cur.proj.idx.has(ID(o.ID), o.Kind) {

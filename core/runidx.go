@@ -285,19 +285,13 @@ func (r *runIdx) runs() []*index.Run {
 	return r.x.View().Runs()
 }
 
-// loadFilters tells each run that about lookups presence checks of kind
-// k's table (changesets, or blobs and trees) are coming, so that it loads
-// its filter before them when they would cost more than the load (a replay
-// of many frames, a checkpoint's batch), and not otherwise: a replay of a
-// few dozen frames does not read the megabyte filter of a run of a million
-// changesets. An error is kept for takeErr.
-func (r *runIdx) loadFilters(k objects.Kind, lookups int) {
+// expectObjectChecks tells each run that about n presence checks of blobs
+// and trees are coming (a checkpoint's batch), so that it loads its object
+// filter before them when they would cost more than the load, and not
+// otherwise. An error is kept for takeErr.
+func (r *runIdx) expectObjectChecks(n int) {
 	for _, run := range r.runs() {
-		if k == objects.KindChangeset {
-			r.fail(run.ExpectChangesetChecks(lookups))
-		} else {
-			r.fail(run.ExpectObjectChecks(lookups))
-		}
+		r.fail(run.ExpectObjectChecks(n))
 	}
 }
 

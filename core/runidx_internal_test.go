@@ -9,13 +9,14 @@ import (
 	"github.com/swarmops/swarmops/faultfs"
 )
 
-// TestReplayLoadsAFilterOnlyWhenItPays: loadFilters reads a run's filter
-// only when the presence checks it saves (two reads each) cost more than
-// reading it, at index.FilterBytesPerCheck bytes a check; so a replay of a few
-// frames does not read the megabyte filter of a run of a million
-// changesets (at 1M that read was most of an open after a SIGKILL), and a
-// long one does. Loading it whatever the count made the first case read it.
-func TestReplayLoadsAFilterOnlyWhenItPays(t *testing.T) {
+// TestCheckpointLoadsAFilterOnlyWhenItPays: expectObjectChecks reads a
+// run's object filter only when the presence checks it saves (two reads
+// each) cost more than reading it, at index.FilterBytesPerCheck bytes a
+// check; so a checkpoint of a few objects does not read the megabyte
+// filter of a run of a million (at 1M a changeset filter's read was most of
+// an open after a SIGKILL), and one of many does. Loading it whatever the
+// count made the first case read it.
+func TestCheckpointLoadsAFilterOnlyWhenItPays(t *testing.T) {
 	m := faultfs.NewMem()
 	if err := m.MkdirAll("/s/index", 0o755); err != nil {
 		t.Fatal(err)
@@ -25,7 +26,7 @@ func TestReplayLoadsAFilterOnlyWhenItPays(t *testing.T) {
 		var id objects.ID
 		binary.BigEndian.PutUint64(id[:], uint64(i)*0x9e3779b97f4a7c15)
 		binary.BigEndian.PutUint64(id[8:], uint64(i)+1)
-		b.Changesets = append(b.Changesets, index.CSRecord{ID: id, Generation: uint64(i + 1), Loc: index.Loc{Segment: 1, Offset: 64, Length: 100}})
+		b.Objects = append(b.Objects, index.ObjRecord{ID: id, Kind: objects.KindBlob, Loc: index.Loc{Segment: 1, Offset: 64, Length: 100}})
 	}
 	r, err := index.WriteRun(m, "/s/index/run", 5001, b)
 	if err != nil {
@@ -45,7 +46,7 @@ func TestReplayLoadsAFilterOnlyWhenItPays(t *testing.T) {
 		}
 		ri := newRunIdx(x, []string{"run"})
 		c.Reset()
-		ri.loadFilters(objects.KindChangeset, tc.lookups)
+		ri.expectObjectChecks(tc.lookups)
 		if err := ri.takeErr(); err != nil {
 			t.Fatal(err)
 		}
