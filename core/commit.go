@@ -435,7 +435,12 @@ func (s *Store) appendLocked(t *txn, payload []byte, digest [32]byte, need []ID)
 		}
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	locked := true
+	defer func() {
+		if locked {
+			s.mu.Unlock()
+		}
+	}()
 	if end.Epoch != s.epoch {
 		if err := s.reload(end.Epoch, end.NextSeq); err != nil {
 			return 0, 0, err
@@ -480,11 +485,25 @@ func (s *Store) appendLocked(t *txn, payload []byte, digest [32]byte, need []ID)
 		kind = frameTxnFresh
 	}
 	seq := end.NextSeq
+	// The append runs without s.mu. A write into the page a sync is
+	// writing back waits for it, and crossing into a new window zero-fills
+	// it: a snapshot in this process waited behind both (P7). Nothing moves
+	// the projection meanwhile: this holds the writer lock, so no recovery
+	// can change the epoch, and every catch-up stops at the published end,
+	// which is the projection's until the end below is written.
+	s.mu.Unlock()
+	locked = false
 	frame := journal.EncodeFrame(s.key, kind, seq, dur.NextSeq-1, payload, digest)
 	at, err := s.w.Append(end.Pos, seq, frame)
 	if err != nil {
 		s.w.Close()
 		return 0, 0, ioErr(fmt.Sprintf("append frame %d to %s", seq, journal.SegName(at.Seg)), err)
+	}
+	s.mu.Lock()
+	locked = true
+	if s.epoch != end.Epoch || s.p.nextSeq != seq || s.p.pos != end.Pos {
+		return 0, 0, fmt.Errorf("%w: the projection moved to %s/%d while frame %d was appended at %s",
+			ErrIO, s.p.pos, s.p.nextSeq, seq, end.Pos)
 	}
 	fr := &journal.Frame{Kind: kind, Seq: seq, Watermark: dur.NextSeq - 1, Payload: payload, Pos: at, Size: int64(len(frame))}
 	newEnd := stateRec{Epoch: end.Epoch, Pos: fr.End(), NextSeq: seq + 1, Boot: s.boot}
@@ -496,6 +515,7 @@ func (s *Store) appendLocked(t *txn, payload []byte, digest [32]byte, need []ID)
 	if err := s.p.applyTxn(fr, t, s.jcfg.SegPath(at.Seg)); err != nil {
 		return 0, 0, err
 	}
+	s.markLocked()
 	return seq, end.Epoch, nil
 }
 

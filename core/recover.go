@@ -143,6 +143,7 @@ func (s *Store) recoverLocked(explicit bool) (*RecoverReport, error) {
 	s.p, installed = p, true
 	s.p.idx.setCache(s.blk)
 	s.epoch = epoch
+	s.markLocked()
 	s.csc.clear()
 	s.poisoned.Store(false)
 	return rep, nil

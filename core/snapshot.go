@@ -45,6 +45,12 @@ func (s *Store) Snapshot() (*Snapshot, error) {
 			return nil, corrupt(s.st.path, stateDurableOff, "durable record unreadable after recovery")
 		}
 	}
+	// The common case takes no mutex: the projection already holds the
+	// durable prefix, so a reader does not wait for a writer of this
+	// process that is appending (P7).
+	if m := s.mark.Load(); m != nil && m.epoch == dur.Epoch && m.next >= dur.NextSeq {
+		return &Snapshot{s: s, seq: dur.NextSeq - 1, pos: dur.Pos}, nil
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if dur.Epoch != s.epoch {

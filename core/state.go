@@ -168,7 +168,7 @@ func (sf *stateFile) readBoth() (end stateRec, eok bool, dur stateRec, dok bool,
 		return end, false, dur, false, err
 	}
 	b := make([]byte, stateDurableOff+stateRecSize)
-	n, err := sf.f.ReadAt(b, 0)
+	n, err := vfs.QuickReadAt(sf.f, b, 0)
 	if err != nil && !errors.Is(err, io.EOF) {
 		return end, false, dur, false, ioErr("read state", err)
 	}
@@ -192,8 +192,8 @@ func (sf *stateFile) readRaw(kind uint32) (stateRec, bool, []byte, error) {
 		off = stateDurableOff
 	}
 	b := make([]byte, stateRecSize)
-	err := vfs.ReadFull(sf.f, b, off)
-	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, fs.ErrNotExist) {
+	n, err := vfs.QuickReadAt(sf.f, b, off)
+	if n < len(b) && (err == nil || errors.Is(err, io.EOF) || errors.Is(err, fs.ErrNotExist)) {
 		return stateRec{}, false, nil, nil
 	}
 	if err != nil {

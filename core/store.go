@@ -82,6 +82,9 @@ type Store struct {
 	p     *proj
 	r     *journal.Reader
 	epoch uint64
+	// mark publishes the epoch and end of p for Snapshot, which takes no
+	// mutex when p already holds the durable prefix (see markLocked).
+	mark atomic.Pointer[projMark]
 	// csc caches changesets snapshots have read; emptied with every reload.
 	csc *csCache
 	// blk caches the index run blocks lookups read, for every run the
@@ -507,6 +510,7 @@ func (s *Store) lockErr(err error) error {
 // whole, so a scan that stops short is corruption. Caller holds s.mu.
 func (s *Store) catchUp(target uint64) error {
 	if s.p.nextSeq >= target {
+		s.markLocked()
 		return nil
 	}
 	var aerr error
@@ -524,7 +528,24 @@ func (s *Store) catchUp(target uint64) error {
 		return corrupt(s.jcfg.SegPath(res.End.Seg), res.End.Off,
 			"frame %d is missing or damaged before the published position (frame %d)", res.NextSeq, target-1)
 	}
+	s.markLocked()
 	return nil
+}
+
+// projMark is what Snapshot needs to know of the projection: the epoch it
+// belongs to, and that it holds every frame below next.
+type projMark struct{ epoch, next uint64 }
+
+// markLocked publishes the projection's epoch and end. A mark is never
+// ahead of the projection: within an epoch the projection only grows (a
+// recovery that keeps the epoch rebuilds it through the published end, and
+// one that cuts frames starts a new epoch), so a snapshot of a durable
+// prefix the mark covers finds all of it, as one taken under s.mu would.
+// Caller holds s.mu.
+func (s *Store) markLocked() {
+	if m := s.mark.Load(); m == nil || m.epoch != s.epoch || m.next != s.p.nextSeq {
+		s.mark.Store(&projMark{epoch: s.epoch, next: s.p.nextSeq})
+	}
 }
 
 // reload replaces the projection with one rebuilt from the checkpoint, after

@@ -37,6 +37,39 @@ func TestOSFilesHaveAbilities(t *testing.T) {
 	if _, ok := f.(vfs.Allocator); !ok {
 		t.Errorf("OS file %T is not a vfs.Allocator", f)
 	}
+	if _, ok := f.(vfs.QuickReader); !ok {
+		t.Errorf("OS file %T is not a vfs.QuickReader", f)
+	}
+}
+
+// TestOSQuickReadAtReadsAsReadAt checks the raw pread against ReadAt: the
+// same bytes and counts for whole, short and past-the-end reads, io.EOF
+// where ReadAt reports it, and an error on a closed file.
+func TestOSQuickReadAtReadsAsReadAt(t *testing.T) {
+	f, err := vfs.OS().Create(filepath.Join(t.TempDir(), "f"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := make([]byte, 10000)
+	for i := range data {
+		data[i] = byte(i * 7)
+	}
+	if _, err := f.WriteAt(data, 0); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ off, n int64 }{{0, 64}, {512, 64}, {0, 576}, {9990, 64}, {10000, 8}, {20000, 8}, {4090, 4096}, {5, 0}} {
+		want := make([]byte, c.n)
+		wn, werr := f.ReadAt(want, c.off)
+		got := make([]byte, c.n)
+		gn, gerr := vfs.QuickReadAt(f, got, c.off)
+		if gn != wn || !errors.Is(gerr, werr) && gerr != werr || string(got[:gn]) != string(want[:wn]) {
+			t.Errorf("QuickReadAt(%d bytes at %d) = %d, %v; ReadAt gave %d, %v", c.n, c.off, gn, gerr, wn, werr)
+		}
+	}
+	f.Close()
+	if _, err := vfs.QuickReadAt(f, make([]byte, 8), 0); err == nil {
+		t.Error("QuickReadAt on a closed file succeeded")
+	}
 }
 
 func TestOSBootIDLooksLikeUUID(t *testing.T) {
