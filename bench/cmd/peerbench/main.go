@@ -79,18 +79,23 @@ func main() {
 	}
 	// PEERBENCH_BLOCKPROFILE=FILE records where the harness's own
 	// goroutines block (W6's reader beside its writer runs in this
-	// process) and writes the profile to FILE at the end.
+	// process) and writes the profile to FILE at the end, and the mutex
+	// profile, which charges each wait to the holder's unlock, to
+	// FILE.mutex.
 	if pf := os.Getenv("PEERBENCH_BLOCKPROFILE"); pf != "" {
 		runtime.SetBlockProfileRate(1000) // one event per microsecond blocked
+		runtime.SetMutexProfileFraction(1)
 		defer func() {
-			f, err := os.Create(pf)
-			if err != nil {
-				fmt.Fprintf(os.Stderr, "peerbench: PEERBENCH_BLOCKPROFILE=%q: %v\n", pf, err)
-				return
-			}
-			defer f.Close()
-			if err := pprof.Lookup("block").WriteTo(f, 0); err != nil {
-				fmt.Fprintf(os.Stderr, "peerbench: PEERBENCH_BLOCKPROFILE=%q: %v\n", pf, err)
+			for _, p := range []struct{ name, file string }{{"block", pf}, {"mutex", pf + ".mutex"}} {
+				f, err := os.Create(p.file)
+				if err != nil {
+					fmt.Fprintf(os.Stderr, "peerbench: PEERBENCH_BLOCKPROFILE=%q: %v\n", pf, err)
+					return
+				}
+				if err := pprof.Lookup(p.name).WriteTo(f, 0); err != nil {
+					fmt.Fprintf(os.Stderr, "peerbench: PEERBENCH_BLOCKPROFILE=%q: %v\n", pf, err)
+				}
+				f.Close()
 			}
 		}()
 	}

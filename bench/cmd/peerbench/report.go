@@ -327,7 +327,7 @@ func markdown(r *Report, engines []engine.Engine) string {
 		}
 	}
 	if has("W6", -1) {
-		p("\n#### W6: a reader's fresh snapshot + get beside a back-to-back writer, at %d changesets (one process, two goroutines, %.0f s)\n\n", smallest, r.W6Seconds)
+		p("\n#### W6: a reader's fresh snapshot + get beside a back-to-back writer, at %d changesets (one process, two goroutines; %.0f s idle, then %.0f s beside the writer)\n\n", smallest, r.W6Seconds, r.W6Seconds)
 		p("| engine | idle p50 µs | idle p99 µs | beside writer p50 µs | p99 µs | max µs | p99 / idle p99 | writer commits/s |\n|---|---|---|---|---|---|---|---|\n")
 		for _, n := range names {
 			if _, ok := t.get("W6", n, "", smallest, "idle_p50_us"); !ok {

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/trace"
 	"strconv"
 	"strings"
 	"sync"
@@ -592,7 +593,7 @@ func (h *harness) w4open(e engine.Engine, b *built, r int) Result {
 
 func (h *harness) w6(e engine.Engine, b *built, r int) Result {
 	res := Result{Workload: "W6", Engine: e.Name(), Size: b.n, Run: r, Env: h.env(), Metrics: map[string]float64{},
-		Note: "one process: a reader goroutine's fresh snapshot + get, idle then beside a back-to-back writer goroutine"}
+		Note: "one process: a reader goroutine's fresh snapshot + get, idle then beside a back-to-back writer goroutine, each phase --w6 long"}
 	err := func() error {
 		s, err := e.Open(b.dir, 2)
 		if err != nil {
@@ -613,15 +614,23 @@ func (h *harness) w6(e engine.Engine, b *built, r int) Result {
 			}
 			return d, err
 		}
+		// One warming pass over the samples, then the idle phase, as long
+		// as the phase beside the writer: a shorter one would leave out what
+		// the reader meets periodically on its own (its garbage
+		// collections, timer ticks), and charge all of it to the writer.
+		for i := 0; i < len(b.samples); i++ {
+			if _, err := read(i); err != nil {
+				return err
+			}
+		}
 		var idle lat
-		for i := 0; i < len(b.samples)*2; i++ {
+		t0 := time.Now()
+		for i := 0; time.Since(t0) < h.w6Dur; i++ {
 			d, err := read(i)
 			if err != nil {
 				return err
 			}
-			if i >= len(b.samples) {
-				idle.add(d)
-			}
+			idle.add(d)
 		}
 		ref := engine.RefName(1)
 		head, ok, err := s.Head(ref)
@@ -652,7 +661,20 @@ func (h *harness) w6(e engine.Engine, b *built, r int) Result {
 			}
 		}()
 		var busy lat
-		t0 := time.Now()
+		// PEERBENCH_W6TRACE=FILE writes an execution trace of the busy
+		// phase (FILE.ENGINE.RUN), for go tool trace -pprof=sched.
+		if tf := os.Getenv("PEERBENCH_W6TRACE"); tf != "" {
+			f, err := os.Create(fmt.Sprintf("%s.%s.%d", tf, e.Name(), r))
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			if err := trace.Start(f); err != nil {
+				return err
+			}
+			defer trace.Stop()
+		}
+		t0 = time.Now()
 		for i := 0; time.Since(t0) < h.w6Dur; i++ {
 			d, err := read(i)
 			if err != nil {
