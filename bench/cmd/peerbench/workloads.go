@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/metrics"
 	"runtime/trace"
 	"strconv"
 	"strings"
@@ -624,6 +625,7 @@ func (h *harness) w6(e engine.Engine, b *built, r int) Result {
 			}
 		}
 		var idle lat
+		p0 := sampleProc()
 		t0 := time.Now()
 		for i := 0; time.Since(t0) < h.w6Dur; i++ {
 			d, err := read(i)
@@ -632,6 +634,7 @@ func (h *harness) w6(e engine.Engine, b *built, r int) Result {
 			}
 			idle.add(d)
 		}
+		p0.since(res.Metrics, "idle", time.Since(t0))
 		ref := engine.RefName(1)
 		head, ok, err := s.Head(ref)
 		if err != nil || !ok {
@@ -674,6 +677,7 @@ func (h *harness) w6(e engine.Engine, b *built, r int) Result {
 			}
 			defer trace.Stop()
 		}
+		p1 := sampleProc()
 		t0 = time.Now()
 		for i := 0; time.Since(t0) < h.w6Dur; i++ {
 			d, err := read(i)
@@ -684,6 +688,7 @@ func (h *harness) w6(e engine.Engine, b *built, r int) Result {
 			}
 			busy.add(d)
 		}
+		p1.since(res.Metrics, "busy", time.Since(t0))
 		close(stop)
 		wg.Wait()
 		if werr != nil {
@@ -760,4 +765,47 @@ func (h *harness) w4recover(e engine.Engine, b *built, r int) Result {
 	res.Metrics["recover_open_ms"] = median(opens) / 1e3
 	res.Metrics["recover_write_ms"] = median(writes) / 1e3
 	return res
+}
+
+// procSample is what W6 records of the whole process around each phase, to
+// tell a reader's tail that comes from sharing the CPUs from one that comes
+// from the engine: the garbage collections, and the time the process's
+// threads spent runnable but waiting for a CPU (schedstat's run_delay,
+// summed over threads that lived through the phase).
+type procSample struct {
+	gcCycles uint64
+	runDelay map[string]uint64 // by thread id, ns
+}
+
+func sampleProc() procSample {
+	ms := []metrics.Sample{{Name: "/gc/cycles/total:gc-cycles"}}
+	metrics.Read(ms)
+	p := procSample{runDelay: map[string]uint64{}}
+	if ms[0].Value.Kind() == metrics.KindUint64 {
+		p.gcCycles = ms[0].Value.Uint64()
+	}
+	tasks, _ := os.ReadDir("/proc/self/task")
+	for _, t := range tasks {
+		b, err := os.ReadFile("/proc/self/task/" + t.Name() + "/schedstat")
+		if f := strings.Fields(string(b)); err == nil && len(f) >= 2 {
+			if v, err := strconv.ParseUint(f[1], 10, 64); err == nil {
+				p.runDelay[t.Name()] = v
+			}
+		}
+	}
+	return p
+}
+
+// since records, under the phase's name, the collections per second and
+// the milliseconds per second the process's threads waited for a CPU.
+func (p procSample) since(m map[string]float64, phase string, d time.Duration) {
+	q := sampleProc()
+	var wait uint64
+	for id, v := range q.runDelay {
+		if v0, ok := p.runDelay[id]; ok && v >= v0 {
+			wait += v - v0
+		}
+	}
+	m[phase+"_gc_per_s"] = float64(q.gcCycles-p.gcCycles) / d.Seconds()
+	m[phase+"_cpu_wait_ms_per_s"] = float64(wait) / 1e6 / d.Seconds()
 }
