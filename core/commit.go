@@ -246,6 +246,7 @@ type commitReq struct {
 	epoch   uint64
 	err     error
 	early   bool      // failed its compare-and-swap before its turn (earlyConflicts)
+	behind  bool      // other frames awaited a sync when this one was appended
 	turn    chan bool // true: lead the next batch; false: done, see err
 }
 
@@ -260,6 +261,12 @@ type commitReq struct {
 // C5). Anything else (the projection busy or behind, a torn read, another
 // epoch) leaves the decision to the turn.
 func (s *Store) earlyConflicts(batch []*commitReq) (live int, err error) {
+	return s.earlyConflictsAt(batch, nil)
+}
+
+// earlyConflictsAt is earlyConflicts deciding from st, a read of both
+// records made in this call's stead (nil: read them here).
+func (s *Store) earlyConflictsAt(batch []*commitReq, st *stateRead) (live int, err error) {
 	moves := false
 	for _, r := range batch {
 		if !r.early {
@@ -270,10 +277,12 @@ func (s *Store) earlyConflicts(batch []*commitReq) (live int, err error) {
 	if !moves {
 		return live, nil
 	}
-	end, eok, dur, dok, err := s.st.readBoth()
-	if err != nil {
-		return live, err
+	if st == nil {
+		if st, err = s.readState(); err != nil {
+			return live, err
+		}
 	}
+	end, eok, dur, dok := st.end, st.eok, st.dur, st.dok
 	if !s.healthy(end, eok, dur, dok) || !s.mu.TryLock() {
 		return live, nil
 	}
@@ -298,7 +307,13 @@ func (s *Store) earlyConflicts(batch []*commitReq) (live int, err error) {
 // commitBatch appends every transaction of batch under one hold of the
 // writer lock and makes them durable; each request's err is its result.
 func (s *Store) commitBatch(batch []*commitReq) {
-	if err := s.catchUpUnlocked(); err != nil {
+	// One read of the state serves the catch-up before queueing and the
+	// first early conflict check (a system call less a commit).
+	st, err := s.readState()
+	if err == nil {
+		err = s.catchUpTo(st.end, st.eok)
+	}
+	if err != nil {
 		for _, r := range batch {
 			r.err = err
 		}
@@ -313,19 +328,20 @@ func (s *Store) commitBatch(batch []*commitReq) {
 	// and fails every request still waiting.
 	var nerr error
 	needed := func() bool {
-		live, err := s.earlyConflicts(batch)
+		live, err := s.earlyConflictsAt(batch, st)
+		st = nil
 		if err != nil {
 			nerr = err
 			return false
 		}
 		return live > 0
 	}
-	var err error
 	if needed() {
 		err = s.withWriterLockIf(func() error {
 			for _, r := range batch {
 				if !r.early {
 					r.seq, r.epoch, r.err = s.appendLocked(r.t, r.payload, r.digest, r.need)
+					r.behind = s.durBehind
 				}
 			}
 			return nil
@@ -347,25 +363,27 @@ func (s *Store) commitBatch(batch []*commitReq) {
 	// reader sees (C4, C5), so that end is made durable before the
 	// ConflictError is returned, by the same step.
 	top := map[uint64]uint64{}
+	peek := map[uint64]bool{}
 	for _, r := range batch {
 		var ce *ConflictError
 		if (r.err == nil || errors.As(r.err, &ce)) && r.seq > 0 && r.seq > top[r.epoch] {
 			top[r.epoch] = r.seq
 		}
+		peek[r.epoch] = peek[r.epoch] || r.behind
 	}
 	if s.o.Weaken&WeakAckBeforeSync != 0 {
 		s.bg.Add(1)
 		go func() {
 			defer s.bg.Done()
 			for epoch, seq := range top {
-				s.syncTo(seq, epoch)
+				s.syncTo(seq, epoch, true)
 			}
 		}()
 		return
 	}
 	serr := map[uint64]error{}
 	for epoch, seq := range top {
-		serr[epoch] = s.syncTo(seq, epoch)
+		serr[epoch] = s.syncTo(seq, epoch, peek[epoch])
 	}
 	acked := false
 	for _, r := range batch {
@@ -398,8 +416,30 @@ func (s *Store) commitBatch(batch []*commitReq) {
 // operation's (C9): it is returned, and the caller fails.
 func (s *Store) catchUpUnlocked() error {
 	end, ok, err := s.st.read(recEnd)
-	if err != nil || !ok {
+	if err != nil {
 		return err
+	}
+	return s.catchUpTo(end, ok)
+}
+
+// stateRead is one read of both state records.
+type stateRead struct {
+	end, dur stateRec
+	eok, dok bool
+}
+
+func (s *Store) readState() (*stateRead, error) {
+	var st stateRead
+	var err error
+	st.end, st.eok, st.dur, st.dok, err = s.st.readBoth()
+	return &st, err
+}
+
+// catchUpTo is catchUpUnlocked from an end record already read (ok false:
+// it was unreadable, and there is nothing to do).
+func (s *Store) catchUpTo(end stateRec, ok bool) error {
+	if !ok {
+		return nil
 	}
 	if !s.mu.TryLock() {
 		// Another goroutine of this process is using the projection
@@ -485,6 +525,7 @@ func (s *Store) appendLocked(t *txn, payload []byte, digest [32]byte, need []ID)
 		kind = frameTxnFresh
 	}
 	seq := end.NextSeq
+	s.durBehind = dur.NextSeq != end.NextSeq
 	// The append runs without s.mu. A write into the page a sync is
 	// writing back waits for it, and crossing into a new window zero-fills
 	// it: a snapshot in this process waited behind both (P7). Nothing moves
@@ -526,16 +567,26 @@ func (s *Store) appendLocked(t *txn, payload []byte, digest [32]byte, need []ID)
 // thus serves every frame appended before it (group commit). A failed sync
 // poisons the store and the durable record: the frames past it are never
 // synced again and acknowledged; recovery cuts them.
-func (s *Store) syncTo(seq, epoch uint64) error {
+//
+// peek: look at the durable record before queueing for SYNCLOCK. A writer
+// whose append found every published frame durable already is most likely
+// alone (one writer committing back to back), and nobody's sync can have
+// covered its frame yet; it skips the look, a system call a commit. Either
+// way the record is read again under SYNCLOCK, which decides.
+func (s *Store) syncTo(seq, epoch uint64, peek bool) error {
 	// Most waiters in a busy store find their frame already covered by a
 	// sync another writer made while they appended. They learn it from the
 	// durable record without queueing for SYNCLOCK: that record is written
 	// only after the fdatasync it reports, and a read torn by a concurrent
 	// write fails its checksum and falls through to the locked path.
-	if dur, ok, err := s.st.read(recDurable); err != nil {
-		return err
-	} else if ok && dur.Epoch == epoch && dur.Flags&flagPoisoned == 0 && dur.NextSeq > seq {
-		return nil
+	if peek {
+		dur, ok, err := s.st.read(recDurable)
+		if err != nil {
+			return err
+		}
+		if ok && dur.Epoch == epoch && dur.Flags&flagPoisoned == 0 && dur.NextSeq > seq {
+			return nil
+		}
 	}
 	l, err := s.fs.Lock(s.lockPath("SYNCLOCK"), s.o.LockTimeout)
 	if err != nil {

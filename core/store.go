@@ -50,8 +50,10 @@ type Store struct {
 	q    *lockq.Queue // the writer lock's FIFO queue (see withWriterLock)
 
 	// w is used only while holding the writer lock (LOCK excludes
-	// goroutines of this process too).
-	w *journal.Writer
+	// goroutines of this process too), and so is durBehind: whether the
+	// last frame appendLocked appended found frames awaiting a sync.
+	w         *journal.Writer
+	durBehind bool
 
 	// The commit pipeline (see transact): pending transactions, and
 	// whether one of them is leading a batch.
