@@ -3,6 +3,7 @@ package core
 import (
 	"fmt"
 	"path"
+	"sort"
 	"sync"
 
 	"github.com/swarmops/swarmops/core/journal"
@@ -40,11 +41,15 @@ func (s *Store) Verify(deep bool, progress func(done, total int)) (*VerifyReport
 	total := int(sn.seq)
 	var dc *deepCheck
 	if deep {
-		dc = newDeepCheck(s, fresh, hint)
+		dc = newDeepCheck(s, fresh)
 		defer dc.endHashing()
 	}
+	var file string
+	var fileSeg uint64
 	res, err := r.Scan(fresh.pos, 1, sn.seq+1, func(fr *journal.Frame) error {
-		file := s.jcfg.SegPath(fr.Pos.Seg)
+		if file == "" || fr.Pos.Seg != fileSeg {
+			file, fileSeg = s.jcfg.SegPath(fr.Pos.Seg), fr.Pos.Seg
+		}
 		var t *txn
 		if deep {
 			t, _ = decodeTxn(fr.Payload)
@@ -54,7 +59,10 @@ func (s *Store) Verify(deep bool, progress func(done, total int)) (*VerifyReport
 		// holds means the claim was false.
 		if t != nil && fr.Kind == frameTxnFresh {
 			for _, o := range t.Objs {
-				if l, ok := fresh.idx.mem.get(o.ID); ok && o.Kind == objects.KindChangeset {
+				if o.Kind != objects.KindChangeset {
+					continue
+				}
+				if l, ok := fresh.idx.mem.get(o.ID); ok {
 					problem(file, fr.Pos.Off, o.ID.String(), "frame %d says its changesets are new, but frame %d holds this one", fr.Seq, l.Seq)
 				}
 			}
@@ -71,11 +79,7 @@ func (s *Store) Verify(deep bool, progress func(done, total int)) (*VerifyReport
 		}
 		rep.Frames++
 		if t != nil {
-			for _, o := range t.Objs {
-				if !o.Loose {
-					dc.inline(o.ID, o.Kind, o.Data, file, fr.Pos.Off+journal.FrameHeaderSize+int64(o.off))
-				}
-			}
+			dc.frame(fr, file, t)
 		}
 		if progress != nil {
 			progress(int(fr.Seq), total)
@@ -224,7 +228,10 @@ func (s *Store) objectCountHint() int {
 type deepCheck struct {
 	s     *Store
 	fresh *proj
-	objs  map[ID]inlineObj // the last copy of each inline object
+	// frames holds every frame's payload in journal order, so an inline
+	// object is found from its location by a binary search (a map of every
+	// object by id cost a third of the scan).
+	frames []scannedFrame
 
 	batch   []inlineObj
 	hashCh  chan []inlineObj
@@ -238,6 +245,13 @@ type deepCheck struct {
 	done        sync.WaitGroup
 }
 
+type scannedFrame struct {
+	seg     uint64
+	off     int64 // of the payload's first byte
+	payload []byte
+	file    string
+}
+
 type inlineObj struct {
 	id   ID
 	kind objects.Kind
@@ -249,8 +263,8 @@ type inlineObj struct {
 // deepWorkers is how many goroutines check references after the scan.
 const deepWorkers = 2
 
-func newDeepCheck(s *Store, fresh *proj, hint int) *deepCheck {
-	dc := &deepCheck{s: s, fresh: fresh, objs: make(map[ID]inlineObj, hint), hashCh: make(chan []inlineObj, 16),
+func newDeepCheck(s *Store, fresh *proj) *deepCheck {
+	dc := &deepCheck{s: s, fresh: fresh, hashCh: make(chan []inlineObj, 16),
 		hashed: make(chan struct{}), badHash: map[ID]bool{}}
 	go func() {
 		defer close(dc.hashed)
@@ -267,15 +281,39 @@ func newDeepCheck(s *Store, fresh *proj, hint int) *deepCheck {
 	return dc
 }
 
-// inline records an inline object the scan met and queues it for hashing.
-func (dc *deepCheck) inline(id ID, k objects.Kind, data []byte, file string, off int64) {
-	o := inlineObj{id, k, data, file, off}
-	dc.objs[id] = o
-	dc.batch = append(dc.batch, o)
-	if len(dc.batch) == 1024 {
-		dc.hashCh <- dc.batch
-		dc.batch = nil
+// frame records a frame the scan met, and queues its inline objects for
+// hashing.
+func (dc *deepCheck) frame(fr *journal.Frame, file string, t *txn) {
+	base := fr.Pos.Off + journal.FrameHeaderSize
+	dc.frames = append(dc.frames, scannedFrame{seg: fr.Pos.Seg, off: base, payload: fr.Payload, file: file})
+	for _, o := range t.Objs {
+		if o.Loose {
+			continue
+		}
+		dc.batch = append(dc.batch, inlineObj{o.ID, o.Kind, o.Data, file, base + int64(o.off)})
+		if len(dc.batch) >= 1024 {
+			dc.hashCh <- dc.batch
+			dc.batch = nil
+		}
 	}
+}
+
+// inlineData returns the bytes of the inline object at l, from the frame
+// that holds it.
+func (dc *deepCheck) inlineData(l objLoc) (data []byte, file string, ok bool) {
+	i := sort.Search(len(dc.frames), func(i int) bool {
+		f := dc.frames[i]
+		return f.seg > l.Seg || f.seg == l.Seg && f.off > l.Off
+	}) - 1
+	if i < 0 {
+		return nil, "", false
+	}
+	f := dc.frames[i]
+	rel := l.Off - f.off
+	if f.seg != l.Seg || rel < 0 || l.Size < 0 || rel+l.Size > int64(len(f.payload)) {
+		return nil, "", false
+	}
+	return f.payload[rel : rel+l.Size], f.file, true
 }
 
 // endHashing hands over the last batch and waits for the hasher.
@@ -365,15 +403,15 @@ func (dc *deepCheck) check(ps *[]VerifyProblem, id ID, l objLoc) {
 			return
 		}
 	} else {
-		o, ok := dc.objs[id]
-		if !ok {
-			problem("", 0, "%s has no inline copy in the journal", l.Kind)
+		var ok bool
+		if data, file, ok = dc.inlineData(l); !ok {
+			problem("", 0, "%s has no inline copy in the journal at %d/%d", l.Kind, l.Seg, l.Off)
 			return
 		}
 		if dc.badHash[id] {
 			return // reported by the hasher
 		}
-		data, file, off = o.data, o.file, o.off
+		off = l.Off
 	}
 	switch l.Kind {
 	case objects.KindTree:
@@ -398,11 +436,15 @@ func (dc *deepCheck) check(ps *[]VerifyProblem, id ID, l objLoc) {
 		dc.expect(ps, "changeset "+id.String()+" root", cs.Root, objects.KindTree)
 		for _, p := range cs.Parents {
 			dc.expect(ps, "changeset "+id.String()+" parent", p, objects.KindChangeset)
-			if pl, ok := dc.fresh.idx.mem.get(p); ok && pl.Seq >= l.Seq {
+			pl, ok := dc.fresh.idx.mem.get(p)
+			if !ok {
+				continue
+			}
+			if pl.Seq >= l.Seq {
 				problem(file, off, "parent %s comes later in the journal", p)
 			}
-			if pd, ok := dc.objs[p]; ok {
-				if pcs, err := objects.DecodeChangeset(pd.data); err == nil && pcs.Generation >= cs.Generation {
+			if pd, _, ok := dc.inlineData(pl); ok && !pl.Loose {
+				if pcs, err := objects.DecodeChangeset(pd); err == nil && pcs.Generation >= cs.Generation {
 					problem(file, off, "generation %d not above parent %s's %d", cs.Generation, p, pcs.Generation)
 				}
 			}
