@@ -159,7 +159,7 @@ func (sf *stateFile) read(kind uint32) (stateRec, bool, error) {
 	return r, ok, err
 }
 
-// stateBufs holds read buffers of the state file: a commit reads it five
+// stateBufs holds read buffers of the state file: a commit reads it three
 // times and a fresh snapshot once. For a reader of cached changesets these
 // buffers were a fifth of its garbage, and the collections it causes cut
 // into its tail beside a writer (P7).
