@@ -259,14 +259,9 @@ type commitReq struct {
 // lock. Like a conflict found under the lock, its seq is the end the check
 // saw, which the sync step makes durable before the error is returned (C4,
 // C5). Anything else (the projection busy or behind, a torn read, another
-// epoch) leaves the decision to the turn.
-func (s *Store) earlyConflicts(batch []*commitReq) (live int, err error) {
-	return s.earlyConflictsAt(batch, nil)
-}
-
-// earlyConflictsAt is earlyConflicts deciding from st, a read of both
-// records made in this call's stead (nil: read them here).
-func (s *Store) earlyConflictsAt(batch []*commitReq, st *stateRead) (live int, err error) {
+// epoch) leaves the decision to the turn. st is a read of both state
+// records made for this call (nil: the call reads them).
+func (s *Store) earlyConflicts(batch []*commitReq, st *stateRead) (live int, err error) {
 	moves := false
 	for _, r := range batch {
 		if !r.early {
@@ -328,7 +323,7 @@ func (s *Store) commitBatch(batch []*commitReq) {
 	// and fails every request still waiting.
 	var nerr error
 	needed := func() bool {
-		live, err := s.earlyConflictsAt(batch, st)
+		live, err := s.earlyConflicts(batch, st)
 		st = nil
 		if err != nil {
 			nerr = err
