@@ -33,15 +33,17 @@ func (SwarmOps) Durable() bool { return true }
 // MultiProcess implements Engine.
 func (SwarmOps) MultiProcess() bool { return true }
 
-// Open implements Engine: Create in an empty or absent directory, Open
-// otherwise.
+// Open implements Engine: Open, or Create in an empty or absent directory.
+// The directory is listed only when Open finds no store there, so W4's
+// timed open of an existing store is the store's open alone.
 func (e SwarmOps) Open(dir string, writers int) (Store, error) {
 	o := core.Options{FS: e.FS}
-	open := core.Open
-	if ents, err := os.ReadDir(dir); err != nil || len(ents) == 0 {
-		open = core.Create
+	s, err := core.Open(dir, o)
+	if errors.Is(err, core.ErrNotStore) {
+		if ents, rerr := os.ReadDir(dir); rerr != nil || len(ents) == 0 {
+			s, err = core.Create(dir, o)
+		}
 	}
-	s, err := open(dir, o)
 	if err != nil {
 		return nil, fmt.Errorf("swarmops: open %s: %w", dir, err)
 	}

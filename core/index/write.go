@@ -90,11 +90,18 @@ func fanoutBits(n uint64) uint32 {
 	return uint32(min(bits.Len64(n/16)-1, maxFanoutBits))
 }
 
-// runBufs reuses the 1 MiB write buffers of writeIters: a checkpoint writes
-// a run, often a small one, and a fresh buffer per run was most of the
+// runBufSize is the write buffer of a run file. 64 KiB writes cost the
+// page cache copy as larger ones do; a 1 MiB buffer, which the pool loses
+// at every other garbage collection, was 256 fresh pages to fault in for
+// each checkpoint, most of the page faults a writer made (13 us each on
+// the test machine; docs/perf/store.md).
+const runBufSize = 64 << 10
+
+// runBufs reuses the write buffers of writeIters: a checkpoint writes a
+// run, often a small one, and a fresh buffer per run was most of the
 // allocation (and the zeroing) of a checkpoint. The buffer size, and so the
 // sequence of writes a run file gets, is the same as without the pool.
-var runBufs = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, 1<<20) }}
+var runBufs = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, runBufSize) }}
 
 // runWriter streams a run file: placeholder header, then the tables with
 // their fanouts, then the heap, then the real header at offset 0.

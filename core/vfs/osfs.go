@@ -46,14 +46,27 @@ func (o *osFS) Open(name string) (afero.File, error) {
 	return o.OpenFile(name, os.O_RDONLY, 0)
 }
 
-// OpenFile opens name with os.OpenFile; the file it returns also implements
-// DataSyncer (fdatasync) and Allocator (fallocate).
+// OpenFile opens name with open(2) and wraps the descriptor with
+// os.NewFile; the file it returns also implements DataSyncer (fdatasync),
+// Allocator (fallocate) and QuickReader.
+//
+// Why not os.OpenFile: it offers every descriptor to the runtime's network
+// poller, which costs four fcntl calls and an epoll_ctl that fails
+// (regular files and directories cannot be polled), and another epoll_ctl
+// at close. Opening a store at 1M changesets opens a dozen files, and those
+// calls were a third of its system calls. A descriptor handed to os.NewFile
+// stays blocking and out of the poller, which is what os.OpenFile ends up
+// with for a regular file anyway.
 func (o *osFS) OpenFile(name string, flag int, perm os.FileMode) (afero.File, error) {
-	f, err := os.OpenFile(name, flag, perm)
+	var fd int
+	err := ignoringEINTR(func() (err error) {
+		fd, err = unix.Open(name, flag|unix.O_CLOEXEC, uint32(perm.Perm()))
+		return err
+	})
 	if err != nil {
-		return nil, err
+		return nil, &fs.PathError{Op: "open", Path: name, Err: err}
 	}
-	return &osFile{File: f}, nil
+	return &osFile{File: os.NewFile(uintptr(fd), name)}, nil
 }
 
 // Rename is rename(2). Unlike os.Rename it reports a *fs.PathError, as
@@ -97,14 +110,48 @@ func (o *osFS) Link(oldname, newname string) error {
 // bootIDPath is where Linux publishes the random id of the current boot.
 const bootIDPath = "/proc/sys/kernel/random/boot_id"
 
-// BootID returns the kernel's boot id.
+// bootID is the boot id, read once: a process never outlives its boot.
+var bootID struct {
+	once sync.Once
+	id   string
+	err  error
+}
+
+// BootID returns the kernel's boot id. It is read once per process (three
+// system calls, not the six of os.ReadFile): every Open asks for it.
 func (o *osFS) BootID() (string, error) {
-	b, err := os.ReadFile(bootIDPath)
+	bootID.once.Do(func() { bootID.id, bootID.err = readBootID() })
+	return bootID.id, bootID.err
+}
+
+func readBootID() (string, error) {
+	var fd int
+	err := ignoringEINTR(func() (err error) {
+		fd, err = unix.Open(bootIDPath, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		return err
+	})
 	if err != nil {
-		return "", err
+		return "", &fs.PathError{Op: "bootid", Path: bootIDPath, Err: err}
 	}
-	id := strings.TrimSpace(string(b))
-	if id == "" {
+	defer unix.Close(fd)
+	var b [64]byte
+	n := 0
+	for n < len(b) {
+		var r int
+		err := ignoringEINTR(func() (err error) {
+			r, err = unix.Read(fd, b[n:])
+			return err
+		})
+		if err != nil {
+			return "", &fs.PathError{Op: "bootid", Path: bootIDPath, Err: err}
+		}
+		if r == 0 {
+			break
+		}
+		n += r
+	}
+	id := strings.TrimSpace(string(b[:n]))
+	if id == "" || n == len(b) {
 		return "", &fs.PathError{Op: "bootid", Path: bootIDPath, Err: syscall.EINVAL}
 	}
 	return id, nil

@@ -191,6 +191,14 @@ func TestOSErrorsWrapErrno(t *testing.T) {
 	if !errors.As(err, &pe) || !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("Rename of missing: got %v, want a *fs.PathError wrapping ENOENT", err)
 	}
+	_, err = o.OpenFile(filepath.Join(dir, "zz"), os.O_RDONLY, 0)
+	if !errors.As(err, &pe) || !errors.Is(err, fs.ErrNotExist) || pe.Op != "open" || pe.Path != filepath.Join(dir, "zz") {
+		t.Errorf("OpenFile of missing: got %v, want an open *fs.PathError on the name wrapping ENOENT", err)
+	}
+	_, err = o.OpenFile(filepath.Join(dir, "a"), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+	if !errors.As(err, &pe) || !errors.Is(err, fs.ErrExist) {
+		t.Errorf("OpenFile O_EXCL of existing: got %v, want a *fs.PathError wrapping EEXIST", err)
+	}
 	_, err = o.Lock(filepath.Join(dir, "nodir", "LOCK"), 0)
 	if !errors.As(err, &pe) || !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("Lock in a missing dir: got %v, want a *fs.PathError wrapping ENOENT", err)
