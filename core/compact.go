@@ -144,21 +144,27 @@ func (s *Store) installRuns(names []string, nextSeq, epoch uint64, reflogLen int
 	if err != nil {
 		return err
 	}
+	s.installIndex(x, names, nextSeq, epoch, reflogLen)
+	return nil
+}
+
+// installIndex is installRuns with the runs already open; it owns x.
+func (s *Store) installIndex(x *index.Index, names []string, nextSeq, epoch uint64, reflogLen int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.epoch != epoch || s.p.nextSeq < nextSeq {
+	if s.epoch != epoch || s.p.nextSeq < nextSeq || nextSeq < s.p.ckptSeq {
 		x.Close()
-		return nil
+		return
 	}
 	old := s.p.idx
 	nx := newRunIdx(x, names)
 	nx.setCache(s.blk)
 	nx.mem = old.since(nextSeq)
 	s.p.idx = nx
+	s.p.ckptSeq = nextSeq
 	old.close()
 	s.p.refs.Trim(nextSeq)
 	s.p.reflogLen = reflogLen
-	return nil
 }
 
 // removeLeftovers removes the run files of index/ that cur does not name

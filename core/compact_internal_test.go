@@ -173,3 +173,70 @@ func TestCheckpointsGoOnWhileAnotherProcessCompacts(t *testing.T) {
 		}
 	}
 }
+
+// TestWritersAdoptOtherProcessesCheckpoints checks that a writer whose
+// checkpoint another process already wrote swaps its tail for that
+// checkpoint's runs. Each handle here stands for a process: a writes most
+// frames and the checkpoints, b commits now and then. Before the swap, b
+// kept every frame it replayed in its tail (130 changesets here, and in a
+// busy store, without end).
+func TestWritersAdoptOtherProcessesCheckpoints(t *testing.T) {
+	const k, rounds = 4, 10
+	m := faultfs.NewMem()
+	o := Options{FS: m, CheckpointEvery: k, InlineCheckpoint: true, SegmentSize: 1 << 20}
+	a, err := Create("/s", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := Open("/s", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	n := 0
+	heads := map[string]ID{}
+	commit := func(s *Store, ref string) {
+		t.Helper()
+		n++
+		req := CommitRequest{Changes: []Change{{Path: "f", Data: []byte(fmt.Sprint(n))}}, Advance: ref}
+		if h, ok := heads[ref]; ok {
+			req.Parents = []ID{h}
+		}
+		if heads[ref], err = s.Commit(req); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range rounds {
+		for range 3 * k {
+			commit(a, "a")
+		}
+		commit(b, "b")
+	}
+	b.mu.Lock()
+	_, tail, _ := b.p.idx.mem.count()
+	ckpt, next := b.p.ckptSeq, b.p.nextSeq
+	b.mu.Unlock()
+	if tail > 2*k+1 {
+		t.Fatalf("b's tail holds %d changesets after %d commits (its runs cover frames below %d of %d); want at most %d: "+
+			"it did not take the other writer's checkpoints", tail, n, ckpt, next, 2*k+1)
+	}
+	// The swap lost nothing: b still reads every changeset.
+	snap, err := b.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ref := range []string{"a", "b"} {
+		head, err := snap.Ref(ref)
+		if err != nil {
+			t.Fatal(err)
+		}
+		log, err := snap.Log(head, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := map[string]int{"a": rounds * 3 * k, "b": rounds}[ref]; len(log) != want {
+			t.Fatalf("%s: %d changesets in its log; want %d", ref, len(log), want)
+		}
+	}
+}

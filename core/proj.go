@@ -107,7 +107,8 @@ type proj struct {
 	refs    *refs.Table
 	pos     journal.Pos // end of the last applied frame
 	nextSeq uint64      // sequence number of the next frame to apply
-	// ckptSeq is the next seq of the checkpoint the projection started from.
+	// ckptSeq is the next seq of the checkpoint whose runs the index
+	// holds: frames before it are in the runs, later ones in the tail.
 	ckptSeq uint64
 	frames  int64 // frames applied since load
 	// reflogLen is how many bytes of the reflog file hold the moves

@@ -349,7 +349,20 @@ func (s *Store) checkpointLocked(force bool) error {
 	}
 	s.mu.Lock()
 	if dur.Epoch != s.epoch || (!force && dur.NextSeq < cur.NextSeq+uint64(s.o.CheckpointEvery)) {
+		// Another process wrote the checkpoint this one was due for: the
+		// projection swaps its tail of the frames before it for the
+		// checkpoint's runs, as after a checkpoint of its own. Without
+		// this, every process but the one that happened to write each
+		// checkpoint kept every frame it replayed in memory: with 32
+		// writers, maps that grew without end, and their growth was a
+		// quarter of the page faults of W2.
+		adopt := cur.Epoch == s.epoch && cur.NextSeq > s.p.ckptSeq && s.p.nextSeq >= cur.NextSeq
 		s.mu.Unlock()
+		if adopt {
+			x := cur.proj.idx.x
+			cur.proj.idx.x = nil // installIndex owns the open runs now
+			s.installIndex(x, cur.Runs, cur.NextSeq, cur.Epoch, cur.ReflogLen)
+		}
 		return nil
 	}
 	if err := s.catchUp(dur.NextSeq); err != nil {
