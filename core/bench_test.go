@@ -492,3 +492,42 @@ func BenchmarkVerifyDeep(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkOpenReplay opens a real-OS store whose last checkpoint is 200
+// frames behind (what a CLI process meets between checkpoints, K = 256)
+// and closes it: the open replays the 200 frames. B/op is what drives a
+// fresh process's page faults (docs/perf/store.md, "Page faults"), so it
+// is the figure to compare; ns/op is a warm process's.
+//
+//	go test ./core -run '^$' -bench OpenReplay -benchmem -count 5
+func BenchmarkOpenReplay(b *testing.B) {
+	dir := filepath.Join(benchDir(b), "s")
+	s, err := core.Create(dir, core.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var head core.ID
+	for i := range 200 {
+		req := core.CommitRequest{Advance: "main", Changes: []core.Change{put(fmt.Sprintf("d/f%d", i%20), strconv.Itoa(i))}}
+		if i > 0 {
+			req.Parents = []core.ID{head}
+		}
+		if head, err = s.Commit(req); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := s.Close(); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		s, err := core.Open(dir, core.Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := s.Close(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(200, "frames/op")
+}

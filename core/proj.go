@@ -51,6 +51,21 @@ func newMemIndex() *memIndex {
 	return &memIndex{objs: map[ID]objLoc{}, deltas: map[objects.Hash][]ID{}}
 }
 
+// reserve sizes an empty index for about frames more frames (four objects
+// a frame, a small commit's changeset, two trees and a blob), so that a
+// replay of many frames does not grow its maps step by step: each step
+// allocated and cleared a new table, fresh memory that a new process
+// faults in page by page (docs/perf/store.md, "Page faults").
+func (m *memIndex) reserve(frames uint64) {
+	if len(m.objs) > 0 || frames < 64 {
+		return
+	}
+	frames = min(frames, 1<<16)
+	m.objs = make(map[ID]objLoc, 4*frames)
+	m.deltas = make(map[objects.Hash][]ID, frames)
+	m.cs = make([]ID, 0, frames)
+}
+
 func (m *memIndex) put(id ID, loc objLoc) {
 	if _, ok := m.objs[id]; ok {
 		return
@@ -114,6 +129,8 @@ type proj struct {
 	// reflogLen is how many bytes of the reflog file hold the moves
 	// before refs.Base() (see reflog.go).
 	reflogLen int64
+	// scratch is the transaction apply decodes each frame into.
+	scratch txn
 }
 
 func newProj(pos journal.Pos, nextSeq uint64) *proj {
@@ -121,16 +138,17 @@ func newProj(pos journal.Pos, nextSeq uint64) *proj {
 }
 
 // apply adds one frame to the projection. segPath names the segment for
-// errors.
+// errors. It keeps nothing of fr.Payload, so replay's scan may lend it
+// (journal.ScanBorrowed): what the projection keeps of a frame (locations,
+// ref moves, delta hashes) is copied out of it.
 func (p *proj) apply(fr *journal.Frame, segPath string) error {
 	if fr.Kind != frameTxn && fr.Kind != frameTxnFresh {
 		return corrupt(segPath, fr.Pos.Off, "unknown frame kind %d", fr.Kind)
 	}
-	t, err := decodeTxn(fr.Payload)
-	if err != nil {
+	if err := decodeTxnInto(&p.scratch, fr.Payload); err != nil {
 		return corrupt(segPath, fr.Pos.Off, "frame %d: %v", fr.Seq, err)
 	}
-	return p.applyTxn(fr, t, segPath)
+	return p.applyTxn(fr, &p.scratch, segPath)
 }
 
 // applyTxn adds frame fr, whose payload decodes to t, to the projection.

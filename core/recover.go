@@ -80,8 +80,11 @@ func (s *Store) recoverLocked(explicit bool) (*RecoverReport, error) {
 	case dok && dur.Boot == s.boot && dur.Flags&flagPoisoned != 0:
 		limit = dur.NextSeq
 	}
+	if limit > c.NextSeq {
+		p.idx.mem.reserve(limit - c.NextSeq)
+	}
 	var aerr error
-	res, err := s.r.Scan(c.Pos, c.NextSeq, limit, func(fr *journal.Frame) error {
+	res, err := s.r.ScanBorrowed(c.Pos, c.NextSeq, limit, func(fr *journal.Frame) error {
 		aerr = p.apply(fr, s.jcfg.SegPath(fr.Pos.Seg))
 		return aerr
 	})

@@ -515,8 +515,11 @@ func (s *Store) catchUp(target uint64) error {
 		s.markLocked()
 		return nil
 	}
+	s.p.idx.mem.reserve(target - s.p.nextSeq)
 	var aerr error
-	res, err := s.r.Scan(s.p.pos, s.p.nextSeq, target, func(fr *journal.Frame) error {
+	// apply keeps nothing of a payload but what it decodes: the scan may
+	// lend it.
+	res, err := s.r.ScanBorrowed(s.p.pos, s.p.nextSeq, target, func(fr *journal.Frame) error {
 		aerr = s.p.apply(fr, s.jcfg.SegPath(fr.Pos.Seg))
 		return aerr
 	})

@@ -119,9 +119,19 @@ var errTxn = errors.New("malformed transaction payload")
 // verified but whose payload does not parse is corruption (or a bug), never a
 // torn tail, so the caller reports it as such.
 func decodeTxn(p []byte) (*txn, error) {
+	t := &txn{}
+	if err := decodeTxnInto(t, p); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// decodeTxnInto is decodeTxn into t, whose slices it reuses: replay decodes
+// thousands of frames into one txn instead of allocating each.
+func decodeTxnInto(t *txn, p []byte) error {
 	pos := 0
-	fail := func(what string) (*txn, error) {
-		return nil, fmt.Errorf("%w: %s at payload byte %d", errTxn, what, pos)
+	fail := func(what string) error {
+		return fmt.Errorf("%w: %s at payload byte %d", errTxn, what, pos)
 	}
 	uv := func() (uint64, bool) {
 		v, n := binary.Uvarint(p[pos:])
@@ -134,13 +144,15 @@ func decodeTxn(p []byte) (*txn, error) {
 	if len(p) < 9 || p[0] != txnVersion {
 		return fail("bad version or short payload")
 	}
-	t := &txn{Time: time.Unix(0, int64(binary.LittleEndian.Uint64(p[1:]))).UTC()}
+	*t = txn{Time: time.Unix(0, int64(binary.LittleEndian.Uint64(p[1:]))).UTC(), Objs: t.Objs[:0], Moves: t.Moves[:0]}
 	pos = 9
 	nobj, ok := uv()
 	if !ok || nobj > uint64(len(p)) {
 		return fail("bad object count")
 	}
-	t.Objs = make([]txnObj, 0, nobj)
+	if uint64(cap(t.Objs)) < nobj {
+		t.Objs = make([]txnObj, 0, nobj)
+	}
 	for i := uint64(0); i < nobj; i++ {
 		if len(p)-pos < 2 {
 			return fail("short object header")
@@ -208,5 +220,5 @@ func decodeTxn(p []byte) (*txn, error) {
 	if pos != len(p) {
 		return fail("trailing bytes")
 	}
-	return t, nil
+	return nil
 }

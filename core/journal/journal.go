@@ -395,11 +395,19 @@ type readAhead struct {
 	eof  bool   // the read that filled buf reached the end of the file
 	next int    // size of the next read
 	mem  *[]byte
+	// borrow: frames' payloads are views of buf, not copies (ScanBorrowed).
+	borrow bool
 }
 
+// The window starts small (a catch-up of one frame reads 8 KiB) and doubles
+// up to readAheadMax. A larger window saves little: at 64 KiB the system
+// call is a small part of copying the bytes. And every page of the window
+// a process touches for the first time is a page fault, which on the VM of
+// docs/perf/store.md ("Page faults") costs 13 us, about what copying 16
+// KiB costs: a 256 KiB window was 64 faults of a fresh process's replay.
 const (
 	readAheadMin = 8 << 10
-	readAheadMax = 256 << 10
+	readAheadMax = 64 << 10
 )
 
 var readAheadPool = sync.Pool{New: func() any { b := make([]byte, readAheadMax); return &b }}
@@ -517,9 +525,13 @@ func (r *Reader) readFrameAhead(pos Pos, seq uint64, ra *readAhead) (*Frame, err
 		return nil, orInvalid(err)
 	}
 	hdr := whole[:FrameHeaderSize]
-	// The frame is copied out of the window, which the next read reuses.
-	body := make([]byte, fsz-FrameHeaderSize)
-	copy(body, whole[FrameHeaderSize:])
+	// The frame is copied out of the window, which the next read reuses,
+	// unless the scan lends it (ScanBorrowed).
+	body := whole[FrameHeaderSize:]
+	if !ra.borrow {
+		body = make([]byte, fsz-FrameHeaderSize)
+		copy(body, whole[FrameHeaderSize:])
+	}
 	payload := body[:h.length:h.length]
 	if !r.SkipChecksum {
 		for _, b := range body[h.length:] {
@@ -574,8 +586,22 @@ type ScanResult struct {
 // returns where the valid log ends. limit, if non-zero, stops the scan before
 // the frame carrying seq limit.
 func (r *Reader) Scan(pos Pos, seq, limit uint64, fn func(*Frame) error) (ScanResult, error) {
+	return r.scan(pos, seq, limit, fn, false)
+}
+
+// ScanBorrowed is Scan for a caller that keeps nothing of a frame's
+// payload once fn returns: each payload is a view of the scan's read
+// window, which the next frame's read may overwrite, instead of a copy.
+// Replay decodes a frame and keeps only what it decoded; the copies were
+// most of a fresh process's page faults as it replayed (each frame's copy
+// new memory, touched once).
+func (r *Reader) ScanBorrowed(pos Pos, seq, limit uint64, fn func(*Frame) error) (ScanResult, error) {
+	return r.scan(pos, seq, limit, fn, true)
+}
+
+func (r *Reader) scan(pos Pos, seq, limit uint64, fn func(*Frame) error, borrow bool) (ScanResult, error) {
 	res := ScanResult{End: pos, NextSeq: seq}
-	var ra readAhead
+	ra := readAhead{borrow: borrow}
 	defer ra.release()
 	for limit == 0 || res.NextSeq < limit {
 		fr, err := r.next(res.End, res.NextSeq, &ra)
