@@ -240,3 +240,57 @@ func TestWritersAdoptOtherProcessesCheckpoints(t *testing.T) {
 		}
 	}
 }
+
+// TestReadersAdoptCheckpoints checks that a handle that only reads swaps
+// its tail for a newer checkpoint's runs once the tail holds more than 2K
+// frames, and still sees everything. Without the swap its tail held every
+// frame it replayed (here 120 changesets, and in a long-lived reader
+// beside busy writers, without end).
+func TestReadersAdoptCheckpoints(t *testing.T) {
+	const k, n = 4, 120
+	m := faultfs.NewMem()
+	o := Options{FS: m, CheckpointEvery: k, InlineCheckpoint: true, SegmentSize: 1 << 20}
+	w, err := Create("/s", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	r, err := Open("/s", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	var head ID
+	for i := range n {
+		req := CommitRequest{Changes: []Change{{Path: "f", Data: []byte(fmt.Sprint(i))}}, Advance: "main"}
+		if i > 0 {
+			req.Parents = []ID{head}
+		}
+		if head, err = w.Commit(req); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := r.Snapshot(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r.mu.Lock()
+	_, tail, _ := r.p.idx.mem.count()
+	ckpt, next := r.p.ckptSeq, r.p.nextSeq
+	r.mu.Unlock()
+	if tail > 4*k {
+		t.Fatalf("the reader's tail holds %d changesets after %d commits (its runs cover frames below %d of %d); want at most %d",
+			tail, n, ckpt, next, 4*k)
+	}
+	snap, err := r.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := snap.Ref("main")
+	if err != nil || got != head {
+		t.Fatalf("main: %v %v; want %v", got, err, head)
+	}
+	log, err := snap.Log(head, 0)
+	if err != nil || len(log) != n {
+		t.Fatalf("log: %d changesets, %v; want %d", len(log), err, n)
+	}
+}

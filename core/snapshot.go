@@ -51,17 +51,60 @@ func (s *Store) Snapshot() (*Snapshot, error) {
 	if m := s.mark.Load(); m != nil && m.epoch == dur.Epoch && m.next >= dur.NextSeq {
 		return &Snapshot{s: s, seq: dur.NextSeq - 1, pos: dur.Pos}, nil
 	}
+	if err := s.snapshotCatchUp(dur); err != nil {
+		return nil, err
+	}
+	s.adoptForReader()
+	return &Snapshot{s: s, seq: dur.NextSeq - 1, pos: dur.Pos}, nil
+}
+
+// snapshotCatchUp brings the projection to the durable record dur.
+func (s *Store) snapshotCatchUp(dur stateRec) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if dur.Epoch != s.epoch {
 		if err := s.reload(dur.Epoch, dur.NextSeq); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	if err := s.catchUp(dur.NextSeq); err != nil {
-		return nil, err
+	return s.catchUp(dur.NextSeq)
+}
+
+// adoptForReader swaps the projection's tail for the runs of a newer
+// checkpoint once the tail holds more than 2K frames. Writers do this when
+// they are due for a checkpoint (checkpointLocked); a process that only
+// reads never is, and its tail held every frame it had replayed, without
+// end in a long-lived process beside busy writers. It is best effort: a
+// busy CKPTLOCK (held while a checkpoint or a merge installs runs), an I/O
+// error or no newer checkpoint leaves the projection as it is, complete,
+// and it tries again K frames later.
+func (s *Store) adoptForReader() {
+	k := uint64(s.o.CheckpointEvery)
+	s.mu.Lock()
+	next, base := s.p.nextSeq, s.p.ckptSeq
+	s.mu.Unlock()
+	if next < base+2*k || next < s.adoptTried.Load()+k || !s.adopting.CompareAndSwap(false, true) {
+		return
 	}
-	return &Snapshot{s: s, seq: dur.NextSeq - 1, pos: dur.Pos}, nil
+	defer s.adopting.Store(false)
+	s.adoptTried.Store(next)
+	l, err := s.fs.Lock(s.lockPath("CKPTLOCK"), 0)
+	if err != nil {
+		return
+	}
+	defer l.Unlock()
+	// The checkpoint file alone first: its runs are opened only if it is
+	// newer than the projection's.
+	cur, err := readCheckpointFile(s.fs, s.dir)
+	if err != nil || cur.NextSeq <= base {
+		return
+	}
+	x, err := openRuns(s.fs, s.dir, cur.Runs)
+	if err != nil {
+		return
+	}
+	s.ckptNext.Store(max(s.ckptNext.Load(), cur.NextSeq))
+	s.installIndex(x, cur.Runs, cur.NextSeq, cur.Epoch, cur.ReflogLen)
 }
 
 // readObject returns the encoding of object id of kind k visible at maxSeq,

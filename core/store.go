@@ -102,6 +102,10 @@ type Store struct {
 	// compacting one background compaction.
 	ckptRunning atomic.Bool
 	compacting  atomic.Bool
+	// adopting keeps one reader-side checkpoint adoption at a time
+	// (adoptForReader); adoptTried is the projection end it last tried at.
+	adopting   atomic.Bool
+	adoptTried atomic.Uint64
 	// ckptErr is the first error of a checkpoint run after an acknowledged
 	// commit; Close returns it.
 	ckptMu  sync.Mutex
