@@ -299,6 +299,27 @@ func (s *Store) earlyConflicts(batch []*commitReq, st *stateRead) (live int, err
 	return live, nil
 }
 
+// contended reports whether a request of batch moves a ref from a value
+// this process did not set: another writer moves that ref too, and the
+// request may lose its compare-and-swap while it queues, so it queues with
+// lookahead (withWriterLockIf), which lets it find out and leave early. A
+// writer on refs of its own waits once instead.
+func (s *Store) contended(batch []*commitReq) bool {
+	s.ownMu.Lock()
+	defer s.ownMu.Unlock()
+	for _, r := range batch {
+		if r.early {
+			continue
+		}
+		for _, m := range r.t.Moves {
+			if s.ownHeads[m.Name] != m.Old {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // commitBatch appends every transaction of batch under one hold of the
 // writer lock and makes them durable; each request's err is its result.
 func (s *Store) commitBatch(batch []*commitReq) {
@@ -340,7 +361,7 @@ func (s *Store) commitBatch(batch []*commitReq) {
 				}
 			}
 			return nil
-		}, needed)
+		}, needed, s.contended(batch))
 	}
 	if errors.Is(err, errNotNeeded) || err == nil {
 		err = nerr
@@ -389,6 +410,16 @@ func (s *Store) commitBatch(batch []*commitReq) {
 		case r.err == nil:
 			r.err = serr[r.epoch]
 			acked = acked || r.err == nil
+		}
+		if r.err == nil && len(r.t.Moves) > 0 {
+			s.ownMu.Lock()
+			if s.ownHeads == nil {
+				s.ownHeads = map[string]ID{}
+			}
+			for _, m := range r.t.Moves {
+				s.ownHeads[m.Name] = m.New
+			}
+			s.ownMu.Unlock()
 		}
 	}
 	if acked {
