@@ -299,25 +299,34 @@ func (s *Store) earlyConflicts(batch []*commitReq, st *stateRead) (live int, err
 	return live, nil
 }
 
-// contended reports whether a request of batch moves a ref from a value
-// this process did not set: another writer moves that ref too, and the
-// request may lose its compare-and-swap while it queues, so it queues with
-// lookahead (withWriterLockIf), which lets it find out and leave early. A
-// writer on refs of its own waits once instead.
+// contended reports whether a request of batch moves a ref that another
+// writer moves too: one this process has seen moved from a value it did
+// not set, now or before (the mark stays: the winner of the last race for
+// a shared ref starts the next from its own value). Such a request may
+// lose its compare-and-swap while it queues, so it queues with lookahead
+// (withWriterLockIf), which lets it find out and leave early. A writer on
+// refs of its own waits once instead.
 func (s *Store) contended(batch []*commitReq) bool {
 	s.ownMu.Lock()
 	defer s.ownMu.Unlock()
+	hit := false
 	for _, r := range batch {
 		if r.early {
 			continue
 		}
 		for _, m := range r.t.Moves {
-			if s.ownHeads[m.Name] != m.Old {
-				return true
+			if s.shared[m.Name] {
+				hit = true
+			} else if s.ownHeads[m.Name] != m.Old {
+				if s.shared == nil {
+					s.shared = map[string]bool{}
+				}
+				s.shared[m.Name] = true
+				hit = true
 			}
 		}
 	}
-	return false
+	return hit
 }
 
 // commitBatch appends every transaction of batch under one hold of the

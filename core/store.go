@@ -106,10 +106,12 @@ type Store struct {
 	// (adoptForReader); adoptTried is the projection end it last tried at.
 	adopting   atomic.Bool
 	adoptTried atomic.Uint64
-	// ownMu guards ownHeads: for each ref this process's last acknowledged
-	// move set, the value it set (commitBatch's contended).
+	// ownMu guards ownHeads, for each ref this process's last acknowledged
+	// move set, the value it set, and shared, the refs it has seen another
+	// writer move (commitBatch's contended).
 	ownMu    sync.Mutex
 	ownHeads map[string]ID
+	shared   map[string]bool
 	// ckptErr is the first error of a checkpoint run after an acknowledged
 	// commit; Close returns it.
 	ckptMu  sync.Mutex

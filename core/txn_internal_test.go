@@ -72,6 +72,9 @@ func TestOwnRefsQueueWithoutLookahead(t *testing.T) {
 	if !s.contended(req("a", ID{7})) {
 		t.Fatal("moving a ref from a value another writer set does not count as contended")
 	}
+	if !s.contended(req("a", head)) {
+		t.Fatal("a ref another writer moved counts as uncontended again when this handle won the last race")
+	}
 	if err := s.UpdateRefs(RefUpdate{Name: "b", New: head}); err != nil {
 		t.Fatal(err)
 	}
