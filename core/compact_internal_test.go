@@ -174,6 +174,33 @@ func TestCheckpointsGoOnWhileAnotherProcessCompacts(t *testing.T) {
 	}
 }
 
+// twoHandles creates a store on a memory FS with checkpoints every k
+// frames, written inline, and opens it twice: two processes, in effect.
+func twoHandles(t *testing.T, k int) (*Store, *Store) {
+	t.Helper()
+	o := Options{FS: faultfs.NewMem(), CheckpointEvery: k, InlineCheckpoint: true, SegmentSize: 1 << 20}
+	a, err := Create("/s", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close() })
+	b, err := Open("/s", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	return a, b
+}
+
+// tailOf returns how many changesets s's in-memory tail holds, and the
+// frames its runs cover (below ckpt) and it has replayed (below next).
+func tailOf(s *Store) (changesets int64, ckpt, next uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, changesets, _ = s.p.idx.mem.count()
+	return changesets, s.p.ckptSeq, s.p.nextSeq
+}
+
 // TestWritersAdoptOtherProcessesCheckpoints checks that a writer whose
 // checkpoint another process already wrote swaps its tail for that
 // checkpoint's runs. Each handle here stands for a process: a writes most
@@ -182,18 +209,8 @@ func TestCheckpointsGoOnWhileAnotherProcessCompacts(t *testing.T) {
 // busy store, without end).
 func TestWritersAdoptOtherProcessesCheckpoints(t *testing.T) {
 	const k, rounds = 4, 10
-	m := faultfs.NewMem()
-	o := Options{FS: m, CheckpointEvery: k, InlineCheckpoint: true, SegmentSize: 1 << 20}
-	a, err := Create("/s", o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
-	b, err := Open("/s", o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	a, b := twoHandles(t, k)
+	var err error
 	n := 0
 	heads := map[string]ID{}
 	commit := func(s *Store, ref string) {
@@ -213,10 +230,7 @@ func TestWritersAdoptOtherProcessesCheckpoints(t *testing.T) {
 		}
 		commit(b, "b")
 	}
-	b.mu.Lock()
-	_, tail, _ := b.p.idx.mem.count()
-	ckpt, next := b.p.ckptSeq, b.p.nextSeq
-	b.mu.Unlock()
+	tail, ckpt, next := tailOf(b)
 	if tail > 2*k+1 {
 		t.Fatalf("b's tail holds %d changesets after %d commits (its runs cover frames below %d of %d); want at most %d: "+
 			"it did not take the other writer's checkpoints", tail, n, ckpt, next, 2*k+1)
@@ -248,18 +262,8 @@ func TestWritersAdoptOtherProcessesCheckpoints(t *testing.T) {
 // beside busy writers, without end).
 func TestReadersAdoptCheckpoints(t *testing.T) {
 	const k, n = 4, 120
-	m := faultfs.NewMem()
-	o := Options{FS: m, CheckpointEvery: k, InlineCheckpoint: true, SegmentSize: 1 << 20}
-	w, err := Create("/s", o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
-	r, err := Open("/s", o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	w, r := twoHandles(t, k)
+	var err error
 	var head ID
 	for i := range n {
 		req := CommitRequest{Changes: []Change{{Path: "f", Data: []byte(fmt.Sprint(i))}}, Advance: "main"}
@@ -273,10 +277,7 @@ func TestReadersAdoptCheckpoints(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	r.mu.Lock()
-	_, tail, _ := r.p.idx.mem.count()
-	ckpt, next := r.p.ckptSeq, r.p.nextSeq
-	r.mu.Unlock()
+	tail, ckpt, next := tailOf(r)
 	if tail > 4*k {
 		t.Fatalf("the reader's tail holds %d changesets after %d commits (its runs cover frames below %d of %d); want at most %d",
 			tail, n, ckpt, next, 4*k)
