@@ -103,6 +103,25 @@ var _ = Describe("Summarize", func() {
 	})
 })
 
+var _ = Describe("Summarize's repeats", func() {
+	pub := func(w int, ref, old, new string) Record {
+		return Record{Ev: EvOp, W: w, Kind: KindAdvance, Ref: ref, Old: old, New: new, End: 1}
+	}
+	It("counts the publishes onto a shared ref made by the previous winner", func() {
+		recs := []Record{
+			// main: a -> b -> c -> d -> e by writers 0, 0, 1, 0. Listed out
+			// of order, with a loss and a ref only writer 2 moves.
+			pub(1, "main", "c", "d"), pub(0, "main", "a", "b"), pub(0, "main", "d", "e"),
+			{Ev: EvOp, W: 1, Kind: KindAdvance, Ref: "main", Old: "a", Err: ErrClassConflict},
+			pub(0, "main", "b", "c"),
+			pub(2, "own", "", "x"), pub(2, "own", "x", "y"),
+		}
+		s := Summarize(recs, 0)
+		Expect(s.Publishes).To(Equal(3))
+		Expect(s.Repeats).To(BeNumerically("~", 1.0/3, 1e-9))
+	})
+})
+
 var _ = Describe("CheckConflicts", func() {
 	win := func(old, new string, call, ret int64) porcupine.Operation {
 		return porcupine.Operation{Input: refInput{Kind: KindCAS, Old: old, New: new}, Call: call, Output: refOutput{OK: true}, Return: ret}

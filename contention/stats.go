@@ -34,6 +34,14 @@ type Summary struct {
 	LatMax       time.Duration
 	Spread       float64 // slowest writer's total ÷ fastest's, both from go
 	Throughput   float64 // acknowledged operations per second
+	// Repeats is, of the publishes onto a ref more than one writer moves
+	// (each but the first of its history), the fraction whose writer also
+	// made the publish before; Publishes counts them. A winner drawn at
+	// random among the writers would repeat about once in Writers. It
+	// says whether the spread of a shared-ref run is chance or a winner
+	// that keeps winning.
+	Repeats   float64
+	Publishes int
 }
 
 // Summarize computes a Summary from the records of one run whose go file
@@ -102,7 +110,62 @@ func Summarize(recs []Record, goNS int64) Summary {
 	}
 	s.Throughput = float64(s.Ops) / s.Wall.Seconds()
 	s.OvertakesP50, s.OvertakesMax = overtakes(recs)
+	s.Repeats, s.Publishes = repeats(recs)
 	return s
+}
+
+// repeats follows each ref's history of acknowledged moves, from the value
+// no move installed through each move's new value, and counts the moves
+// made by the writer of the move before. Refs one writer alone moves are
+// left out.
+func repeats(recs []Record) (frac float64, n int) {
+	type move struct {
+		w   int
+		new string
+	}
+	byOld := map[string]map[string]move{} // ref -> old -> move
+	movers := map[string]map[int]bool{}
+	for _, r := range recs {
+		if r.Ev != EvOp || r.Err != "" || r.Ref == "" || r.New == "" || r.Kind == KindRead {
+			continue
+		}
+		if byOld[r.Ref] == nil {
+			byOld[r.Ref], movers[r.Ref] = map[string]move{}, map[int]bool{}
+		}
+		byOld[r.Ref][r.Old] = move{r.W, r.New}
+		movers[r.Ref][r.W] = true
+	}
+	same := 0
+	for ref, moves := range byOld {
+		if len(movers[ref]) < 2 {
+			continue
+		}
+		installed := map[string]bool{}
+		for _, m := range moves {
+			installed[m.new] = true
+		}
+		for old, first := range moves {
+			if installed[old] {
+				continue
+			}
+			prev, cur := first.w, first.new
+			for seen := 1; seen < len(moves); seen++ {
+				m, ok := moves[cur]
+				if !ok {
+					break
+				}
+				n++
+				if m.w == prev {
+					same++
+				}
+				prev, cur = m.w, m.new
+			}
+		}
+	}
+	if n == 0 {
+		return 0, 0
+	}
+	return float64(same) / float64(n), n
 }
 
 // overtakes returns the median and the maximum, over every recorded
@@ -165,6 +228,10 @@ func (s Summary) String() string {
 	fmt.Fprintf(&b, "writers=%d ops=%d lock-passes=%d wall=%s pass=%s throughput=%.1f ops/s\n",
 		s.Writers, s.Ops, s.Transactions, s.Wall.Round(time.Millisecond), s.Pass.Round(time.Microsecond), s.Throughput)
 	fmt.Fprintf(&b, "busy=%d conflicts=%d spread=%.3f\n", s.Busy, s.Conflicts, s.Spread)
+	if s.Publishes > 0 {
+		fmt.Fprintf(&b, "shared-ref publishes made by the winner of the one before: %.3f of %d (about %.3f if the winner were drawn at random)\n",
+			s.Repeats, s.Publishes, 1/float64(max(1, s.Writers)))
+	}
 	if s.Transactions > 0 {
 		fmt.Fprintf(&b, "lock wait in passes: p50=%.2f p99=%.2f max=%.2f (max %s; one round of the others = %d passes)\n",
 			s.WaitP50, s.WaitP99, s.WaitMax, s.WaitMaxAbs.Round(time.Microsecond), max(0, s.Writers-1))
