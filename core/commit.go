@@ -647,6 +647,15 @@ func (s *Store) syncTo(seq, epoch uint64, peek bool) error {
 	if dur.NextSeq > seq {
 		return nil
 	}
+	return s.syncLocked(seq, epoch, end, eok, dur)
+}
+
+// syncLocked is the sync step proper, for a frame seq the durable record
+// dur does not cover: it fdatasyncs the journal through the published end
+// and publishes durable = end. Caller holds SYNCLOCK and read end (eok: the
+// read was valid) and dur under it.
+func (s *Store) syncLocked(seq, epoch uint64, end stateRec, eok bool, dur stateRec) error {
+	var err error
 	if !eok {
 		if end, eok, err = s.st.readStable(recEnd, s.boot); err != nil {
 			return err
@@ -671,6 +680,37 @@ func (s *Store) syncTo(seq, epoch uint64, peek bool) error {
 		}
 	}
 	return s.st.write(recDurable, newDur)
+}
+
+// syncOrphaned makes the frames published through seq durable, unless a
+// process is in the sync step, which will. An open calls it when the
+// published end is past the durable one. Such frames belong to a writer
+// that is about to sync them, is syncing them, or died in between: a
+// process crash leaves them in the page cache, where they wait for the next
+// writer's sync. Until then no snapshot shows them, so a client that opens
+// the store after a writer was killed, reads a ref and moves it, loses its
+// compare-and-swap to a frame it could not see and must retry (in W4,
+// five recoveries of nine). The sync is the one the next writer would
+// make; an open that finds SYNCLOCK held leaves it to its holder.
+func (s *Store) syncOrphaned(seq, epoch uint64) error {
+	l, err := s.fs.Lock(s.lockPath("SYNCLOCK"), 0)
+	if errors.Is(err, ErrBusy) {
+		return nil
+	}
+	if err != nil {
+		return ioErr("sync lock", err)
+	}
+	defer l.Unlock()
+	end, eok, dur, dok, err := s.st.readBoth()
+	if err != nil {
+		return err
+	}
+	if !dok || dur.Epoch != epoch || dur.Flags&flagPoisoned != 0 || dur.NextSeq > seq {
+		// Recovered or poisoned meanwhile (the next writer's recovery
+		// decides), or already covered.
+		return nil
+	}
+	return s.syncLocked(seq, epoch, end, eok, dur)
 }
 
 // syncJournal fdatasyncs segments from..to. Caller holds SYNCLOCK. The

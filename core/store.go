@@ -379,9 +379,13 @@ func (s *Store) load() error {
 		})
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	s.epoch = end.Epoch
-	return s.catchUp(end.NextSeq)
+	err = s.catchUp(end.NextSeq)
+	s.mu.Unlock()
+	if err != nil || dur.NextSeq >= end.NextSeq {
+		return err
+	}
+	return s.syncOrphaned(end.NextSeq-1, end.Epoch)
 }
 
 func (s *Store) healthy(end stateRec, eok bool, dur stateRec, dok bool) bool {
