@@ -139,7 +139,7 @@ func (s *Store) recentObject(id ID, k objects.Kind) ([]byte, bool) {
 		return nil, false
 	}
 	s.mu.Lock()
-	l, ok := s.p.idx.get(id)
+	l, ok := s.p.idx.getKind(id, k)
 	s.mu.Unlock()
 	if !ok || l.Kind != k || l.Loose || l.Size != int64(len(data)) {
 		return nil, false
@@ -532,7 +532,7 @@ func (s *Store) appendLocked(t *txn, payload []byte, digest [32]byte, need []ID)
 			end.Pos, end.NextSeq, s.p.pos, s.p.nextSeq)
 	}
 	for _, id := range need {
-		if l, ok := s.p.idx.get(id); !ok || l.Kind != objects.KindChangeset {
+		if l, ok := s.p.idx.getKind(id, objects.KindChangeset); !ok || l.Kind != objects.KindChangeset {
 			if err := s.p.idx.takeErr(); err != nil {
 				return 0, 0, err
 			}
@@ -757,18 +757,25 @@ type builder struct {
 	loose []txnObj // with Data, written by writeLoose
 }
 
-func (b *builder) known(id ID) bool {
+// known reports whether the store already holds the object id of kind k,
+// which then need not travel in the frame. Nearly every object a commit
+// adds is new, so this is a check for an id expected absent: it searches
+// one table per run and lets the runs' filters answer once checks have
+// paid for loading them (runIdx.has). A lookup of any kind, two tables a
+// run without filters, made a fresh process's first commit read each of 4
+// runs 4 times per new object (the W4 recovery's first commit).
+func (b *builder) known(id ID, k objects.Kind) bool {
 	if b.seen[id] {
 		return true
 	}
 	b.s.mu.Lock()
-	_, ok := b.s.p.idx.get(id)
+	ok := b.s.p.idx.has(id, k)
 	b.s.mu.Unlock()
 	return ok
 }
 
 func (b *builder) add(k objects.Kind, id ID, enc []byte) {
-	if b.known(id) {
+	if b.known(id, k) {
 		return
 	}
 	b.seen[id] = true

@@ -304,3 +304,40 @@ func TestCheckpointWaitsForTheLockThenIsBusy(t *testing.T) {
 		t.Fatalf("Checkpoint with CKPTLOCK free: %v", err)
 	}
 }
+
+// TestFirstCommitChecksOneTablePerRun: a fresh process's first commit
+// checks each new object it adds (the blob, the root tree, the changeset)
+// against the runs in the table of its kind only: at most 2 reads a run
+// for each. The lookup of any kind it used before searched both tables
+// and read each run 4 times per object (38 index reads at 3 runs, against 8).
+func TestFirstCommitChecksOneTablePerRun(t *testing.T) {
+	m := faultfs.NewMem()
+	o := core.Options{FS: m, InlineCheckpoint: true}
+	ids := shrinkingRuns(t, o, "/s")
+	c := faultfs.NewCounting(m)
+	o.FS = c
+	s, err := core.Open("/s", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	d, err := m.Open("/s/index")
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs, _ := d.Readdirnames(-1)
+	d.Close()
+	c.Reset()
+	mustCommit(t, s, core.CommitRequest{Parents: []core.ID{ids[len(ids)-1]}, Changes: []core.Change{put("g", "a file no commit had")}})
+	var index int64
+	for p := range c.Paths() {
+		if strings.HasPrefix(p, "/s/index/") {
+			index += c.PathCount(faultfs.OpRead, p)
+		}
+	}
+	const objs = 3 // blob, root tree, changeset
+	t.Logf("%d index runs: %d index reads for a first commit of %d new objects", len(runs), index, objs)
+	if len(runs) < 2 || index > int64(2*objs*len(runs)) {
+		t.Fatalf("%d index reads at %d runs for %d new objects; want at most 2 a run for each (and at least 2 runs)", index, len(runs), objs)
+	}
+}
