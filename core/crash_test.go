@@ -405,11 +405,7 @@ func TestOpenSyncsAnOrphanedTail(t *testing.T) {
 			t.Fatalf("crash at call %d: the open made %d datasyncs, want at most 1", n, syncs)
 		}
 		orphans += int(syncs)
-		sn, err := s.Snapshot()
-		if err != nil {
-			t.Fatal(err)
-		}
-		head, err := sn.Ref("main")
+		head, err := snap(t, s).Ref("main")
 		if err != nil {
 			t.Fatal(err)
 		}

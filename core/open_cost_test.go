@@ -191,6 +191,24 @@ func TestDeepVerifyChecksIndexRuns(t *testing.T) {
 // (P5). Asking every run's object table first, as a lookup of unknown kind
 // does, made it 4 reads per run (16 at 4 runs).
 func TestChangesetLookupReadsOneTablePerRun(t *testing.T) {
+	s, c, ids, runs := openOnShrinkingRuns(t)
+	sn := snap(t, s)
+	c.Reset()
+	if _, err := sn.Changeset(ids[0]); err != nil {
+		t.Fatal(err)
+	}
+	index := indexReads(c)
+	t.Logf("%d index runs: %d index reads for the first lookup of the oldest changeset", runs, index)
+	if runs < 2 || index > int64(2*runs) {
+		t.Fatalf("first lookup of the oldest changeset: %d index reads at %d runs; want at most 2 per run (and at least 2 runs)", index, runs)
+	}
+}
+
+// openOnShrinkingRuns builds shrinkingRuns on a memory filesystem and opens
+// it through a counting one, as a fresh process would. It returns the
+// store, the counter, the changesets oldest first and the number of runs.
+func openOnShrinkingRuns(t *testing.T) (*core.Store, *faultfs.Counting, []core.ID, int) {
+	t.Helper()
 	m := faultfs.NewMem()
 	o := core.Options{FS: m, InlineCheckpoint: true}
 	ids := shrinkingRuns(t, o, "/s")
@@ -200,31 +218,25 @@ func TestChangesetLookupReadsOneTablePerRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
-	sn, err := s.Snapshot()
-	if err != nil {
-		t.Fatal(err)
-	}
+	t.Cleanup(func() { s.Close() })
 	d, err := m.Open("/s/index")
 	if err != nil {
 		t.Fatal(err)
 	}
 	runs, _ := d.Readdirnames(-1)
 	d.Close()
-	c.Reset()
-	if _, err := sn.Changeset(ids[0]); err != nil {
-		t.Fatal(err)
-	}
-	var index int64
+	return s, c, ids, len(runs)
+}
+
+// indexReads returns the reads of index run files c counted.
+func indexReads(c *faultfs.Counting) int64 {
+	var n int64
 	for p := range c.Paths() {
 		if strings.HasPrefix(p, "/s/index/") {
-			index += c.PathCount(faultfs.OpRead, p)
+			n += c.PathCount(faultfs.OpRead, p)
 		}
 	}
-	t.Logf("%d index runs: %d index reads for the first lookup of the oldest changeset", len(runs), index)
-	if len(runs) < 2 || index > int64(2*len(runs)) {
-		t.Fatalf("first lookup of the oldest changeset: %d index reads at %d runs; want at most 2 per run (and at least 2 runs)", index, len(runs))
-	}
+	return n
 }
 
 // TestCheckpointLeavesNothingToReplay: after Store.Checkpoint the next open
@@ -311,33 +323,13 @@ func TestCheckpointWaitsForTheLockThenIsBusy(t *testing.T) {
 // for each. The lookup of any kind it used before searched both tables
 // and read each run 4 times per object (38 index reads at 3 runs, against 8).
 func TestFirstCommitChecksOneTablePerRun(t *testing.T) {
-	m := faultfs.NewMem()
-	o := core.Options{FS: m, InlineCheckpoint: true}
-	ids := shrinkingRuns(t, o, "/s")
-	c := faultfs.NewCounting(m)
-	o.FS = c
-	s, err := core.Open("/s", o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	d, err := m.Open("/s/index")
-	if err != nil {
-		t.Fatal(err)
-	}
-	runs, _ := d.Readdirnames(-1)
-	d.Close()
+	s, c, ids, runs := openOnShrinkingRuns(t)
 	c.Reset()
 	mustCommit(t, s, core.CommitRequest{Parents: []core.ID{ids[len(ids)-1]}, Changes: []core.Change{put("g", "a file no commit had")}})
-	var index int64
-	for p := range c.Paths() {
-		if strings.HasPrefix(p, "/s/index/") {
-			index += c.PathCount(faultfs.OpRead, p)
-		}
-	}
+	index := indexReads(c)
 	const objs = 3 // blob, root tree, changeset
-	t.Logf("%d index runs: %d index reads for a first commit of %d new objects", len(runs), index, objs)
-	if len(runs) < 2 || index > int64(2*objs*len(runs)) {
-		t.Fatalf("%d index reads at %d runs for %d new objects; want at most 2 a run for each (and at least 2 runs)", index, len(runs), objs)
+	t.Logf("%d index runs: %d index reads for a first commit of %d new objects", runs, index, objs)
+	if runs < 2 || index > int64(2*objs*runs) {
+		t.Fatalf("%d index reads at %d runs for %d new objects; want at most 2 a run for each (and at least 2 runs)", index, runs, objs)
 	}
 }
