@@ -477,6 +477,78 @@ var checks = []check{
 			r.must("Unlock", l4.Unlock())
 		}
 	}},
+	{"LockCancel ends a wait and leaves the lock free", func(r *runner) {
+		cl, ok := r.fs.(vfs.CancelLocker)
+		if !ok {
+			r.errorf("%T does not implement vfs.CancelLocker", r.fs)
+			return
+		}
+		name := r.p("LOCK")
+		l, err := r.fs.Lock(name, time.Second)
+		if !r.must("Lock", err) {
+			return
+		}
+		cancel := make(chan struct{})
+		done := make(chan error, 1)
+		go func() {
+			l2, err := cl.LockCancel(name, 10*time.Second, cancel)
+			if err == nil {
+				l2.Unlock()
+			}
+			done <- err
+		}()
+		time.Sleep(20 * time.Millisecond)
+		close(cancel)
+		select {
+		case err := <-done:
+			r.wantErr("LockCancel canceled", err, vfs.ErrCanceled)
+		case <-time.After(5 * time.Second):
+			r.errorf("LockCancel still waiting 5 s after its cancel")
+		}
+		r.must("Unlock", l.Unlock())
+		// The canceled wait must not keep the lock once it is free.
+		l3, err := cl.LockCancel(name, time.Second, make(chan struct{}))
+		if r.must("LockCancel after the canceled wait", err) {
+			r.must("Unlock", l3.Unlock())
+		}
+	}},
+	{"Watch wakes on writes through other handles", func(r *runner) {
+		w, ok := r.fs.(vfs.Watcher)
+		if !ok {
+			r.errorf("%T does not implement vfs.Watcher", r.fs)
+			return
+		}
+		if !r.write("state", "0123456789") {
+			return
+		}
+		wt, err := w.Watch(r.p("state"))
+		if !r.must("Watch", err) {
+			return
+		}
+		select {
+		case <-wt.C():
+			r.errorf("Watch woke before any write")
+		case <-time.After(20 * time.Millisecond):
+		}
+		f, err := r.fs.OpenFile(r.p("state"), os.O_RDWR, 0)
+		if !r.must("OpenFile", err) {
+			return
+		}
+		for i := range 2 {
+			if _, err := f.WriteAt([]byte("x"), 3); !r.must("WriteAt", err) {
+				break
+			}
+			select {
+			case <-wt.C():
+			case <-time.After(5 * time.Second):
+				r.errorf("write %d: Watch did not wake within 5 s", i+1)
+			}
+		}
+		r.must("Close", f.Close())
+		r.must("Watch.Close", wt.Close())
+		_, err = w.Watch(r.p("missing"))
+		r.wantErr("Watch of a missing file", err, fs.ErrNotExist)
+	}},
 	{"errors are PathErrors", func(r *runner) {
 		_, err := r.fs.Open(r.p("missing"))
 		var pe *fs.PathError
