@@ -3,7 +3,6 @@ package contention
 import (
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -98,23 +97,9 @@ const (
 
 // Lock times inner.Lock when name is part of taking the writer lock.
 func (t *TimedFS) Lock(name string, timeout time.Duration) (vfs.Locked, error) {
-	return t.LockCancel(name, timeout, nil)
-}
-
-// LockCancel is Lock with a wait cancel can end (vfs.CancelLocker), which
-// the store uses, when the filesystem watches, to leave the queue at a
-// publish that made its compare-and-swap lose. A canceled wait is not
-// an acquisition, nor a Busy.
-func (t *TimedFS) LockCancel(name string, timeout time.Duration, cancel <-chan struct{}) (vfs.Locked, error) {
-	lock := func() (vfs.Locked, error) {
-		if cl, ok := t.FS.(vfs.CancelLocker); ok {
-			return cl.LockCancel(name, timeout, cancel)
-		}
-		return t.FS.Lock(name, timeout)
-	}
 	inQueue := filepath.Base(filepath.Dir(name)) == queueDir
 	if !inQueue && filepath.Base(name) != LockFile {
-		return lock()
+		return t.FS.Lock(name, timeout)
 	}
 	start := time.Now()
 	guard := inQueue && filepath.Base(name) == queueGuard
@@ -129,7 +114,7 @@ func (t *TimedFS) LockCancel(name string, timeout time.Duration, cancel <-chan s
 	case inQueue:
 		t.queued.CompareAndSwap(0, start.UnixNano())
 	}
-	l, err := lock()
+	l, err := t.FS.Lock(name, timeout)
 	if err == nil && guard {
 		// Holding the guard, the writer takes its ticket: its place in
 		// the queue is fixed from here.
@@ -169,14 +154,6 @@ func (t *TimedFS) LockCancel(name string, timeout time.Duration, cancel <-chan s
 		t.placed.Store(0)
 	}
 	return l, err
-}
-
-// Watch passes through to the inner filesystem (vfs.Watcher).
-func (t *TimedFS) Watch(name string) (vfs.Watch, error) {
-	if w, ok := t.FS.(vfs.Watcher); ok {
-		return w.Watch(name)
-	}
-	return nil, &fs.PathError{Op: "watch", Path: name, Err: vfs.ErrNotSupported}
 }
 
 // acquisitions returns the (wait start, acquired) pairs from index i on.

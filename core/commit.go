@@ -329,19 +329,6 @@ func (s *Store) contended(batch []*commitReq) bool {
 	return hit
 }
 
-// moved lists the refs moved by the requests of batch that keep accepts.
-func moved(batch []*commitReq, keep func(*commitReq) bool) []string {
-	var refs []string
-	for _, r := range batch {
-		if keep(r) {
-			for _, m := range r.t.Moves {
-				refs = append(refs, m.Name)
-			}
-		}
-	}
-	return refs
-}
-
 // commitBatch appends every transaction of batch under one hold of the
 // writer lock and makes them durable; each request's err is its result.
 func (s *Store) commitBatch(batch []*commitReq) {
@@ -375,14 +362,7 @@ func (s *Store) commitBatch(batch []*commitReq) {
 		return live > 0
 	}
 	if needed() {
-		shared := s.contended(batch)
-		var watch []string
-		if shared {
-			watch = moved(batch, func(r *commitReq) bool { return !r.early })
-		}
-		queued := false
 		err = s.withWriterLockIf(func() error {
-			queued = s.lockQueued
 			for _, r := range batch {
 				if !r.early {
 					r.seq, r.epoch, r.err = s.appendLocked(r.t, r.payload, r.digest, r.need)
@@ -390,13 +370,7 @@ func (s *Store) commitBatch(batch []*commitReq) {
 				}
 			}
 			return nil
-		}, needed, shared, watch)
-		if queued {
-			// Wake the writers queued behind this one for the same refs
-			// (beacon.go), before this one's sync: they may build their
-			// next attempt meanwhile.
-			s.signalMoves(moved(batch, func(r *commitReq) bool { return !r.early && r.err == nil && r.seq > 0 }))
-		}
+		}, needed, s.contended(batch))
 	}
 	if errors.Is(err, errNotNeeded) || err == nil {
 		err = nerr

@@ -49,18 +49,6 @@ type Store struct {
 	st   *stateFile
 	q    *lockq.Queue // the writer lock's FIFO queue (see withWriterLock)
 
-	// Publish beacons (see watchRefs and signalMoves): the watches this
-	// process has made, one per beacon file, all feeding wake; the beacon
-	// files it has opened to write; and whether the writer-lock section now
-	// running came through the queue (set under the lock).
-	beaconMu   sync.Mutex
-	watches    map[int]vfs.Watch
-	noWatch    bool // the filesystem cannot watch, or the store is closed
-	wake       chan struct{}
-	watchDone  chan struct{}
-	beacons    map[int]afero.File
-	lockQueued bool
-
 	// w is used only while holding the writer lock (LOCK excludes
 	// goroutines of this process too), and so is durBehind: whether the
 	// last frame appendLocked appended found frames awaiting a sync.
@@ -412,7 +400,7 @@ func (s *Store) healthy(end stateRec, eok bool, dur stateRec, dok bool) bool {
 // deadline, LockTimeout, after which the caller gets ErrBusy and has left
 // the queue.
 func (s *Store) withWriterLock(fn func() error) error {
-	return s.withWriterLockIf(fn, nil, true, nil)
+	return s.withWriterLockIf(fn, nil, true)
 }
 
 // errNotNeeded is withWriterLockIf's answer when needed said no while it
@@ -424,10 +412,6 @@ var errNotNeeded = errors.New("the writer lock was no longer needed")
 // the queue (lockq.Join's progress), and when it returns false the caller
 // leaves the queue and gets errNotNeeded, without having run fn.
 //
-// watch names the refs the caller moves when it may lose to another
-// writer's move of them: while it queues (lookahead only), a publish of one
-// of them wakes it for a check at once (watchRefs, beacon.go).
-//
 // lookahead false queues without those catch-ups: the waiter waits once,
 // for the ticket just ahead, and replays what it missed under the lock.
 // Each wait is a blocking flock, and a process blocked in a system call
@@ -436,13 +420,12 @@ var errNotNeeded = errors.New("the writer lock was no longer needed")
 // lose its turn early is better off waiting once: with 32 writers on
 // their own refs, 13 % more commits a second and 20 % fewer context
 // switches.
-func (s *Store) withWriterLockIf(fn func() error, needed func() bool, lookahead bool, watch []string) error {
+func (s *Store) withWriterLockIf(fn func() error, needed func() bool, lookahead bool) error {
 	s.holdMu.Lock()
 	if s.held {
 		// holdWriterLock's holder keeps the lock for this process:
 		// critical sections run under it one at a time.
 		defer s.holdMu.Unlock()
-		s.lockQueued = true // others queue while the lock is held
 		return fn()
 	}
 	s.holdMu.Unlock()
@@ -453,7 +436,6 @@ func (s *Store) withWriterLockIf(fn func() error, needed func() bool, lookahead 
 	} else if idle {
 		l, err := s.fs.Lock(s.lockPath("LOCK"), 0)
 		if err == nil {
-			s.lockQueued = false
 			ferr := fn()
 			if uerr := l.Unlock(); uerr != nil && ferr == nil {
 				ferr = ioErr("writer unlock", uerr)
@@ -471,13 +453,10 @@ func (s *Store) withWriterLockIf(fn func() error, needed func() bool, lookahead 
 		}
 		return perr == nil && needed != nil && !needed()
 	}
-	var wake <-chan struct{}
 	if !lookahead {
 		progress = nil
-	} else if needed != nil && len(watch) > 0 {
-		wake = s.watchRefs(watch)
 	}
-	t, err := s.q.Join(deadline, progress, wake)
+	t, err := s.q.Join(deadline, progress)
 	if errors.Is(err, lockq.ErrLeft) {
 		return errNotNeeded
 	}
@@ -488,23 +467,11 @@ func (s *Store) withWriterLockIf(fn func() error, needed func() bool, lookahead 
 		t.Leave()
 		return perr
 	}
-	// The holder lets go of LOCK once it has published, so this wait is
-	// short, unless a process holds the lock across several commits
-	// (holdWriterLock): a loser learns of those at the publish too.
-	l, left, err := lockq.Lock(s.fs, s.lockPath("LOCK"), deadline, progress, wake)
-	switch {
-	case left:
-		t.Leave()
-		return errNotNeeded
-	case err != nil:
+	l, err := s.fs.Lock(s.lockPath("LOCK"), time.Until(deadline))
+	if err != nil {
 		t.Leave()
 		return s.lockErr(err)
-	case perr != nil:
-		l.Unlock()
-		t.Leave()
-		return perr
 	}
-	s.lockQueued = true
 	ferr := fn()
 	uerr := l.Unlock()
 	// A ticket that fails to leave cleanly is cleared by the next waiter,
@@ -642,19 +609,6 @@ func (s *Store) closeFiles() {
 	s.w.Close()
 	s.st.close()
 	s.q.Close()
-	s.beaconMu.Lock()
-	s.noWatch = true // no watch is made after this
-	if s.watchDone != nil {
-		close(s.watchDone)
-	}
-	for _, w := range s.watches {
-		w.Close()
-	}
-	for _, f := range s.beacons {
-		f.Close()
-	}
-	s.watches, s.beacons = nil, nil
-	s.beaconMu.Unlock()
 	s.syncMu.Lock()
 	s.closeSyncLocked()
 	s.syncMu.Unlock()

@@ -178,38 +178,14 @@ type hookFS struct {
 }
 
 func (h *hookFS) Lock(name string, timeout time.Duration) (vfs.Locked, error) {
-	if err := h.hook(name); err != nil {
-		return nil, err
-	}
-	return h.FS.Lock(name, timeout)
-}
-
-func (h *hookFS) hook(name string) error {
 	if h.fire != nil && (path.Base(name) == h.at || h.at == "LOCK" && path.Base(name) == writerQueueGuard) {
 		f := h.fire
 		h.fire = nil
-		return f()
-	}
-	return nil
-}
-
-// LockCancel and Watch pass through, so that the sweep's writers wait as
-// the store's writers do on the filesystem beneath.
-func (h *hookFS) LockCancel(name string, timeout time.Duration, cancel <-chan struct{}) (vfs.Locked, error) {
-	if err := h.hook(name); err != nil {
-		return nil, err
-	}
-	if cl, ok := h.FS.(vfs.CancelLocker); ok {
-		return cl.LockCancel(name, timeout, cancel)
+		if err := f(); err != nil {
+			return nil, err
+		}
 	}
 	return h.FS.Lock(name, timeout)
-}
-
-func (h *hookFS) Watch(name string) (vfs.Watch, error) {
-	if w, ok := h.FS.(vfs.Watcher); ok {
-		return w.Watch(name)
-	}
-	return nil, vfs.ErrNotSupported
 }
 
 // exec runs one operation and records its result. The clock moves one second

@@ -5,7 +5,6 @@ import (
 	"io/fs"
 	"os"
 	"path"
-	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -73,8 +72,7 @@ type inode struct {
 	synced  map[string]*inode
 	pending []*dirOp
 
-	lock    chan struct{} // a one-slot semaphore, made on first Lock
-	watches []*memWatch   // live Watch calls on this file
+	lock chan struct{} // a one-slot semaphore, made on first Lock
 }
 
 func (m *MemFS) newDir(perm fs.FileMode) *inode {
@@ -526,11 +524,6 @@ func (m *MemFS) BootID() (string, error) {
 // FIFO order (a Go channel's send queue). Locks are not carried into clones:
 // a crash releases them.
 func (m *MemFS) Lock(name string, timeout time.Duration) (vfs.Locked, error) {
-	return m.LockCancel(name, timeout, nil)
-}
-
-// LockCancel is Lock whose wait also ends when cancel is closed.
-func (m *MemFS) LockCancel(name string, timeout time.Duration, cancel <-chan struct{}) (vfs.Locked, error) {
 	f, err := m.OpenFile(name, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
 		return nil, perr("lock", name, unwrapPath(err))
@@ -567,53 +560,6 @@ func (m *MemFS) LockCancel(name string, timeout time.Duration, cancel <-chan str
 		return &memLock{ch: ch, name: name}, nil
 	case <-t.C:
 		return nil, perr("lock", name, vfs.ErrBusy)
-	case <-cancel:
-		return nil, perr("lock", name, vfs.ErrCanceled)
-	}
-}
-
-// Watch wakes its caller after each write to name's file (Write, WriteAt,
-// Truncate, Allocate) through any handle. Like inotify, it follows the file,
-// and a crash clone carries no watches.
-func (m *MemFS) Watch(name string) (vfs.Watch, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	n, err := m.lookup(clean(name))
-	if err != nil {
-		return nil, perr("watch", name, err)
-	}
-	w := &memWatch{m: m, n: n, c: make(chan struct{}, 1)}
-	n.watches = append(n.watches, w)
-	return w, nil
-}
-
-type memWatch struct {
-	m *MemFS
-	n *inode
-	c chan struct{}
-}
-
-func (w *memWatch) C() <-chan struct{} { return w.c }
-
-// Close removes the watch from its file.
-func (w *memWatch) Close() error {
-	w.m.mu.Lock()
-	defer w.m.mu.Unlock()
-	w.n.watches = slices.DeleteFunc(w.n.watches, func(x *memWatch) bool { return x == w })
-	select {
-	case <-w.c:
-	default:
-	}
-	return nil
-}
-
-// written wakes n's watches. Caller holds m.mu.
-func (n *inode) written() {
-	for _, w := range n.watches {
-		select {
-		case w.c <- struct{}{}:
-		default:
-		}
 	}
 }
 

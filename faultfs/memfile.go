@@ -133,7 +133,6 @@ func (f *memFile) Write(p []byte) (int, error) {
 		return 0, perr("write", f.name, syscall.EFBIG)
 	}
 	f.node.live.writeAt(p, f.off, &f.node.dirty)
-	f.node.written()
 	f.off += int64(len(p))
 	return len(p), nil
 }
@@ -155,7 +154,6 @@ func (f *memFile) WriteAt(p []byte, off int64) (int, error) {
 		return 0, perr("writeat", f.name, syscall.EFBIG)
 	}
 	f.node.live.writeAt(p, off, &f.node.dirty)
-	f.node.written()
 	return len(p), nil
 }
 
@@ -174,7 +172,6 @@ func (f *memFile) Truncate(size int64) error {
 		return perr("truncate", f.name, syscall.EFBIG)
 	}
 	f.node.live.setSize(size, &f.node.dirty)
-	f.node.written()
 	return nil
 }
 
@@ -195,7 +192,6 @@ func (f *memFile) Allocate(off, n int64) error {
 	}
 	if end := off + n; end > f.node.live.size {
 		f.node.live.setSize(end, nil)
-		f.node.written()
 	}
 	return nil
 }

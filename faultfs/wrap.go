@@ -159,37 +159,6 @@ func (w *wrapFS) Lock(name string, timeout time.Duration) (vfs.Locked, error) {
 	return &wrapLock{l: l, w: w, name: name}, nil
 }
 
-// LockCancel is Lock with a wait that cancel can end. An inner filesystem
-// without vfs.CancelLocker waits for the lock or the timeout, whichever
-// comes first.
-func (w *wrapFS) LockCancel(name string, timeout time.Duration, cancel <-chan struct{}) (vfs.Locked, error) {
-	if err := w.call(OpLock, name, ""); err != nil {
-		return nil, err
-	}
-	var l vfs.Locked
-	var err error
-	if c, ok := w.inner.(vfs.CancelLocker); ok {
-		l, err = c.LockCancel(name, timeout, cancel)
-	} else {
-		l, err = w.inner.Lock(name, timeout)
-	}
-	if err != nil {
-		return nil, err
-	}
-	return &wrapLock{l: l, w: w, name: name}, nil
-}
-
-// Watch passes through to the inner filesystem and is not a call the
-// wrappers see: it neither reads nor writes a file's contents, and what it
-// reports is only a hint to read one (vfs.Watcher), so crashing or failing
-// at it would test nothing a neighbouring call does not.
-func (w *wrapFS) Watch(name string) (vfs.Watch, error) {
-	if x, ok := w.inner.(vfs.Watcher); ok {
-		return x.Watch(name)
-	}
-	return nil, &fs.PathError{Op: "watch", Path: name, Err: vfs.ErrNotSupported}
-}
-
 func (w *wrapFS) BootID() (string, error) {
 	if err := w.call(OpBootID, "", ""); err != nil {
 		return "", err

@@ -269,12 +269,6 @@ func ignoringEINTR(fn func() error) error {
 // retried in a tight loop. A timeout of zero tries once (LOCK_NB) and leaves
 // no helper behind.
 func (o *osFS) Lock(name string, timeout time.Duration) (Locked, error) {
-	return o.LockCancel(name, timeout, nil)
-}
-
-// LockCancel is Lock whose wait also ends when cancel is closed, the way a
-// timeout ends it.
-func (o *osFS) LockCancel(name string, timeout time.Duration, cancel <-chan struct{}) (Locked, error) {
 	var fd int
 	err := ignoringEINTR(func() (err error) {
 		fd, err = unix.Open(name, unix.O_RDWR|unix.O_CREAT|unix.O_CLOEXEC, 0o644)
@@ -298,15 +292,9 @@ func (o *osFS) LockCancel(name string, timeout time.Duration, cancel <-chan stru
 	go w.wait(fd)
 	t := time.NewTimer(timeout)
 	defer t.Stop()
-	var why error
 	select {
 	case <-w.done:
 	case <-t.C:
-		why = ErrBusy
-	case <-cancel:
-		why = ErrCanceled
-	}
-	if why != nil {
 		w.mu.Lock()
 		finished := w.finished
 		if !finished {
@@ -314,7 +302,7 @@ func (o *osFS) LockCancel(name string, timeout time.Duration, cancel <-chan stru
 		}
 		w.mu.Unlock()
 		if !finished {
-			return nil, &fs.PathError{Op: "lock", Path: name, Err: why}
+			return nil, &fs.PathError{Op: "lock", Path: name, Err: ErrBusy}
 		}
 	}
 	if w.err != nil {
@@ -367,60 +355,4 @@ func (l *osLock) Unlock() error {
 		return &fs.PathError{Op: "unlock", Path: l.name, Err: err}
 	}
 	return nil
-}
-
-// Watch watches name with inotify(7) for writes (IN_MODIFY), whoever makes
-// them. The inotify descriptor is non-blocking, so its reader parks in the
-// runtime's poller instead of holding a thread.
-func (o *osFS) Watch(name string) (Watch, error) {
-	fd, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC)
-	if err != nil {
-		return nil, &fs.PathError{Op: "watch", Path: name, Err: err}
-	}
-	if _, err := unix.InotifyAddWatch(fd, name, unix.IN_MODIFY); err != nil {
-		unix.Close(fd)
-		return nil, &fs.PathError{Op: "watch", Path: name, Err: err}
-	}
-	w := &osWatch{f: os.NewFile(uintptr(fd), name), c: make(chan struct{}, 1), done: make(chan struct{})}
-	go w.run()
-	return w, nil
-}
-
-type osWatch struct {
-	f    *os.File
-	c    chan struct{}
-	done chan struct{}
-	once sync.Once
-}
-
-// run turns each batch of events read into one wake-up. Any read error
-// (the descriptor closed by Close, or anything else) ends the watch.
-func (w *osWatch) run() {
-	defer close(w.done)
-	buf := make([]byte, 4096)
-	for {
-		if _, err := w.f.Read(buf); err != nil {
-			return
-		}
-		select {
-		case w.c <- struct{}{}:
-		default:
-		}
-	}
-}
-
-func (w *osWatch) C() <-chan struct{} { return w.c }
-
-// Close closes the inotify descriptor and waits for the reader to stop.
-func (w *osWatch) Close() error {
-	var err error
-	w.once.Do(func() {
-		err = w.f.Close()
-		<-w.done
-		select {
-		case <-w.c:
-		default:
-		}
-	})
-	return err
 }

@@ -15,11 +15,6 @@
 //     process crash does not, which tells the store whether page-cache state
 //     written by an earlier process can still be trusted.
 //
-// Two more abilities are optional interfaces of the FS, used only to learn
-// sooner what the store would learn anyway: Watcher wakes a process when a
-// file is written (inotify on Linux), and CancelLocker ends a lock wait
-// early. A filesystem without them is served correctly, only later.
-//
 // Files opened through an FS are afero.File values. The per-file durability
 // abilities (Datasync, Allocate) are optional interfaces found by type
 // assertion; the package functions Datasync and Allocate apply the documented
@@ -72,39 +67,6 @@ type Locked interface {
 	// Unlock releases the lock. Calling it twice is an error.
 	Unlock() error
 }
-
-// Watcher is implemented by filesystems that can wake a process when a file
-// is written, by this process or by any other. A wake-up is a hint that the
-// file may have changed, never a statement of what it holds: the waiter reads
-// the file to learn that. Several writes may give one wake-up, and a watch
-// follows the file it was made on, not its name.
-//
-// The store uses it only to learn sooner what it would otherwise learn at its
-// turn in the writer queue (a writer whose compare-and-swap has lost leaves
-// the queue when the winner publishes, not when the queue reaches it), so a
-// filesystem without it is served correctly, only later.
-type Watcher interface {
-	Watch(name string) (Watch, error)
-}
-
-// Watch is a live watch on one file.
-type Watch interface {
-	// C receives after the file was written.
-	C() <-chan struct{}
-	// Close ends the watch; C receives nothing more after it returns.
-	Close() error
-}
-
-// CancelLocker is implemented by filesystems whose lock waits can be ended
-// early: LockCancel is Lock, except that it gives up with an error
-// satisfying errors.Is(err, ErrCanceled) once cancel is closed. As with a
-// timeout, a wait given up never leaves the lock held.
-type CancelLocker interface {
-	LockCancel(name string, timeout time.Duration, cancel <-chan struct{}) (Locked, error)
-}
-
-// ErrCanceled is returned by LockCancel when its wait was canceled.
-var ErrCanceled = errors.New("vfs: lock wait canceled")
 
 // DataSyncer is implemented by files that can make their data durable
 // without forcing metadata that is not needed to read the data back

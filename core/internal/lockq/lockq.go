@@ -19,9 +19,6 @@
 //	NEXT       8 bytes, little endian: the next ticket number
 //	t<20 digits>  one file per live ticket, flocked by its owner
 //
-// The store keeps its publish beacons (pub00 … pub15) in the same
-// directory; the queue ignores every name that is not a ticket.
-//
 // Join, under GUARD: list the tickets, take number max(NEXT, highest
 // listed + 1), store the number after it in NEXT, create the ticket file and
 // flock it. Then, without GUARD, wait for the ticket just below it: taking
@@ -102,14 +99,7 @@ type Ticket struct {
 // no longer needs its turn: Join leaves the queue and returns ErrLeft (the
 // store leaves when every transaction it queued for has already lost its
 // compare-and-swap to a writer ahead of it).
-//
-// wake, if not nil and the filesystem can cancel a lock wait
-// (vfs.CancelLocker), also calls progress during every wait, each time wake
-// receives: the store passes the wake-ups of its refs' publish beacons, so
-// that a waiter whose compare-and-swap lost to the writer now publishing
-// leaves at that publish, not when the queue reaches it, and can build its
-// next attempt while the winner syncs.
-func (q *Queue) Join(deadline time.Time, progress func() (leave bool), wake <-chan struct{}) (*Ticket, error) {
+func (q *Queue) Join(deadline time.Time, progress func() (leave bool)) (*Ticket, error) {
 	if !q.ready.Load() {
 		if err := q.fs.MkdirAll(q.dir, 0o755); err != nil {
 			return nil, err
@@ -126,12 +116,11 @@ func (q *Queue) Join(deadline time.Time, progress func() (leave bool), wake <-ch
 			i -= Lookahead
 		}
 		pred := below[i]
-		left, err := q.waitGone(pred, deadline, progress, wake)
-		if err != nil {
+		if err := q.waitGone(pred, deadline); err != nil {
 			t.Leave()
 			return nil, err
 		}
-		if left || progress != nil && i < len(below)-1 && progress() {
+		if progress != nil && i < len(below)-1 && progress() {
 			if err := t.Leave(); err != nil {
 				return nil, err
 			}
@@ -205,91 +194,35 @@ var ErrLeft = errors.New("lockq: left the queue before its turn")
 // (see Join).
 const Lookahead = 4
 
-// waitGone returns once the owner of ticket name has left the queue, or
-// with left set once progress, called at a wake-up, asked to leave. Taking
-// the ticket's flock proves the owner left; the flock is let go at once,
-// because the waiter right behind that ticket is waiting for it too. A name
-// still there after that belongs to an owner that died without leaving: it
-// is removed under its flock. (Lock recreates a name it does not find; such
-// a recreation names no live ticket either and is removed the same way.)
-func (q *Queue) waitGone(name string, deadline time.Time, progress func() bool, wake <-chan struct{}) (left bool, err error) {
+// waitGone returns once the owner of ticket name has left the queue. Taking
+// the ticket's flock proves it; the flock is let go at once, because the
+// waiter right behind that ticket is waiting for it too. A name still there
+// after that belongs to an owner that died without leaving: it is removed
+// under its flock. (Lock recreates a name it does not find; such a
+// recreation names no live ticket either and is removed the same way.)
+func (q *Queue) waitGone(name string, deadline time.Time) error {
 	p := path.Join(q.dir, name)
-	l, left, err := q.lock(p, deadline, progress, wake)
-	if err != nil || left {
-		return left, err
+	l, err := q.fs.Lock(p, time.Until(deadline))
+	if err != nil {
+		return err
 	}
 	if err := l.Unlock(); err != nil {
-		return false, err
+		return err
 	}
 	if _, err := q.fs.Stat(p); errors.Is(err, fs.ErrNotExist) {
-		return false, nil
+		return nil
 	}
 	l, err = q.fs.Lock(p, 0)
 	if errors.Is(err, vfs.ErrBusy) {
 		// Another waiter is clearing it (or just cleared and recreated
 		// it): either way its owner is gone.
-		return false, nil
+		return nil
 	}
 	if err != nil {
-		return false, err
+		return err
 	}
 	rerr := q.fs.Remove(p)
-	return false, errors.Join(ignoreMissing(rerr), l.Unlock())
-}
-
-func (q *Queue) lock(p string, deadline time.Time, progress func() bool, wake <-chan struct{}) (l vfs.Locked, left bool, err error) {
-	return Lock(q.fs, p, deadline, progress, wake)
-}
-
-// Lock takes the flock of p, waiting at most until deadline. When wake and
-// progress are set and the filesystem can cancel a wait, each wake-up during
-// the wait runs progress, on a helper goroutine (the caller is blocked, so
-// progress never runs twice at once); when it asks to leave, the wait is
-// canceled and Lock returns left with no lock held. Join waits this way for
-// the tickets ahead; the store, for its writer lock once its turn has come.
-func Lock(fsys vfs.FS, p string, deadline time.Time, progress func() bool, wake <-chan struct{}) (l vfs.Locked, left bool, err error) {
-	cl, ok := fsys.(vfs.CancelLocker)
-	if progress == nil || wake == nil || !ok {
-		l, err = fsys.Lock(p, time.Until(deadline))
-		return l, false, err
-	}
-	// A free lock is taken without looking at wake-ups: whether progress
-	// ran must not depend on which of two ready channels a select picked
-	// (the crash sweep replays a run call for call).
-	if l, err = fsys.Lock(p, 0); !errors.Is(err, vfs.ErrBusy) {
-		return l, false, err
-	}
-	cancel := make(chan struct{})
-	stop := make(chan struct{})
-	leave := make(chan bool, 1)
-	go func() {
-		for {
-			select {
-			case <-wake:
-				if progress() {
-					close(cancel)
-					leave <- true
-					return
-				}
-			case <-stop:
-				leave <- false
-				return
-			}
-		}
-	}()
-	l, err = cl.LockCancel(p, time.Until(deadline), cancel)
-	close(stop)
-	if <-leave {
-		// Left, whether or not the lock came first: a lock taken in the
-		// meantime is let go, as waitGone would have.
-		if err == nil {
-			if uerr := l.Unlock(); uerr != nil {
-				return nil, false, uerr
-			}
-		}
-		return nil, true, nil
-	}
-	return l, false, err
+	return errors.Join(ignoreMissing(rerr), l.Unlock())
 }
 
 // take allocates a ticket under GUARD and returns it with the live tickets

@@ -22,7 +22,7 @@ func filesystems(t *testing.T, f func(t *testing.T, fsys vfs.FS, dir string)) {
 
 func join(t *testing.T, q *lockq.Queue, d time.Duration) *lockq.Ticket {
 	t.Helper()
-	tk, err := q.Join(time.Now().Add(d), nil, nil)
+	tk, err := q.Join(time.Now().Add(d), nil)
 	if err != nil {
 		t.Fatalf("Join: %v", err)
 	}
@@ -87,7 +87,7 @@ func servedInArrivalOrder(t *testing.T, withProgress bool) {
 			go func() {
 				defer wg.Done()
 				// Each waiter has its own Queue, as a process would.
-				tk, err := lockq.New(fsys, dir).Join(time.Now().Add(10*time.Second), progress, nil)
+				tk, err := lockq.New(fsys, dir).Join(time.Now().Add(10*time.Second), progress)
 				if err != nil {
 					t.Errorf("waiter %d: %v", i, err)
 					return
@@ -153,7 +153,7 @@ func TestProgressCanLeaveTheQueue(t *testing.T) {
 				defer wg.Done()
 				// Even waiters far back leave at their first progress.
 				leave := i%2 == 0 && i > lockq.Lookahead
-				tk, err := lockq.New(fsys, dir).Join(time.Now().Add(10*time.Second), func() bool { return leave }, nil)
+				tk, err := lockq.New(fsys, dir).Join(time.Now().Add(10*time.Second), func() bool { return leave })
 				if leave {
 					if !errors.Is(err, lockq.ErrLeft) {
 						t.Errorf("waiter %d: %v, want ErrLeft", i, err)
@@ -197,85 +197,19 @@ func TestProgressCanLeaveTheQueue(t *testing.T) {
 	})
 }
 
-// TestWakeLeavesBeforeTheTurn: a waiter whose progress asks to leave at a
-// wake-up leaves then, while the tickets ahead of it are still held, both
-// right behind the head and far back (past Lookahead); the waiters that
-// stay keep their places. Without the wake in lock, no waiter leaves until
-// the head does ("waiter 1 still queued").
-func TestWakeLeavesBeforeTheTurn(t *testing.T) {
-	filesystems(t, func(t *testing.T, fsys vfs.FS, dir string) {
-		q := lockq.New(fsys, dir)
-		head := join(t, q, time.Second)
-		const n = lockq.Lookahead + 4
-		var leave atomic.Bool
-		wakes := make([]chan struct{}, n)
-		res := make([]chan error, n)
-		for i := range n {
-			wakes[i] = make(chan struct{}, 1)
-			res[i] = make(chan error, 1)
-			go func() {
-				// Odd waiters leave once leave is set; even ones stay.
-				progress := func() bool { return i%2 == 1 && leave.Load() }
-				tk, err := lockq.New(fsys, dir).Join(time.Now().Add(10*time.Second), progress, wakes[i])
-				if err == nil {
-					err = tk.Leave()
-				}
-				res[i] <- err
-			}()
-			waitQueued(t, fsys, dir, i+2)
-		}
-		wakeAll := func() {
-			for i := range n {
-				select {
-				case wakes[i] <- struct{}{}:
-				default: // one is pending already
-				}
-			}
-		}
-		// A wake-up before anyone wants to leave changes nothing.
-		wakeAll()
-		leave.Store(true)
-		wakeAll()
-		for i := 1; i < n; i += 2 {
-			select {
-			case err := <-res[i]:
-				if !errors.Is(err, lockq.ErrLeft) {
-					t.Fatalf("waiter %d: %v, want ErrLeft", i, err)
-				}
-			case <-time.After(5 * time.Second):
-				t.Fatalf("waiter %d still queued 5 s after its wake-up, behind a head that never left", i)
-			}
-		}
-		if k := queued(t, fsys, dir); k != 1+n/2 {
-			t.Fatalf("%d tickets queued, want the head and the %d waiters that stay", k, n/2)
-		}
-		if err := head.Leave(); err != nil {
-			t.Fatal(err)
-		}
-		for i := 0; i < n; i += 2 {
-			if err := <-res[i]; err != nil {
-				t.Fatalf("waiter %d: %v", i, err)
-			}
-		}
-		if k := queued(t, fsys, dir); k != 0 {
-			t.Fatalf("%d tickets left behind", k)
-		}
-	})
-}
-
 func TestTimeoutLeavesTheQueue(t *testing.T) {
 	filesystems(t, func(t *testing.T, fsys vfs.FS, dir string) {
 		q := lockq.New(fsys, dir)
 		head := join(t, q, time.Second)
 		busy := make(chan error, 1)
 		go func() {
-			_, err := lockq.New(fsys, dir).Join(time.Now().Add(100*time.Millisecond), nil, nil)
+			_, err := lockq.New(fsys, dir).Join(time.Now().Add(100*time.Millisecond), nil)
 			busy <- err
 		}()
 		waitQueued(t, fsys, dir, 2)
 		got := make(chan *lockq.Ticket, 1)
 		go func() {
-			tk, err := lockq.New(fsys, dir).Join(time.Now().Add(10*time.Second), nil, nil)
+			tk, err := lockq.New(fsys, dir).Join(time.Now().Add(10*time.Second), nil)
 			if err != nil {
 				t.Error(err)
 			}
@@ -318,7 +252,7 @@ func TestLeftoverTicketOfADeadOwner(t *testing.T) {
 		f.Close()
 		done := make(chan error, 1)
 		go func() {
-			tk, err := lockq.New(fsys, dir).Join(time.Now().Add(5*time.Second), nil, nil)
+			tk, err := lockq.New(fsys, dir).Join(time.Now().Add(5*time.Second), nil)
 			if err == nil {
 				if tk.Name() <= "t00000000000000000007" {
 					t.Errorf("new ticket %s does not sort after the leftover", tk.Name())
@@ -353,7 +287,7 @@ func TestExclusion(t *testing.T) {
 				defer wg.Done()
 				q := lockq.New(fsys, dir)
 				for range 40 {
-					tk, err := q.Join(time.Now().Add(10*time.Second), nil, nil)
+					tk, err := q.Join(time.Now().Add(10*time.Second), nil)
 					if err != nil {
 						t.Error(err)
 						return
@@ -398,7 +332,7 @@ func TestIdle(t *testing.T) {
 		head := join(t, q, time.Second)
 		done := make(chan error, 1)
 		go func() {
-			tk, err := lockq.New(fsys, dir).Join(time.Now().Add(10*time.Second), nil, nil)
+			tk, err := lockq.New(fsys, dir).Join(time.Now().Add(10*time.Second), nil)
 			if err == nil {
 				err = tk.Leave()
 			}
@@ -418,7 +352,7 @@ func TestIdle(t *testing.T) {
 			t.Fatal("not idle after every ticket was served")
 		}
 		head = join(t, q, time.Second)
-		if _, err := lockq.New(fsys, dir).Join(time.Now().Add(20*time.Millisecond), nil, nil); !errors.Is(err, vfs.ErrBusy) {
+		if _, err := lockq.New(fsys, dir).Join(time.Now().Add(20*time.Millisecond), nil); !errors.Is(err, vfs.ErrBusy) {
 			t.Fatalf("a second ticket got %v, want ErrBusy", err)
 		}
 		if err := head.Leave(); err != nil {
