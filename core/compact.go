@@ -162,7 +162,7 @@ func (s *Store) installIndex(x *index.Index, names []string, nextSeq, epoch uint
 	nx.mem = old.since(nextSeq)
 	s.p.idx = nx
 	s.p.ckptSeq = nextSeq
-	old.close()
+	old.retire()
 	s.p.refs.Trim(nextSeq)
 	s.p.reflogLen = reflogLen
 }

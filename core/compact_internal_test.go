@@ -295,3 +295,56 @@ func TestReadersAdoptCheckpoints(t *testing.T) {
 		t.Fatalf("log: %d changesets, %v; want %d", len(log), err, n)
 	}
 }
+
+// TestRetiredRunsStayOpenWhilePinned is the race a deep Verify ran into:
+// it checks the projection's runs without the store's lock held, and a
+// checkpoint or merge installed meanwhile used to close them under it
+// ("file already closed"). A pinned runIdx that is retired stays open until
+// its last borrower unpins it, and is closed then.
+func TestRetiredRunsStayOpenWhilePinned(t *testing.T) {
+	const k = 4
+	m := faultfs.NewMem()
+	s, err := Create("/s", Options{FS: m, CheckpointEvery: k, InlineCheckpoint: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var head ID
+	for i := range 3 * k {
+		req := CommitRequest{Changes: []Change{{Path: "f", Data: []byte(fmt.Sprint(i))}}, Advance: "main"}
+		if head != (ID{}) {
+			req.Parents = []ID{head}
+		}
+		if head, err = s.Commit(req); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.mu.Lock()
+	pinned := s.p.idx
+	x := pinned.pin()
+	s.mu.Unlock()
+	if x == nil {
+		t.Fatal("no index runs after three checkpoints")
+	}
+	// Install the current checkpoint's runs again, as another process's
+	// checkpoint would: the projection retires the pinned runIdx.
+	cur, err := readCheckpoint(m, "/s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	nx := cur.proj.idx.x
+	cur.proj.idx.x = nil
+	s.installIndex(nx, cur.Runs, cur.NextSeq, cur.Epoch, cur.ReflogLen)
+	if s.p.idx == pinned {
+		t.Fatal("installIndex kept the old runIdx; the test needs it replaced")
+	}
+	if err := x.View().Verify(); err != nil {
+		t.Fatalf("pinned runs read after the projection dropped them: %v", err)
+	}
+	s.mu.Lock()
+	pinned.unpin()
+	s.mu.Unlock()
+	if err := x.View().Verify(); err == nil {
+		t.Fatal("the runs are still readable after their last borrower unpinned them; they were never closed")
+	}
+}

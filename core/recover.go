@@ -141,7 +141,7 @@ func (s *Store) recoverLocked(explicit bool) (*RecoverReport, error) {
 		return rep, err
 	}
 	if s.p != nil {
-		s.p.idx.close()
+		s.p.idx.retire()
 	}
 	s.p, installed = p, true
 	s.p.idx.setCache(s.blk)

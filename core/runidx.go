@@ -25,6 +25,13 @@ type runIdx struct {
 	x     *index.Index // runs only; its own tail is never used
 	names []string     // run file names (inside index/), newest first
 	err   error        // first error a run lookup returned (Verify reports it)
+
+	// pins counts the borrowers reading x without Store.mu held (a deep
+	// Verify's check of the runs). A runIdx the projection has dropped
+	// (retired) is closed by the last of them. Both fields are guarded by
+	// Store.mu.
+	pins    int
+	retired bool
 }
 
 func newRunIdx(x *index.Index, names []string) *runIdx {
@@ -40,6 +47,31 @@ func (r *runIdx) fail(err error) {
 func (r *runIdx) close() {
 	if r.x != nil {
 		r.x.Close()
+	}
+}
+
+// retire drops r from the projection: it is closed now, or by its last
+// borrower. Caller holds Store.mu.
+func (r *runIdx) retire() {
+	r.retired = true
+	if r.pins == 0 {
+		r.close()
+	}
+}
+
+// pin lends r's runs to a reader that will use them without Store.mu
+// held; it must unpin them. Caller holds Store.mu.
+func (r *runIdx) pin() *index.Index {
+	r.pins++
+	return r.x
+}
+
+// unpin returns what pin lent, closing r if it was retired meanwhile.
+// Caller holds Store.mu.
+func (r *runIdx) unpin() {
+	r.pins--
+	if r.retired && r.pins == 0 {
+		r.close()
 	}
 }
 

@@ -603,7 +603,7 @@ func (s *Store) closeFiles() {
 	s.mu.Lock()
 	s.r.Close()
 	if s.p != nil {
-		s.p.idx.close()
+		s.p.idx.retire()
 	}
 	s.mu.Unlock()
 	s.w.Close()

@@ -185,8 +185,17 @@ func (s *Store) Verify(deep bool, progress func(done, total int)) (*VerifyReport
 	if err := s.p.idx.err; err != nil {
 		problem("", 0, "", "index run lookup failed: %v", err)
 	}
-	var runX = s.p.idx.x
+	// The runs are checked without s.mu held, so that commits go on; a
+	// checkpoint or merge installed meanwhile retires them, and the pin
+	// keeps them open until the check is done.
+	pinned := s.p.idx
+	runX := pinned.pin()
 	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		pinned.unpin()
+		s.mu.Unlock()
+	}()
 	if deep && runX != nil {
 		if err := runX.View().Verify(); err != nil {
 			problem("", 0, "", "index runs: %v", err)
