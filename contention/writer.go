@@ -107,8 +107,11 @@ func (t *TimedFS) Lock(name string, timeout time.Duration) (vfs.Locked, error) {
 	case guard:
 		// Every entry into the queue starts at its guard. The store
 		// leaves the queue before its turn when its compare-and-swap has
-		// already lost (no acquisition, no Busy): that entry's times must
-		// not carry over to the next one.
+		// already lost (no acquisition, no Busy), or keeps its place for
+		// the retry (core.Options.RetryPlace). A place given up ends
+		// that entry, and its times must not carry over to the next one;
+		// a kept place takes no new ticket, so the retry's wait and its
+		// overtakes count from the first entry's.
 		t.queued.Store(start.UnixNano())
 		t.placed.Store(0)
 	case inQueue:

@@ -361,7 +361,11 @@ func (s *Store) commitBatch(batch []*commitReq) {
 		}
 		return live > 0
 	}
-	if needed() {
+	if !needed() {
+		if nerr == nil {
+			s.renewPlace()
+		}
+	} else {
 		err = s.withWriterLockIf(func() error {
 			for _, r := range batch {
 				if !r.early {

@@ -83,23 +83,35 @@ type Ticket struct {
 	q    *Queue
 	name string
 	l    vfs.Locked
+	// below lists the tickets ahead of this one when it was taken, for
+	// its first Wait (listed: below is set).
+	below  []string
+	listed bool
 }
 
 // Join takes a ticket and returns once every ticket taken before it has
-// left. It fails with an error satisfying errors.Is(err, vfs.ErrBusy) at
-// deadline, having left the queue.
-//
-// A waiter far back in the queue does not wait for its predecessor alone:
-// it first waits for the ticket Lookahead places ahead of it, calls
-// progress (if not nil), and only then waits for the one just ahead. The
-// store uses progress to replay, while it queues, the frames the writers
-// ahead of it appended, so its own turn replays only the last few. Each
-// ticket is then waited on by at most two waiters, so a hand-off still
-// wakes no more than two processes. If progress returns true, the waiter
-// no longer needs its turn: Join leaves the queue and returns ErrLeft (the
-// store leaves when every transaction it queued for has already lost its
-// compare-and-swap to a writer ahead of it).
+// left: Take, then Wait. It fails with an error satisfying
+// errors.Is(err, vfs.ErrBusy) at deadline, having left the queue. When
+// progress asks to leave, Join leaves the queue and returns ErrLeft.
 func (q *Queue) Join(deadline time.Time, progress func() (leave bool)) (*Ticket, error) {
+	t, err := q.Take(deadline)
+	if err != nil {
+		return nil, err
+	}
+	if err := t.Wait(deadline, progress); err != nil {
+		if errors.Is(err, ErrLeft) {
+			if lerr := t.Leave(); lerr != nil {
+				return nil, lerr
+			}
+		}
+		return nil, err
+	}
+	return t, nil
+}
+
+// Take takes a ticket at the back of the queue. Its owner waits for its
+// turn with Wait, and must Leave it in the end.
+func (q *Queue) Take(deadline time.Time) (*Ticket, error) {
 	if !q.ready.Load() {
 		if err := q.fs.MkdirAll(q.dir, 0o755); err != nil {
 			return nil, err
@@ -110,6 +122,39 @@ func (q *Queue) Join(deadline time.Time, progress func() (leave bool)) (*Ticket,
 	if err != nil {
 		return nil, err
 	}
+	t.below, t.listed = below, true
+	return t, nil
+}
+
+// Wait returns once every ticket taken before t has left: t's turn. It
+// fails with an error satisfying errors.Is(err, vfs.ErrBusy) at deadline,
+// and on that or any other error it has left the queue.
+//
+// A waiter far back in the queue does not wait for its predecessor alone:
+// it first waits for the ticket Lookahead places ahead of it, calls
+// progress (if not nil), and only then waits for the one just ahead. The
+// store uses progress to replay, while it queues, the frames the writers
+// ahead of it appended, so its own turn replays only the last few. Each
+// ticket is then waited on by at most two waiters, so a hand-off still
+// wakes no more than two processes. progress is called once more at the
+// turn. If progress returns true, the waiter
+// no longer needs its turn now: Wait returns ErrLeft with t still in the
+// queue, in its place. The owner then either leaves (the store does when
+// every transaction it queued for has already lost its compare-and-swap to
+// a writer ahead of it) or waits again later from the same place (the
+// store does when the same process retries soon after: see
+// core.Options.RetryPlace).
+func (t *Ticket) Wait(deadline time.Time, progress func() (leave bool)) error {
+	q := t.q
+	below := t.below
+	if !t.listed {
+		var err error
+		if below, err = q.list(t.name); err != nil {
+			t.Leave()
+			return err
+		}
+	}
+	t.below, t.listed = nil, false
 	for len(below) > 0 {
 		i := len(below) - 1
 		if progress != nil && i >= Lookahead {
@@ -118,13 +163,10 @@ func (q *Queue) Join(deadline time.Time, progress func() (leave bool)) (*Ticket,
 		pred := below[i]
 		if err := q.waitGone(pred, deadline); err != nil {
 			t.Leave()
-			return nil, err
+			return err
 		}
 		if progress != nil && i < len(below)-1 && progress() {
-			if err := t.Leave(); err != nil {
-				return nil, err
-			}
-			return nil, ErrLeft
+			return ErrLeft
 		}
 		if i == len(below)-1 {
 			// The ticket just ahead was served (not merely gone): then
@@ -132,22 +174,29 @@ func (q *Queue) Join(deadline time.Time, progress func() (leave bool)) (*Ticket,
 			head, ok, err := q.head()
 			if err != nil {
 				t.Leave()
-				return nil, err
+				return err
 			}
 			if ok && head >= number(pred) {
 				break
 			}
 		}
+		var err error
 		if below, err = q.list(t.name); err != nil {
 			t.Leave()
-			return nil, err
+			return err
 		}
+	}
+	// At its turn, once more: a turn the waiter no longer needs is not
+	// served (HEAD stays), so the queue is not Idle for a writer that
+	// would take the real lock past the place kept.
+	if progress != nil && progress() {
+		return ErrLeft
 	}
 	if err := q.setHead(number(t.name)); err != nil {
 		t.Leave()
-		return nil, err
+		return err
 	}
-	return t, nil
+	return nil
 }
 
 // Idle reports whether every ticket ever taken has been served: NEXT is one
@@ -187,7 +236,8 @@ func (q *Queue) Idle() (bool, error) {
 	return next == h+1, nil
 }
 
-// ErrLeft is Join's answer when its progress function asked to leave.
+// ErrLeft is the answer of Join and Wait when their progress function
+// asked to leave.
 var ErrLeft = errors.New("lockq: left the queue before its turn")
 
 // Lookahead is how many places ahead of its own a waiter first waits for

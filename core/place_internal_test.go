@@ -1,0 +1,161 @@
+package core
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/swarmops/swarmops/core/objects"
+	"github.com/swarmops/swarmops/core/vfs"
+	"github.com/swarmops/swarmops/faultfs"
+)
+
+// tickets counts the live tickets of the writer queue.
+func tickets(t *testing.T, m vfs.FS) int {
+	t.Helper()
+	d, err := m.Open("/s/lockq")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	names, err := d.Readdirnames(-1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, name := range names {
+		if strings.HasPrefix(name, "t") {
+			n++
+		}
+	}
+	return n
+}
+
+// waitTickets waits until the writer queue holds n tickets.
+func waitTickets(t *testing.T, m vfs.FS, n int) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); tickets(t, m) != n; {
+		if time.Now().After(deadline) {
+			t.Fatalf("the writer queue holds %d tickets, want %d", tickets(t, m), n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// placeRace sets up a writer, loser, that queues to advance main from a and
+// loses it in the queue to the holder of the writer lock, which publishes b.
+// It returns once loser has its ConflictError.
+func placeRace(t *testing.T, m vfs.FS, retryPlace time.Duration) (holder, loser *Store, b ID) {
+	t.Helper()
+	var err error
+	if holder, err = Create("/s", Options{FS: m}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { holder.Close() })
+	if loser, err = Open("/s", Options{FS: m, RetryPlace: retryPlace}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { loser.Close() })
+	a, err := holder.Commit(CommitRequest{Changes: []Change{{Path: "f", Data: []byte("a")}}, Advance: "main"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	release, err := holder.holdWriterLock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The lone holder took LOCK without queueing; a ticket of its own
+	// stands for a writer queued ahead of the loser.
+	ahead, err := holder.q.Take(time.Now().Add(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lost := make(chan error, 1)
+	go func() {
+		_, err := loser.Commit(CommitRequest{Parents: []ID{a}, Changes: []Change{{Path: "f", Data: []byte("l")}}, Advance: "main"})
+		lost <- err
+	}()
+	waitTickets(t, m, 2) // the holder's, and the loser's behind it
+	if b, err = holder.Commit(CommitRequest{Parents: []ID{a}, Changes: []Change{{Path: "f", Data: []byte("b")}}, Advance: "main"}); err != nil {
+		t.Fatal(err)
+	}
+	release()
+	ahead.Leave()
+	var ce *ConflictError
+	if err := <-lost; !errors.As(err, &ce) || ce.Current != b {
+		t.Fatalf("the queued writer's advance from a: %v; want a conflict with current %s", err, short(b))
+	}
+	return holder, loser, b
+}
+
+// TestARetryKeepsItsPlaceInTheQueue: a writer that loses its compare-and-
+// swap while it queues keeps its ticket, so that its retry goes ahead of a
+// writer that queued after the loss. Without the kept place the other
+// writer, which nobody holds up, publishes first.
+func TestARetryKeepsItsPlaceInTheQueue(t *testing.T) {
+	m := faultfs.NewMem()
+	holder, loser, b := placeRace(t, m, time.Minute)
+	if n := tickets(t, m); n != 1 {
+		t.Fatalf("%d tickets after the loss; want 1, the loser's kept place", n)
+	}
+	other, err := Open("/s", Options{FS: m})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	late := make(chan ID, 1)
+	go func() {
+		id, err := other.Commit(CommitRequest{Changes: []Change{{Path: "g", Data: []byte("o")}}, Advance: "other"})
+		if err != nil {
+			t.Error(err)
+		}
+		late <- id
+	}()
+	waitTickets(t, m, 2)
+	retry, err := loser.Commit(CommitRequest{Parents: []ID{b}, Changes: []Change{{Path: "f", Data: []byte("l")}}, Advance: "main"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := <-late
+	_, rs, err := holder.readObjectSeq(retry, objects.KindChangeset, ^uint64(0), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, os, err := holder.readObjectSeq(o, objects.KindChangeset, ^uint64(0), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rs > os {
+		t.Fatalf("the retry was published in frame %d, after frame %d of the writer that queued after its loss", rs, os)
+	}
+}
+
+// TestAKeptPlaceIsGivenUp: a place no retry comes back for is given up
+// after RetryPlace, and the writers behind it go on; without that, the
+// writer queued behind it gets ErrBusy at its lock timeout.
+func TestAKeptPlaceIsGivenUp(t *testing.T) {
+	m := faultfs.NewMem()
+	_, _, _ = placeRace(t, m, 20*time.Millisecond)
+	other, err := Open("/s", Options{FS: m, LockTimeout: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	if _, err := other.Commit(CommitRequest{Changes: []Change{{Path: "g", Data: []byte("o")}}, Advance: "other"}); err != nil {
+		t.Fatalf("a writer behind a place nobody came back for: %v", err)
+	}
+	waitTickets(t, m, 0)
+}
+
+// TestClosingGivesUpAKeptPlace: Close leaves the queue it kept a place in.
+func TestClosingGivesUpAKeptPlace(t *testing.T) {
+	m := faultfs.NewMem()
+	_, loser, _ := placeRace(t, m, time.Minute)
+	if err := loser.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n := tickets(t, m); n != 0 {
+		t.Fatalf("%d tickets after the loser closed; want 0", n)
+	}
+}
