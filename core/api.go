@@ -43,12 +43,13 @@ type Options struct {
 	// DefaultCacheBytes, negative: no caches.
 	CacheBytes int64
 	// RetryPlace is how long a process keeps its place in the writer
-	// queue after every transaction it queued for lost its compare-and-
-	// swap there, so that its retry waits from that place instead of
-	// from the back: writers racing for one ref then publish in the order
-	// they first queued, not in the order they learned of their losses.
-	// A place no retry takes within this time is given up. 0:
-	// DefaultRetryPlace, negative: places are not kept.
+	// queue after a commit advancing a ref lost its compare-and-swap
+	// there, so that its retry (the next transaction moving that ref)
+	// waits from that place instead of from the back: writers racing for
+	// one ref then publish in the order they first queued, not in the
+	// order they learned of their losses. A place no retry takes within
+	// this time is given up, and so is one the process's next transaction
+	// does not fit. 0: DefaultRetryPlace, negative: places are not kept.
 	RetryPlace time.Duration
 	Now        func() time.Time
 	Weaken     Weakening
