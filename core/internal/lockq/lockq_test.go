@@ -370,3 +370,40 @@ func TestIdle(t *testing.T) {
 		}
 	})
 }
+
+// TestAWaiterThatLeftItsTurnKeepsItsPlace: a Wait whose progress declines
+// the turn returns ErrLeft with the ticket still in the queue, unserved:
+// the queue is not Idle, a later ticket waits behind it, and the owner can
+// Wait again from the same place. A Wait that left the ticket, or served
+// it, fails this.
+func TestAWaiterThatLeftItsTurnKeepsItsPlace(t *testing.T) {
+	filesystems(t, func(t *testing.T, fsys vfs.FS, dir string) {
+		q := lockq.New(fsys, dir)
+		kept, err := q.Take(time.Now().Add(10 * time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := kept.Wait(time.Now().Add(10*time.Second), func() bool { return true }); !errors.Is(err, lockq.ErrLeft) {
+			t.Fatalf("Wait whose progress declined the turn: %v, want ErrLeft", err)
+		}
+		if idle, err := q.Idle(); err != nil || idle {
+			t.Fatalf("Idle with a kept ticket: %v %v, want false", idle, err)
+		}
+		later, err := lockq.New(fsys, dir).Take(time.Now().Add(10 * time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := later.Wait(time.Now().Add(50*time.Millisecond), nil); !errors.Is(err, vfs.ErrBusy) {
+			t.Fatalf("a later ticket behind the kept one: %v, want ErrBusy", err)
+		}
+		if err := kept.Wait(time.Now().Add(10*time.Second), nil); err != nil {
+			t.Fatalf("Wait again from the kept place: %v", err)
+		}
+		if err := kept.Leave(); err != nil {
+			t.Fatal(err)
+		}
+		if n := queued(t, fsys, dir); n != 0 {
+			t.Fatalf("%d tickets after both left; want 0", n)
+		}
+	})
+}
