@@ -183,4 +183,31 @@ var _ = Describe("TimedFS", func() {
 		Expect(locks).To(Equal(int64(2)))
 		Expect(busy).To(BeZero())
 	})
+
+	// A place counts from the ticket, which NEXT counts, not from the
+	// guard: in between the queue looks idle to a lone writer. A kept
+	// place's retry takes no guard and no ticket: its place is the first
+	// entry's.
+	It("counts a place from its ticket, and a kept place from the first entry's", func() {
+		m := faultfs.NewMem()
+		Expect(m.MkdirAll("/s/lockq", 0o755)).To(Succeed())
+		t := NewTimedFS(m)
+		lock := func(name string) {
+			l, err := t.Lock(name, time.Second)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(l.Unlock()).To(Succeed())
+		}
+		lock("/s/lockq/GUARD")
+		time.Sleep(5 * time.Millisecond)
+		ticket := time.Now().UnixNano()
+		lock("/s/lockq/t00000000000000000001")
+		lock("/s/lockq/t00000000000000000000") // the wait for the one ahead
+		kept := time.Now().UnixNano()
+		lock("/s/lockq/t00000000000000000000") // the retry's wait, no guard
+		lock("/s/LOCK")
+		acq := t.acquisitions(0)
+		Expect(acq).To(HaveLen(1))
+		Expect(acq[0][0]).To(BeNumerically(">=", ticket), "place %d ns before the ticket", ticket-acq[0][0])
+		Expect(acq[0][0]).To(BeNumerically("<", kept), "a kept place counted from the retry")
+	})
 })
