@@ -137,13 +137,12 @@ func (q *Queue) Take(deadline time.Time) (*Ticket, error) {
 // ahead of it appended, so its own turn replays only the last few. Each
 // ticket is then waited on by at most two waiters, so a hand-off still
 // wakes no more than two processes. progress is called once more at the
-// turn. If progress returns true, the waiter
-// no longer needs its turn now: Wait returns ErrLeft with t still in the
-// queue, in its place. The owner then either leaves (the store does when
-// every transaction it queued for has already lost its compare-and-swap to
-// a writer ahead of it) or waits again later from the same place (the
-// store does when the same process retries soon after: see
-// core.Options.RetryPlace).
+// turn. If progress returns true, the waiter no longer needs its turn now:
+// Wait returns ErrLeft with t still in the queue, in its place, unserved.
+// The owner then either leaves (the store does when every transaction it
+// queued for has already lost its compare-and-swap to a writer ahead of
+// it) or waits again later from the same place (the store does when the
+// same process retries soon after: see core.Options.RetryPlace).
 func (t *Ticket) Wait(deadline time.Time, progress func() (leave bool)) error {
 	q := t.q
 	below := t.below
