@@ -143,6 +143,19 @@ var _ = Describe("CheckConflicts", func() {
 	})
 })
 
+// timedQueue returns a TimedFS over a memory filesystem with a queue
+// directory, and a function that takes and lets go of one of its locks.
+func timedQueue() (*TimedFS, func(name string)) {
+	m := faultfs.NewMem()
+	Expect(m.MkdirAll("/s/lockq", 0o755)).To(Succeed())
+	t := NewTimedFS(m)
+	return t, func(name string) {
+		l, err := t.Lock(name, time.Second)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(l.Unlock()).To(Succeed())
+	}
+}
+
 var _ = Describe("TimedFS", func() {
 	// A queue entry the store leaves before its turn (a compare-and-swap
 	// already lost) has no acquisition; the next acquisition's wait starts
@@ -150,14 +163,7 @@ var _ = Describe("TimedFS", func() {
 	// span several operations in the first full-size run with early
 	// conflicts ("overtaken ... max=437").
 	It("starts each acquisition's wait at its own entry into the queue", func() {
-		m := faultfs.NewMem()
-		Expect(m.MkdirAll("/s/lockq", 0o755)).To(Succeed())
-		t := NewTimedFS(m)
-		lock := func(name string) {
-			l, err := t.Lock(name, time.Second)
-			Expect(err).NotTo(HaveOccurred())
-			Expect(l.Unlock()).To(Succeed())
-		}
+		t, lock := timedQueue()
 		before := time.Now().UnixNano()
 		lock("/s/lockq/GUARD") // an entry the store leaves early
 		lock("/s/lockq/t00000000000000000001")
@@ -189,14 +195,7 @@ var _ = Describe("TimedFS", func() {
 	// place's retry takes no guard and no ticket: its place is the first
 	// entry's.
 	It("counts a place from its ticket, and a kept place from the first entry's", func() {
-		m := faultfs.NewMem()
-		Expect(m.MkdirAll("/s/lockq", 0o755)).To(Succeed())
-		t := NewTimedFS(m)
-		lock := func(name string) {
-			l, err := t.Lock(name, time.Second)
-			Expect(err).NotTo(HaveOccurred())
-			Expect(l.Unlock()).To(Succeed())
-		}
+		t, lock := timedQueue()
 		lock("/s/lockq/GUARD")
 		time.Sleep(5 * time.Millisecond)
 		ticket := time.Now().UnixNano()

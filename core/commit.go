@@ -371,11 +371,13 @@ func (s *Store) commitBatch(batch []*commitReq) {
 		// A bare ref update is not: its retry usually follows a new
 		// commit, and its place would hold up the queue, front and all,
 		// until given up (a fifth of the publishes per second of commit
-		// then ref CAS, 32 writers).
+		// then ref CAS, 32 writers). Only a contended batch queues with
+		// the checks that can lose it its turn.
 		s.fitPlace(batch)
+		contended := s.contended(batch)
 		var moves []string
 		for _, r := range batch {
-			if len(r.t.Objs) == 0 {
+			if !contended || len(r.t.Objs) == 0 {
 				continue
 			}
 			for _, m := range r.t.Moves {
@@ -390,7 +392,7 @@ func (s *Store) commitBatch(batch []*commitReq) {
 				}
 			}
 			return nil
-		}, needed, s.contended(batch), moves)
+		}, needed, contended, moves)
 	}
 	if errors.Is(err, errNotNeeded) || err == nil {
 		err = nerr

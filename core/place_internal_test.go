@@ -98,6 +98,39 @@ func placeRaceWith(t *testing.T, m vfs.FS, retryPlace time.Duration, lose func(l
 	return holder, loser, b
 }
 
+// queueBehind starts a commit of another handle, which moves ref "other",
+// and returns once it queues behind the place placeRace left; the channel
+// gets its changeset when it is done.
+func queueBehind(t *testing.T, m vfs.FS) <-chan ID {
+	t.Helper()
+	other, err := Open("/s", Options{FS: m})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { other.Close() })
+	late := make(chan ID, 1)
+	go func() {
+		id, err := other.Commit(CommitRequest{Changes: []Change{{Path: "g", Data: []byte("o")}}, Advance: "other"})
+		if err != nil {
+			t.Error(err)
+		}
+		late <- id
+	}()
+	waitTickets(t, m, 2)
+	return late
+}
+
+// frameOf returns the sequence number of the frame that brought changeset
+// id, as s sees it.
+func frameOf(t *testing.T, s *Store, id ID) uint64 {
+	t.Helper()
+	_, seq, err := s.readObjectSeq(id, objects.KindChangeset, ^uint64(0), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return seq
+}
+
 // TestARetryKeepsItsPlaceInTheQueue: a writer that loses its compare-and-
 // swap while it queues keeps its ticket, so that its retry goes ahead of a
 // writer that queued after the loss. Without the kept place the other
@@ -108,33 +141,12 @@ func TestARetryKeepsItsPlaceInTheQueue(t *testing.T) {
 	if n := tickets(t, m); n != 1 {
 		t.Fatalf("%d tickets after the loss; want 1, the loser's kept place", n)
 	}
-	other, err := Open("/s", Options{FS: m})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Close()
-	late := make(chan ID, 1)
-	go func() {
-		id, err := other.Commit(CommitRequest{Changes: []Change{{Path: "g", Data: []byte("o")}}, Advance: "other"})
-		if err != nil {
-			t.Error(err)
-		}
-		late <- id
-	}()
-	waitTickets(t, m, 2)
+	late := queueBehind(t, m)
 	retry, err := loser.Commit(CommitRequest{Parents: []ID{b}, Changes: []Change{{Path: "f", Data: []byte("l")}}, Advance: "main"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	o := <-late
-	_, rs, err := holder.readObjectSeq(retry, objects.KindChangeset, ^uint64(0), true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, os, err := holder.readObjectSeq(o, objects.KindChangeset, ^uint64(0), true)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rs, os := frameOf(t, holder, retry), frameOf(t, holder, <-late)
 	if rs > os {
 		t.Fatalf("the retry was published in frame %d, after frame %d of the writer that queued after its loss", rs, os)
 	}
@@ -194,33 +206,12 @@ func TestABareRefUpdateKeepsNoPlace(t *testing.T) {
 func TestAPlaceServesOnlyItsRetry(t *testing.T) {
 	m := faultfs.NewMem()
 	holder, loser, _ := placeRace(t, m, time.Minute)
-	other, err := Open("/s", Options{FS: m})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Close()
-	late := make(chan ID, 1)
-	go func() {
-		id, err := other.Commit(CommitRequest{Changes: []Change{{Path: "g", Data: []byte("o")}}, Advance: "other"})
-		if err != nil {
-			t.Error(err)
-		}
-		late <- id
-	}()
-	waitTickets(t, m, 2)
+	late := queueBehind(t, m)
 	side, err := loser.Commit(CommitRequest{Changes: []Change{{Path: "h", Data: []byte("s")}}, Advance: "side"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	o := <-late
-	_, ss, err := holder.readObjectSeq(side, objects.KindChangeset, ^uint64(0), true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, os, err := holder.readObjectSeq(o, objects.KindChangeset, ^uint64(0), true)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ss, os := frameOf(t, holder, side), frameOf(t, holder, <-late)
 	if ss < os {
 		t.Fatalf("a commit on another ref took the place kept for main: published in frame %d, before frame %d of the writer queued behind the place", ss, os)
 	}
