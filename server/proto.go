@@ -1,0 +1,185 @@
+package server
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"unicode/utf8"
+)
+
+// Version is the protocol version this package speaks.
+const Version = 1
+
+// MaxPayload bounds one frame's payload. Streams are cut into frames of at
+// most this size; a request (arguments, working directory, environment)
+// must fit in one.
+const MaxPayload = 4 << 20
+
+// chunk is the largest stream payload a writer puts in one frame.
+const chunk = 256 << 10
+
+// frameType says what a frame carries.
+type frameType uint8
+
+const (
+	fRequest   frameType = 1 // client: JSON Request
+	fStdout    frameType = 2 // server: bytes for the client's stdout
+	fStderr    frameType = 3 // server: bytes for the client's stderr
+	fStdinWant frameType = 4 // server: the command reads stdin; send it
+	fStdin     frameType = 5 // client: bytes of its stdin
+	fStdinEOF  frameType = 6 // client: its stdin is exhausted
+	fExit      frameType = 7 // server: JSON exitMsg; the invocation is over
+	fError     frameType = 8 // server: JSON errorMsg; nothing was run
+)
+
+func (t frameType) valid() bool { return t >= fRequest && t <= fError }
+
+// ErrProtocol is a malformed frame or message: an unknown frame type, a
+// length over MaxPayload, a payload that does not decode, a frame out of
+// order. The connection is closed; nothing is retried on it.
+var ErrProtocol = errors.New("server: protocol error")
+
+// Request is one CLI invocation as the client sends it.
+type Request struct {
+	Version int               `json:"v"`
+	Args    []string          `json:"args"`
+	Cwd     string            `json:"cwd"`
+	Env     map[string]string `json:"env,omitempty"`
+	// StdoutTTY and StderrTTY say whether the client's streams are
+	// terminals, which decides human text colouring and progress bars.
+	StdoutTTY bool `json:"stdout_tty,omitempty"`
+	StderrTTY bool `json:"stderr_tty,omitempty"`
+}
+
+// validate checks what the decoder cannot: a request must name an absolute
+// working directory and carry only valid UTF-8 without NUL bytes, which no
+// command line can hold.
+func (r *Request) validate() error {
+	if r.Version != Version {
+		return fmt.Errorf("%w: protocol version %d, server speaks %d", errVersion, r.Version, Version)
+	}
+	if len(r.Cwd) == 0 || r.Cwd[0] != '/' {
+		return fmt.Errorf("%w: working directory %q is not absolute", ErrProtocol, r.Cwd)
+	}
+	check := func(what, s string) error {
+		if !utf8.ValidString(s) || bytes.IndexByte([]byte(s), 0) >= 0 {
+			return fmt.Errorf("%w: %s holds a NUL byte or invalid UTF-8", ErrProtocol, what)
+		}
+		return nil
+	}
+	if err := check("working directory", r.Cwd); err != nil {
+		return err
+	}
+	for i, a := range r.Args {
+		if err := check(fmt.Sprintf("argument %d", i), a); err != nil {
+			return err
+		}
+	}
+	for k, v := range r.Env {
+		if err := check("environment variable "+k, k+v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// errVersion is a request in a version this server does not speak.
+var errVersion = errors.New("server: unsupported protocol version")
+
+// exitMsg ends an invocation that ran.
+type exitMsg struct {
+	Status int `json:"status"`
+}
+
+// errorMsg ends an invocation that did not run.
+type errorMsg struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// Codes of error frames.
+const (
+	codeVersion  = "version"  // the request's version is not spoken
+	codeProtocol = "protocol" // the request was malformed
+	codePeer     = "peer"     // the peer is another user
+	codeStopping = "stopping" // the server is shutting down
+)
+
+// writeFrame writes one frame. The header and payload go out in one write,
+// so concurrent writers serialized by the caller never interleave a frame.
+func writeFrame(w io.Writer, t frameType, payload []byte) error {
+	if len(payload) > MaxPayload {
+		return fmt.Errorf("%w: frame of %d bytes exceeds %d", ErrProtocol, len(payload), MaxPayload)
+	}
+	b := make([]byte, 5+len(payload))
+	binary.BigEndian.PutUint32(b, uint32(len(payload)))
+	b[4] = byte(t)
+	copy(b[5:], payload)
+	_, err := w.Write(b)
+	return err
+}
+
+// writeJSON writes a frame whose payload is v encoded as JSON.
+func writeJSON(w io.Writer, t frameType, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return writeFrame(w, t, b)
+}
+
+// readFrame reads one frame. A length over MaxPayload or an unknown type is
+// ErrProtocol, found before the payload is allocated; a connection that ends
+// between frames is io.EOF, and one that ends inside a frame
+// io.ErrUnexpectedEOF.
+func readFrame(r io.Reader) (frameType, []byte, error) {
+	var h [5]byte
+	if _, err := io.ReadFull(r, h[:]); err != nil {
+		return 0, nil, err
+	}
+	n := binary.BigEndian.Uint32(h[:4])
+	t := frameType(h[4])
+	if !t.valid() {
+		return 0, nil, fmt.Errorf("%w: unknown frame type %d", ErrProtocol, h[4])
+	}
+	if n > MaxPayload {
+		return 0, nil, fmt.Errorf("%w: frame of %d bytes exceeds %d", ErrProtocol, n, MaxPayload)
+	}
+	p := make([]byte, n)
+	if _, err := io.ReadFull(r, p); err != nil {
+		if errors.Is(err, io.EOF) {
+			err = io.ErrUnexpectedEOF
+		}
+		return 0, nil, err
+	}
+	return t, p, nil
+}
+
+// decodeJSON decodes a frame's JSON payload strictly: unknown fields and
+// trailing data are protocol errors, so a confused peer is found at once.
+func decodeJSON(p []byte, v any) error {
+	d := json.NewDecoder(bytes.NewReader(p))
+	d.DisallowUnknownFields()
+	if err := d.Decode(v); err != nil {
+		return fmt.Errorf("%w: %w", ErrProtocol, err)
+	}
+	if d.More() {
+		return fmt.Errorf("%w: trailing data after the message", ErrProtocol)
+	}
+	return nil
+}
+
+// decodeRequest decodes and validates a request frame's payload.
+func decodeRequest(p []byte) (*Request, error) {
+	var r Request
+	if err := decodeJSON(p, &r); err != nil {
+		return nil, err
+	}
+	if err := r.validate(); err != nil {
+		return nil, err
+	}
+	return &r, nil
+}
