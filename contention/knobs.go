@@ -42,8 +42,9 @@ type Knobs struct {
 }
 
 // DefaultKnobs are sized for CI on 2 cores: 32 writers (the design point,
-// which is where the earlier store's lock stopped looking healthy), few
-// operations each, so every default spec finishes in well under a minute.
+// and enough to make a lock that is not first-come, first-served show its
+// unfairness), few operations each, so every default spec finishes in well
+// under a minute.
 func DefaultKnobs() Knobs {
 	return Knobs{
 		Writers:       32,

@@ -25,7 +25,8 @@ import (
 // scenario.
 var ErrInvalid = errors.New("scenarios: invalid scenario")
 
-// Claim names one durability claim of the product brief (§6).
+// Claim names one of the store's durability claims, C1 to C10
+// (docs/durability.md states each).
 type Claim string
 
 // The claims a scenario can ask the sweep to check. C1–C4 are checked on every

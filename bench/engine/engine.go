@@ -2,11 +2,12 @@
 // one small interface, so that every workload of the comparison harness runs
 // the same transaction on every engine.
 //
-// The transaction (Txn) is the one issue 8 names: insert a changeset record
-// (its 32-byte id, its parents, its 32-byte delta hash, its generation and a
-// payload of about 100 bytes), check that it is new and that its parent
-// exists (the generation is the parent's plus one), and move a ref to it by
-// compare-and-swap against the parent, all in one durable transaction.
+// The transaction (Txn) is the one every engine is measured on: insert a
+// changeset record (its 32-byte id, its parents, its 32-byte delta hash, its
+// generation and a payload of about 100 bytes), check that it is new and
+// that its parent exists (the generation is the parent's plus one), and move
+// a ref to it by compare-and-swap against the parent, all in one durable
+// transaction.
 //
 // The peers store exactly that record. SwarmOps stores it the way the product
 // does: the payload is the changeset's message, and one 24-byte file change
