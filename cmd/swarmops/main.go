@@ -14,10 +14,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/spf13/cobra"
-
-	"github.com/swarmops/swarmops/core"
 )
 
 func main() {
@@ -183,84 +179,5 @@ func (a *app) writeJSON(v any) {
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(v); err != nil {
 		fmt.Fprintf(a.stderr, "swarmops: writing JSON: %v\n", err)
-	}
-}
-
-// storeDir returns the store directory: --store, else SWARMOPS_STORE, else
-// ".swarmops" in the current directory.
-func (a *app) storeDir() string {
-	if a.storeFlag != "" {
-		return a.storeFlag
-	}
-	if v := a.getenv("SWARMOPS_STORE"); v != "" {
-		return v
-	}
-	return ".swarmops"
-}
-
-// options builds the store options, wrapping the OS filesystem for crash
-// tests when SWARMOPS_TEST_CRASH_AT is set.
-func (a *app) options() (core.Options, error) {
-	if a.lockTimeout <= 0 {
-		return core.Options{}, usagef("--lock-timeout %v: want a positive duration", a.lockTimeout)
-	}
-	o := core.Options{LockTimeout: a.lockTimeout}
-	fsys, err := crashFS(a.getenv)
-	if err != nil {
-		return o, err
-	}
-	o.FS = fsys
-	return o, nil
-}
-
-// open opens the store for a command.
-func (a *app) open() (*core.Store, error) {
-	o, err := a.options()
-	if err != nil {
-		return nil, err
-	}
-	dir := a.storeDir()
-	s, err := core.Open(dir, o)
-	if err != nil {
-		return nil, fmt.Errorf("open store %q: %w", dir, err)
-	}
-	return s, nil
-}
-
-// withStore runs f on an open store and a fresh snapshot.
-func (a *app) withStore(f func(s *core.Store, sn *core.Snapshot) error) error {
-	s, err := a.open()
-	if err != nil {
-		return err
-	}
-	defer s.Close()
-	sn, err := s.Snapshot()
-	if err != nil {
-		return err
-	}
-	return f(s, sn)
-}
-
-// ok records a success.
-func (a *app) ok(data any, text func(io.Writer)) {
-	a.data, a.text = data, text
-}
-
-// lines is a text renderer of fixed lines.
-func lines(ls ...string) func(io.Writer) {
-	return func(w io.Writer) {
-		for _, l := range ls {
-			fmt.Fprintln(w, l)
-		}
-	}
-}
-
-// runE adapts a command body so every error it returns is classified.
-func runE(f func(cmd *cobra.Command, args []string) error) func(*cobra.Command, []string) error {
-	return func(cmd *cobra.Command, args []string) error {
-		if err := f(cmd, args); err != nil {
-			return classify(err)
-		}
-		return nil
 	}
 }
