@@ -173,7 +173,7 @@ var _ = Describe("swarmops", func() {
 			Entry("a malformed revision", "E_USAGE", "not a count", "show", "main~x"),
 			Entry("a malformed id", "E_USAGE", "not an id or a ref name", "show", "12 34"),
 			Entry("a malformed --parent", "E_USAGE", "--parent", "commit", "-F", "-", "--parent", "a..b~~"),
-			Entry("a revision that does not exist", "E_NOT_FOUND", "no changeset matches", "show", "deadbeef"),
+			Entry("a revision that does not exist", "E_NOT_FOUND", `no ref or changeset id matches "deadbeef"`, "show", "deadbeef"),
 			Entry("a ref that does not exist", "E_NOT_FOUND", "nosuch", "log", "nosuch"),
 			Entry("a path that does not exist", "E_NOT_FOUND", "nope.txt", "cat", "main:nope.txt"),
 			Entry("a path with ..", "E_USAGE", `".." component`, "cat", "main:dir/../a.txt"),
@@ -186,7 +186,7 @@ var _ = Describe("swarmops", func() {
 			Entry("ref set without --expect", "E_USAGE", "--expect OLD is required", "ref", "set", "main", "main~1"),
 			Entry("land without --onto", "E_USAGE", "--onto REF is required", "land", "main~1"),
 			Entry("a zero --lock-timeout", "E_USAGE", "--lock-timeout 0s", "info", "--lock-timeout", "0s"),
-			Entry("a malformed --lock-timeout", "E_USAGE", "invalid argument", "info", "--lock-timeout", "soon"),
+			Entry("a malformed --lock-timeout", "E_USAGE", `--lock-timeout "soon": want a duration`, "info", "--lock-timeout", "soon"),
 		)
 
 		DescribeTable("change lists: the message names line and column",

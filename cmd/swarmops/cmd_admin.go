@@ -24,7 +24,7 @@ func (a *app) initCmd() *cobra.Command {
 			dir := a.storeDir()
 			s, err := core.Create(dir, o)
 			if err != nil {
-				return fmt.Errorf("init %q: %w", dir, err)
+				return a.notStore("init", err)
 			}
 			if err := s.Close(); err != nil {
 				return err
@@ -125,7 +125,7 @@ the store fails closed).`,
 			dir := a.storeDir()
 			r, err := core.Recover(dir, o)
 			if err != nil {
-				return fmt.Errorf("recover %q: %w", dir, err)
+				return a.notStore("recover", err)
 			}
 			extra := map[string]any{"torn_bytes_cut": r.TornBytesCut, "frames_replayed": r.FramesReplayed,
 				"corrupt": problemsJSON(r.Corrupt)}

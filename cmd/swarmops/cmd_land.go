@@ -44,6 +44,9 @@ paths REF gained are re-merged ("remerged" counts them per retry), up to
 				if err != nil {
 					return err
 				}
+				if _, err := sn.Ref(onto); err != nil {
+					return refNotFound(sn, onto, err)
+				}
 				r, err := s.Land(change, onto, core.LandOptions{MaxAttempts: maxAttempts, Agent: agent, Message: msg})
 				if err != nil {
 					return err

@@ -29,6 +29,13 @@ func (a *app) logCmd() *cobra.Command {
 				return usagef("log: -n %d: want 0 (all) or more", n)
 			}
 			return a.withStore(func(s *core.Store, sn *core.Snapshot) error {
+				if len(args) == 0 && !hasRef(sn, rev) {
+					// Before the first commit to main its history is
+					// empty, not missing: git and jj print nothing there
+					// too. A REV the user names must exist.
+					a.ok([]map[string]any{}, nil)
+					return nil
+				}
 				from, err := resolve(sn, rev)
 				if err != nil {
 					return err
@@ -118,7 +125,7 @@ func (a *app) catCmd() *cobra.Command {
 				}
 				data, e, err := sn.ReadPath(id, path)
 				if err != nil {
-					return fmt.Errorf("%s:%s: %w", rev, path, err)
+					return pathNotFound(rev, path, err)
 				}
 				if e.Mode == objects.ModeDir {
 					return usagef("%s:%s is a directory (use ls)", rev, path)
@@ -154,7 +161,7 @@ func (a *app) lsCmd() *cobra.Command {
 				}
 				ents, err := sn.ListPath(id, path)
 				if err != nil {
-					return fmt.Errorf("%s:%s: %w", rev, path, err)
+					return pathNotFound(rev, path, err)
 				}
 				out := make([]map[string]any, len(ents))
 				for i, e := range ents {

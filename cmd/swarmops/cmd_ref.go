@@ -15,7 +15,7 @@ func (a *app) refCmd() *cobra.Command {
 	ref := &cobra.Command{
 		Use:   "ref (get|set|create|delete|list|log)",
 		Short: "Read and move refs (every move is a compare-and-swap)",
-		Args:  cobra.NoArgs,
+		Args:  noSubcommand,
 		RunE: runE(func(cmd *cobra.Command, args []string) error {
 			return usagef("ref: give a subcommand: get, set, create, delete, list or log")
 		}),
@@ -37,7 +37,7 @@ func (a *app) refGetCmd() *cobra.Command {
 			return a.withStore(func(s *core.Store, sn *core.Snapshot) error {
 				id, err := sn.Ref(args[0])
 				if err != nil {
-					return fmt.Errorf("ref %q: %w", args[0], err)
+					return refNotFound(sn, args[0], err)
 				}
 				a.ok(map[string]any{"name": args[0], "id": id.String()}, lines(id.String()))
 				return nil
@@ -131,7 +131,7 @@ func (a *app) refLogCmd() *cobra.Command {
 			return a.withStore(func(s *core.Store, sn *core.Snapshot) error {
 				entries, err := sn.RefLog(args[0])
 				if err != nil {
-					return fmt.Errorf("ref %q: %w", args[0], err)
+					return refNotFound(sn, args[0], err)
 				}
 				out := make([]map[string]any, len(entries))
 				for i, e := range entries {
@@ -147,6 +147,7 @@ func (a *app) refLogCmd() *cobra.Command {
 		}),
 	}
 }
+
 // refUpdate performs ref set/create/delete. oldRev "" means: absent for
 // create, the current value for delete.
 func (a *app) refUpdate(verb, name, oldRev, newRev string) error {
@@ -176,7 +177,7 @@ func (a *app) refUpdate(verb, name, oldRev, newRev string) error {
 			}
 		case verb == "delete":
 			if u.Old, err = sn.Ref(name); err != nil {
-				return fmt.Errorf("ref %q: %w", name, err)
+				return refNotFound(sn, name, err)
 			}
 		}
 		if err := s.UpdateRefs(u); err != nil {

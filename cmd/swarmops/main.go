@@ -94,20 +94,29 @@ func (a *app) finish(err error) int {
 	if a.jsonOut {
 		a.writeJSON(errEnvelope{OK: false, Error: errorBody(ce), Meta: m})
 	} else {
-		fmt.Fprintf(a.stderr, "swarmops: %s: %s\n", ce.kind.Code, ce.Error())
-		keys := make([]string, 0, len(ce.extra))
-		for k := range ce.extra {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
-			fmt.Fprintf(a.stderr, "  %s: %s\n", k, humanValue(ce.extra[k]))
-		}
-		if ce.kind == kindUsage {
-			fmt.Fprintln(a.stderr, "Run 'swarmops help' for usage.")
-		}
+		writeTextError(a.stderr, ce)
 	}
 	return ce.kind.Exit
+}
+
+// writeTextError prints a failure for a human: the code and message, the
+// extras a human reads, then the hint.
+func writeTextError(w io.Writer, ce *cliError) {
+	fmt.Fprintf(w, "swarmops: %s: %s\n", ce.kind.Code, ce.message())
+	keys := make([]string, 0, len(ce.extra))
+	for k := range ce.extra {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		fmt.Fprintf(w, "  %s: %s\n", k, humanValue(ce.extra[k]))
+	}
+	if ce.hint != "" {
+		fmt.Fprintf(w, "hint: %s\n", ce.hint)
+	}
+	if ce.kind == kindUsage {
+		fmt.Fprintln(w, "Run 'swarmops help' for usage.")
+	}
 }
 
 // The envelopes. Structs, not maps, so "ok" comes first on the wire.
@@ -128,17 +137,28 @@ type (
 )
 
 // errorBody renders an error object: code, message and retryable first, then
-// the extras (sorted by key). The extras can never override the first three.
+// the extras, the subject fields and the hint (sorted by key). None of them
+// can override the first three.
 func errorBody(ce *cliError) json.RawMessage {
 	var b strings.Builder
 	head, _ := json.Marshal(struct {
 		Code      string `json:"code"`
 		Message   string `json:"message"`
 		Retryable bool   `json:"retryable"`
-	}{ce.kind.Code, ce.Error(), ce.kind.Retryable})
+	}{ce.kind.Code, ce.message(), ce.kind.Retryable})
 	b.Write(head[:len(head)-1])
-	keys := make([]string, 0, len(ce.extra))
-	for k := range ce.extra {
+	fields := make(map[string]any, len(ce.extra)+len(ce.subject)+1)
+	for k, v := range ce.subject {
+		fields[k] = v
+	}
+	for k, v := range ce.extra {
+		fields[k] = v
+	}
+	if ce.hint != "" {
+		fields["hint"] = ce.hint
+	}
+	keys := make([]string, 0, len(fields))
+	for k := range fields {
 		if k != "code" && k != "message" && k != "retryable" {
 			keys = append(keys, k)
 		}
@@ -146,9 +166,9 @@ func errorBody(ce *cliError) json.RawMessage {
 	sort.Strings(keys)
 	for _, k := range keys {
 		kb, _ := json.Marshal(k)
-		vb, err := json.Marshal(ce.extra[k])
+		vb, err := json.Marshal(fields[k])
 		if err != nil {
-			vb, _ = json.Marshal(fmt.Sprint(ce.extra[k]))
+			vb, _ = json.Marshal(fmt.Sprint(fields[k]))
 		}
 		b.WriteByte(',')
 		b.Write(kb)

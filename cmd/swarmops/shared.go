@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"time"
@@ -13,13 +14,31 @@ import (
 // storeDir returns the store directory: --store, else SWARMOPS_STORE, else
 // ".swarmops" in the current directory.
 func (a *app) storeDir() string {
+	dir, _ := a.storeChoice()
+	return dir
+}
+
+// storeChoice returns the store directory and where it came from:
+// "--store", "SWARMOPS_STORE", or "" for the default.
+func (a *app) storeChoice() (dir, from string) {
 	if a.storeFlag != "" {
-		return a.storeFlag
+		return a.storeFlag, "--store"
 	}
 	if v := a.getenv("SWARMOPS_STORE"); v != "" {
-		return v
+		return v, "SWARMOPS_STORE"
 	}
-	return ".swarmops"
+	return ".swarmops", ""
+}
+
+// notStore wraps an error of opening or creating the store: an ErrNotStore
+// or ErrExist becomes a *storeError that says which directory was tried and
+// how to get a store.
+func (a *app) notStore(verb string, err error) error {
+	dir, from := a.storeChoice()
+	if errors.Is(err, core.ErrNotStore) || errors.Is(err, core.ErrExist) {
+		return newStoreError(dir, from, err)
+	}
+	return fmt.Errorf("%s %q: %w", verb, dir, err)
 }
 
 // options builds the store options, wrapping the OS filesystem for crash
@@ -43,10 +62,9 @@ func (a *app) open() (*core.Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	dir := a.storeDir()
-	s, err := core.Open(dir, o)
+	s, err := core.Open(a.storeDir(), o)
 	if err != nil {
-		return nil, fmt.Errorf("open store %q: %w", dir, err)
+		return nil, a.notStore("open store", err)
 	}
 	return s, nil
 }
@@ -95,10 +113,20 @@ func resolve(sn *core.Snapshot, rev string) (core.ID, error) {
 		return core.ID{}, usagef("%w", err)
 	}
 	id, err := sn.Resolve(rev)
-	if err != nil {
+	switch {
+	case errors.Is(err, core.ErrNotFound):
+		return core.ID{}, revNotFound(sn, rev, err)
+	case err != nil:
 		return core.ID{}, fmt.Errorf("revision %q: %w", rev, err)
 	}
 	return id, nil
+}
+
+// hasRef reports whether a ref exists. Any error other than not found
+// counts as existing, so the caller's own lookup reports it.
+func hasRef(sn *core.Snapshot, name string) bool {
+	_, err := sn.Ref(name)
+	return !errors.Is(err, core.ErrNotFound)
 }
 
 // nullIfEmpty renders an optional name for JSON: null when empty.
