@@ -1,7 +1,7 @@
 // Command peerbench measures SwarmOps against SQLite, bbolt and Pebble on
-// the same transaction and the workloads W1–W6 of issue 8, and writes the
-// results as JSON and as a Markdown table with ratios against the best
-// durable peer and against the targets P2–P7 of the product brief (§7).
+// the same transaction and the workloads W1–W6, and writes the results as
+// JSON and as a Markdown table with ratios against the best durable peer
+// and against SwarmOps' performance targets P2–P7 (docs/performance.md).
 //
 // Usage:
 //

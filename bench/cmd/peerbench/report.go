@@ -429,7 +429,7 @@ func known(x ...float64) bool {
 
 // targets prints SwarmOps' verdict on each performance target.
 func (w *mdWriter) targets(largest, smallest int) {
-	w.p("\n#### SwarmOps against the targets (PRODUCT.md §7)\n\n| # | target | measured | verdict |\n|---|---|---|---|\n")
+	w.p("\n#### SwarmOps against its performance targets (docs/performance.md)\n\n| # | target | measured | verdict |\n|---|---|---|---|\n")
 	w.writeTargets()
 	for _, size := range w.r.Sizes {
 		w.lookupTargets(size)
