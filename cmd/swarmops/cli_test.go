@@ -28,6 +28,9 @@ const (
 	list2 = "put c.txt = \"gamma\\n\"\ndelete a.txt\n"
 )
 
+// The spec tree is one container because every spec starts from the
+// fixture its BeforeEach builds (m1 and m2 on main); its length is the
+// number of specs, each of them short.
 var _ = Describe("swarmops", func() {
 	var (
 		e      *env
@@ -157,6 +160,7 @@ var _ = Describe("swarmops", func() {
 		})
 	})
 
+	// One container of tables of refused inputs: its length is the rows.
 	Describe("bad input is refused with a clear, typed error and nothing written", func() {
 		DescribeTable("arguments",
 			func(code, msg string, args ...string) {
@@ -290,6 +294,8 @@ var _ = Describe("swarmops", func() {
 		})
 	})
 
+	// One container of land's specs, which share the fixture and the
+	// two-lander setup of their Context.
 	Describe("land", func() {
 		It("fast-forwards when the head is the change's parent", func() {
 			side := e.commit("put s = \"s\\n\"\n", "--parent", "main")
