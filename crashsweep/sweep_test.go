@@ -54,10 +54,10 @@ func TestQuickSweepPasses(t *testing.T) {
 	reportViolations(t, rep)
 }
 
-// TestAtReproducesASweepViolation sweeps with a canary, takes a violation
+// TestAtReplaysASweepViolation sweeps with a canary, takes a violation
 // the sweep found, and checks that --at (Config.At with the violation's
 // model and seed) finds the same violation alone.
-func TestAtReproducesASweepViolation(t *testing.T) {
+func TestAtReplaysASweepViolation(t *testing.T) {
 	scs := pick(t, "commit-advance")
 	cfg := Config{Weaken: core.WeakEarlyDurable, RecoveryPoints: 0, TornSeeds: 2, Seed: 7}
 	rep, err := Sweep(context.Background(), scs, cfg)
