@@ -257,6 +257,8 @@ func (f *fixture) checkLands(r *run, writers, count int) {
 	}
 }
 
+// The CLI-level specs are one Ordered container because they share the
+// binary built and the E_BUSY control run once in BeforeAll.
 var _ = Describe("CLI level (real swarmops processes)", Ordered, ContinueOnFailure, Serial, func() {
 	var bin string
 	requireCLIBusyControl := func() {}

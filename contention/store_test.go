@@ -24,6 +24,8 @@ import (
 // when a single spec is focused; if it fails, every spec fails.
 func requireBusyControl() {}
 
+// The store-level specs are one Ordered container because they share the
+// E_BUSY control run once in BeforeAll (see requireBusyControl).
 var _ = Describe("Store level (writer processes over the Go API)", Ordered, ContinueOnFailure, Serial, func() {
 	BeforeAll(func() {
 		By("the E_BUSY control: the spec holds the writer lock past a writer's timeout")

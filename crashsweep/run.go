@@ -255,6 +255,8 @@ func (r *run) resolve(w int, rev scenarios.Rev) (core.ID, error) {
 	return id, nil
 }
 
+// do runs one step of the scenario on the store and records its effect on
+// op, which the oracle compares the recovered state with.
 func (r *run) do(op *opRecord) error {
 	st := op.step
 	switch st.Kind {
@@ -267,90 +269,11 @@ func (r *run) do(op *opRecord) error {
 		op.effect.createsStore = true
 		return nil
 	case scenarios.KindCommit:
-		s, err := r.store(st.Writer)
-		if err != nil {
-			return err
-		}
-		req := core.CommitRequest{Agent: st.Agent, Message: st.Message, Time: r.now, Advance: st.Advance}
-		if req.Agent == "" {
-			req.Agent = "scenario"
-		}
-		for _, p := range st.Parents {
-			id, err := r.resolve(st.Writer, p)
-			if err != nil {
-				return err
-			}
-			if !id.IsZero() {
-				req.Parents = append(req.Parents, id)
-			}
-		}
-		for _, f := range st.Files {
-			req.Changes = append(req.Changes, core.Change{Path: f.Path, Data: f.Data()})
-		}
-		for _, d := range st.Deletes {
-			req.Changes = append(req.Changes, core.Change{Path: d, Delete: true})
-		}
-		id, err := s.Commit(req)
-		if err != nil {
-			return err
-		}
-		op.id = id
-		if st.Label != "" {
-			r.labels[st.Label] = id
-		}
-		op.effect.changesets = []core.ID{id}
-		if st.Advance != "" {
-			op.effect.set = map[string]core.ID{st.Advance: id}
-		}
-		return nil
+		return r.doCommit(op)
 	case scenarios.KindRefCreate, scenarios.KindRefSet, scenarios.KindRefDelete:
-		s, err := r.store(st.Writer)
-		if err != nil {
-			return err
-		}
-		u := core.RefUpdate{Name: st.Ref}
-		if st.Kind != scenarios.KindRefCreate {
-			if u.Old, err = r.resolve(st.Writer, st.Expect); err != nil {
-				return err
-			}
-		}
-		if st.Kind != scenarios.KindRefDelete {
-			if u.New, err = r.resolve(st.Writer, st.To); err != nil {
-				return err
-			}
-		}
-		if err := s.UpdateRefs(u); err != nil {
-			return err
-		}
-		if u.New.IsZero() {
-			op.effect.del = []string{st.Ref}
-		} else {
-			op.effect.set = map[string]core.ID{st.Ref: u.New}
-		}
-		return nil
+		return r.doRef(op)
 	case scenarios.KindLand:
-		s, err := r.store(st.Writer)
-		if err != nil {
-			return err
-		}
-		change, err := r.resolve(st.Writer, st.Change)
-		if err != nil {
-			return err
-		}
-		res, err := s.Land(change, st.Onto, core.LandOptions{Agent: "lander"})
-		if err != nil {
-			return err
-		}
-		op.land = res
-		op.id = res.Changeset
-		if st.Label != "" {
-			r.labels[st.Label] = res.Changeset
-		}
-		if !res.NoOp {
-			op.effect.changesets = []core.ID{res.Changeset}
-			op.effect.set = map[string]core.ID{st.Onto: res.Changeset}
-		}
-		return nil
+		return r.doLand(op)
 	case scenarios.KindRecover, scenarios.KindReopen:
 		r.closeAll()
 		if st.Kind == scenarios.KindRecover {
@@ -361,24 +284,126 @@ func (r *run) do(op *opRecord) error {
 		_, err := r.store(0)
 		return err
 	case scenarios.KindRead:
-		s, err := r.store(st.Writer)
-		if err != nil {
-			return err
-		}
-		known := r.known
-		if known == nil {
-			for _, o := range r.ops {
-				known = append(known, o.effect.changesets...)
-			}
-		}
-		seen, err := observeStore(s, known)
-		if err != nil {
-			return err
-		}
-		op.read = seen
-		return nil
+		return r.doRead(op)
 	}
 	return fmt.Errorf("crashsweep: step kind %q not implemented", st.Kind)
+}
+
+// doCommit runs a commit step.
+func (r *run) doCommit(op *opRecord) error {
+	st := op.step
+	s, err := r.store(st.Writer)
+	if err != nil {
+		return err
+	}
+	req := core.CommitRequest{Agent: st.Agent, Message: st.Message, Time: r.now, Advance: st.Advance}
+	if req.Agent == "" {
+		req.Agent = "scenario"
+	}
+	for _, p := range st.Parents {
+		id, err := r.resolve(st.Writer, p)
+		if err != nil {
+			return err
+		}
+		if !id.IsZero() {
+			req.Parents = append(req.Parents, id)
+		}
+	}
+	for _, f := range st.Files {
+		req.Changes = append(req.Changes, core.Change{Path: f.Path, Data: f.Data()})
+	}
+	for _, d := range st.Deletes {
+		req.Changes = append(req.Changes, core.Change{Path: d, Delete: true})
+	}
+	id, err := s.Commit(req)
+	if err != nil {
+		return err
+	}
+	op.id = id
+	if st.Label != "" {
+		r.labels[st.Label] = id
+	}
+	op.effect.changesets = []core.ID{id}
+	if st.Advance != "" {
+		op.effect.set = map[string]core.ID{st.Advance: id}
+	}
+	return nil
+}
+
+// doRef runs a ref_create, ref_set or ref_delete step.
+func (r *run) doRef(op *opRecord) error {
+	st := op.step
+	s, err := r.store(st.Writer)
+	if err != nil {
+		return err
+	}
+	u := core.RefUpdate{Name: st.Ref}
+	if st.Kind != scenarios.KindRefCreate {
+		if u.Old, err = r.resolve(st.Writer, st.Expect); err != nil {
+			return err
+		}
+	}
+	if st.Kind != scenarios.KindRefDelete {
+		if u.New, err = r.resolve(st.Writer, st.To); err != nil {
+			return err
+		}
+	}
+	if err := s.UpdateRefs(u); err != nil {
+		return err
+	}
+	if u.New.IsZero() {
+		op.effect.del = []string{st.Ref}
+	} else {
+		op.effect.set = map[string]core.ID{st.Ref: u.New}
+	}
+	return nil
+}
+
+// doLand runs a land step.
+func (r *run) doLand(op *opRecord) error {
+	st := op.step
+	s, err := r.store(st.Writer)
+	if err != nil {
+		return err
+	}
+	change, err := r.resolve(st.Writer, st.Change)
+	if err != nil {
+		return err
+	}
+	res, err := s.Land(change, st.Onto, core.LandOptions{Agent: "lander"})
+	if err != nil {
+		return err
+	}
+	op.land = res
+	op.id = res.Changeset
+	if st.Label != "" {
+		r.labels[st.Label] = res.Changeset
+	}
+	if !res.NoOp {
+		op.effect.changesets = []core.ID{res.Changeset}
+		op.effect.set = map[string]core.ID{st.Onto: res.Changeset}
+	}
+	return nil
+}
+
+// doRead runs a read step: it observes every changeset the run knows of.
+func (r *run) doRead(op *opRecord) error {
+	s, err := r.store(op.step.Writer)
+	if err != nil {
+		return err
+	}
+	known := r.known
+	if known == nil {
+		for _, o := range r.ops {
+			known = append(known, o.effect.changesets...)
+		}
+	}
+	seen, err := observeStore(s, known)
+	if err != nil {
+		return err
+	}
+	op.read = seen
+	return nil
 }
 
 // closeAll closes every open handle (errors are not the step's concern: a

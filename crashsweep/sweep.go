@@ -39,7 +39,6 @@ import (
 	"runtime/debug"
 	"slices"
 	"sort"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -185,30 +184,6 @@ func (r *Report) PointsPerSecond() float64 {
 	return float64(r.Points) / r.Elapsed.Seconds()
 }
 
-type modelSeed struct {
-	model faultfs.Model
-	seed  int64
-}
-
-type taskKind uint8
-
-const (
-	taskCrash taskKind = iota
-	taskFault
-	taskRecover
-	taskCorrupt
-)
-
-type task struct {
-	sc    int
-	kind  taskKind
-	n     int64
-	rule  string
-	model modelSeed // taskRecover: the clone whose recovery crashes
-	r     int64     // taskRecover: the recovery call that crashes
-	flip  int64     // taskCorrupt: which seeded bit flip
-}
-
 // Sweep runs the configured sweep over scs. It returns an error only for a
 // bad configuration; everything the store does wrong, including a scenario
 // whose reference run fails, is a Violation.
@@ -223,91 +198,19 @@ func Sweep(ctx context.Context, scs []*scenarios.Scenario, cfg Config) (*Report,
 	for _, m := range cfg.Models {
 		rep.Models = append(rep.Models, m.String())
 	}
-	refs := make([]*reference, len(scs))
-	var tasks []task
-	for i, sc := range scs {
-		rep.Scenarios = append(rep.Scenarios, ScenarioStats{Name: sc.Name})
-		ref, err := safeReference(sc, cfg.Weaken)
-		if err != nil {
-			claim := "reference"
-			var ce *claimError
-			if errors.As(err, &ce) {
-				claim = string(ce.claim)
-			}
-			v := Violation{Claim: claim, Scenario: sc.Name, File: sc.File, Canary: rep.Canary, At: -1,
-				Detail: "the scenario's uncrashed, fault-free run failed: " + err.Error()}
-			rep.Violations = append(rep.Violations, v)
-			rep.Scenarios[i].Violations++
-			continue
-		}
-		refs[i] = ref
-		rep.Scenarios[i].Calls = ref.calls
-		tasks = append(tasks, cfg.tasks(i, ref, ms)...)
-	}
+	refs, tasks := references(scs, &cfg, rep, ms)
 	var mine []task
 	for i, t := range tasks {
 		if i%cfg.Shards == cfg.Shard {
 			mine = append(mine, t)
 		}
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var (
-		mu    sync.Mutex
-		done  atomic.Int64
-		total = int64(len(mine))
-		ch    = make(chan task)
-		wg    sync.WaitGroup
-	)
+	// A weakening without a canary's name is named by its bits, from here
+	// on: the reference runs' violations above keep the name it had.
 	if rep.Canary == "" && cfg.Weaken != 0 {
 		rep.Canary = fmt.Sprintf("weaken(%d)", cfg.Weaken)
 	}
-	for w := 0; w < cfg.Workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for t := range ch {
-				res := runTask(refs[t.sc], t, ms, &cfg)
-				kept := res.violations[:0]
-				for _, v := range res.violations {
-					if cfg.Baseline[v.Key()] {
-						continue
-					}
-					v.Canary = rep.Canary
-					kept = append(kept, v)
-				}
-				res.violations = kept
-				mu.Lock()
-				st := &rep.Scenarios[t.sc]
-				st.Points += res.points
-				st.States += res.states
-				st.Faults += res.faults
-				st.Recoveries += res.recoveries
-				st.Flips += res.flips
-				st.Violations += len(res.violations)
-				rep.Violations = append(rep.Violations, res.violations...)
-				stop := cfg.StopAtFirst && len(rep.Violations) > 0
-				mu.Unlock()
-				if stop {
-					cancel()
-				}
-				d := done.Add(1)
-				if cfg.Progress != nil {
-					cfg.Progress(d, total)
-				}
-			}
-		}()
-	}
-feed:
-	for _, t := range mine {
-		select {
-		case ch <- t:
-		case <-ctx.Done():
-			break feed
-		}
-	}
-	close(ch)
-	wg.Wait()
+	runTasks(ctx, &cfg, rep, refs, ms, mine)
 	for _, s := range rep.Scenarios {
 		rep.Points += s.Points
 		rep.States += s.States
@@ -333,6 +236,102 @@ feed:
 	})
 	rep.Elapsed = time.Since(start)
 	return rep, nil
+}
+
+// references runs every scenario uncrashed and lists its tasks. A scenario
+// whose reference run fails gets a violation (of the claim it broke, if it
+// names one) and no tasks; its reference is nil.
+func references(scs []*scenarios.Scenario, cfg *Config, rep *Report, ms []modelSeed) ([]*reference, []task) {
+	refs := make([]*reference, len(scs))
+	var tasks []task
+	for i, sc := range scs {
+		rep.Scenarios = append(rep.Scenarios, ScenarioStats{Name: sc.Name})
+		ref, err := safeReference(sc, cfg.Weaken)
+		if err != nil {
+			claim := "reference"
+			var ce *claimError
+			if errors.As(err, &ce) {
+				claim = string(ce.claim)
+			}
+			v := Violation{Claim: claim, Scenario: sc.Name, File: sc.File, Canary: rep.Canary, At: -1,
+				Detail: "the scenario's uncrashed, fault-free run failed: " + err.Error()}
+			rep.Violations = append(rep.Violations, v)
+			rep.Scenarios[i].Violations++
+			continue
+		}
+		refs[i] = ref
+		rep.Scenarios[i].Calls = ref.calls
+		tasks = append(tasks, cfg.tasks(i, ref, ms)...)
+	}
+	return refs, tasks
+}
+
+// runTasks runs the tasks on cfg.Workers workers and adds their counts and
+// violations (less the baseline's) to rep. It stops feeding tasks when ctx
+// ends, or at the first violation with StopAtFirst.
+func runTasks(ctx context.Context, cfg *Config, rep *Report, refs []*reference, ms []modelSeed, mine []task) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		mu    sync.Mutex
+		done  atomic.Int64
+		total = int64(len(mine))
+		ch    = make(chan task)
+		wg    sync.WaitGroup
+	)
+	for w := 0; w < cfg.Workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for t := range ch {
+				res := runTask(refs[t.sc], t, ms, cfg)
+				mu.Lock()
+				stop := rep.add(t.sc, res, cfg)
+				mu.Unlock()
+				if stop {
+					cancel()
+				}
+				d := done.Add(1)
+				if cfg.Progress != nil {
+					cfg.Progress(d, total)
+				}
+			}
+		}()
+	}
+feed:
+	for _, t := range mine {
+		select {
+		case ch <- t:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(ch)
+	wg.Wait()
+}
+
+// add counts a task's result into the scenario's stats and keeps its
+// violations that the baseline does not hold. It reports whether the sweep
+// should stop (StopAtFirst and a violation). The caller serialises calls.
+func (rep *Report) add(sc int, res taskResult, cfg *Config) (stop bool) {
+	kept := res.violations[:0]
+	for _, v := range res.violations {
+		if cfg.Baseline[v.Key()] {
+			continue
+		}
+		v.Canary = rep.Canary
+		kept = append(kept, v)
+	}
+	res.violations = kept
+	st := &rep.Scenarios[sc]
+	st.Points += res.points
+	st.States += res.states
+	st.Faults += res.faults
+	st.Recoveries += res.recoveries
+	st.Flips += res.flips
+	st.Violations += len(res.violations)
+	rep.Violations = append(rep.Violations, res.violations...)
+	return cfg.StopAtFirst && len(rep.Violations) > 0
 }
 
 // sweepGCPercent is the GC target while a sweep runs. A crash point
@@ -445,282 +444,6 @@ func (cfg *Config) normalize() error {
 		cfg.Flips = 0
 	}
 	return nil
-}
-
-func (cfg *Config) modelSeeds() []modelSeed {
-	var out []modelSeed
-	for _, m := range cfg.Models {
-		if m == faultfs.Torn {
-			for i := 0; i < cfg.TornSeeds; i++ {
-				out = append(out, modelSeed{m, cfg.Seed + int64(i)})
-			}
-			continue
-		}
-		out = append(out, modelSeed{m, cfg.Seed})
-	}
-	return out
-}
-
-// tasks lists a scenario's work: crash points (thinned by Stride) and fault
-// rules.
-func (cfg *Config) tasks(sc int, ref *reference, ms []modelSeed) []task {
-	var out []task
-	last := ref.calls + 1
-	if !cfg.NoCrash {
-		var points []int64
-		switch {
-		case cfg.At > 0:
-			points = []int64{cfg.At}
-		case cfg.Stride > 1:
-			off := int64(uint64(cfg.Seed) % uint64(cfg.Stride))
-			points = append(points, 1)
-			for n := 1 + off; n < last; n += int64(cfg.Stride) {
-				if n > 1 {
-					points = append(points, n)
-				}
-			}
-			points = append(points, last)
-		default:
-			for n := int64(1); n <= last; n++ {
-				points = append(points, n)
-			}
-		}
-		rec := map[int64]bool{}
-		if ref.sc.Has(scenarios.C10) {
-			switch {
-			case cfg.At > 0:
-				rec[cfg.At] = cfg.RecoverAt > 0
-			case cfg.RecoveryPoints < 0:
-				for _, n := range points {
-					rec[n] = true
-				}
-			case cfg.RecoveryPoints > 0:
-				k := cfg.RecoveryPoints
-				for i := 1; i <= k; i++ {
-					rec[points[(len(points)-1)*i/k]] = true
-				}
-			}
-		}
-		if cfg.RecoverAt == 0 {
-			for _, n := range points {
-				out = append(out, task{sc: sc, kind: taskCrash, n: n})
-			}
-		}
-		// The crash-during-recovery sweep: one task per recovery call, so
-		// the workers share them.
-		for _, n := range points {
-			if !rec[n] {
-				continue
-			}
-			for _, m := range ms {
-				if m.model == faultfs.ProcessCrash || (m.model == faultfs.Torn && m.seed != cfg.Seed) {
-					continue
-				}
-				lo, hi := int64(1), ref.recoveryCalls(n, m, cfg.Weaken)
-				if cfg.RecoverAt > 0 {
-					lo, hi = cfg.RecoverAt, cfg.RecoverAt
-				}
-				for r := lo; r <= hi; r++ {
-					out = append(out, task{sc: sc, kind: taskRecover, n: n, model: m, r: r})
-				}
-			}
-		}
-	}
-	if ref.sc.Has(scenarios.C6) {
-		switch {
-		case cfg.Flip > 0:
-			out = append(out, task{sc: sc, kind: taskCorrupt, flip: cfg.Flip})
-		default:
-			for k := int64(1); k <= cfg.Flips; k++ {
-				out = append(out, task{sc: sc, kind: taskCorrupt, flip: k})
-			}
-		}
-	}
-	if cfg.Faults && ref.sc.Has(scenarios.C9) {
-		rules := faultRules(ref, cfg.FaultStride, cfg.Seed)
-		if cfg.Fault != "" {
-			rules = []string{cfg.Fault}
-		}
-		for _, r := range rules {
-			out = append(out, task{sc: sc, kind: taskFault, rule: r})
-		}
-	}
-	return out
-}
-
-// makeReference runs the scenario uncrashed on a counting memory filesystem
-// and derives the oracle's expectations.
-func makeReference(sc *scenarios.Scenario, weaken core.Weakening) (*reference, error) {
-	mem := faultfs.NewMem()
-	cnt := faultfs.NewCounting(mem)
-	cnt.StartTrace()
-	r := newRun(sc, cnt, weaken)
-	r.steps(sc.Steps)
-	cnt.StopTrace()
-	ref := &reference{sc: sc, ops: r.ops, order: r.order, trace: cnt.Trace(), calls: cnt.Total(), counts: cnt.Snapshot()}
-	if r.stopped != nil {
-		return nil, r.stopped
-	}
-	for _, st := range racesIn(sc.Steps) {
-		for _, op := range r.ops {
-			if op.step == st.First && st.At == "LOCK" && op.land != nil && op.land.Attempts < 2 {
-				return nil, fmt.Errorf("race (%s): the first lander won in %d attempt(s); the race did not happen (does Land take LOCK before its CAS?)", st.Pos, op.land.Attempts)
-			}
-			if op.step == st.Second && !op.started {
-				return nil, fmt.Errorf("race (%s): the first side never took %s, so the second never ran", st.Pos, st.At)
-			}
-		}
-	}
-	ref.pos = make([]int, len(r.ops))
-	for p, i := range r.order {
-		ref.pos[i] = p
-	}
-	ref.states = []*state{{}}
-	cur := &state{}
-	seen := map[core.ID]bool{}
-	for _, i := range r.order {
-		cur = cur.apply(r.ops[i].effect)
-		ref.states = append(ref.states, cur)
-		for _, id := range r.ops[i].effect.changesets {
-			if !seen[id] {
-				seen[id] = true
-				ref.known = append(ref.known, id)
-			}
-		}
-	}
-	// Content of every changeset, read back from the uncrashed store.
-	s := r.stores[0]
-	if s == nil {
-		var err error
-		if s, err = r.store(0); err != nil {
-			return nil, fmt.Errorf("reopen after the reference run: %w", err)
-		}
-	}
-	sn, err := s.Snapshot()
-	if err != nil {
-		return nil, fmt.Errorf("snapshot after the reference run: %w", err)
-	}
-	got, err := observeSnapshot(sn, ref.known)
-	if err != nil {
-		return nil, err
-	}
-	if !got.equal(cur) {
-		return nil, &claimError{scenarios.C1, fmt.Errorf("every operation was acknowledged, but a fresh snapshot after the run shows %s; the operations give %s", got, cur)}
-	}
-	ref.content = map[core.ID]map[string][32]byte{}
-	for _, id := range ref.known {
-		files, err := sn.Flatten(id)
-		if err != nil {
-			return nil, fmt.Errorf("flatten %s: %w", id.String()[:12], err)
-		}
-		m := map[string][32]byte{}
-		for p, e := range files {
-			data, err := sn.Blob(e.ID)
-			if err != nil {
-				return nil, fmt.Errorf("blob %s of %q: %w", e.ID.String()[:12], p, err)
-			}
-			m[p] = hashBytes(data)
-		}
-		ref.content[id] = m
-	}
-	for _, st := range r.stores {
-		if st != nil {
-			if err := st.Close(); err != nil {
-				return nil, fmt.Errorf("close after the reference run: %w", err)
-			}
-		}
-	}
-	return ref, nil
-}
-
-// safeReference is makeReference with a panic turned into an error.
-func safeReference(sc *scenarios.Scenario, weaken core.Weakening) (ref *reference, err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			ref, err = nil, fmt.Errorf("panic: %v\n%s", p, debug.Stack())
-		}
-	}()
-	return makeReference(sc, weaken)
-}
-
-// claimError is a reference-run failure that is itself a claim violation.
-type claimError struct {
-	claim scenarios.Claim
-	err   error
-}
-
-func (e *claimError) Error() string { return e.err.Error() }
-func (e *claimError) Unwrap() error { return e.err }
-
-func racesIn(steps []scenarios.Step) []*scenarios.Step {
-	var out []*scenarios.Step
-	for i := range steps {
-		switch steps[i].Kind {
-		case scenarios.KindRace:
-			out = append(out, &steps[i])
-		case scenarios.KindRepeat:
-			out = append(out, racesIn(steps[i].Body)...)
-		}
-	}
-	return out
-}
-
-// traceAround formats the reference calls near crash point n.
-func (ref *reference) traceAround(n int64) []string {
-	var out []string
-	for _, c := range ref.trace {
-		if c.N < n-6 || c.N > n+2 {
-			continue
-		}
-		mark := "  "
-		if c.N == n {
-			mark = "=>"
-		}
-		line := fmt.Sprintf("%s #%d %s %s", mark, c.N, c.Op, c.Path)
-		if c.To != "" {
-			line += " -> " + c.To
-		}
-		out = append(out, line)
-	}
-	if n == ref.calls+1 {
-		out = append(out, fmt.Sprintf("=> #%d (after the last call: the run completed)", n))
-	}
-	return out
-}
-
-// opAt names the operation that was running at crash point n.
-func (ref *reference) opAt(r *run) string {
-	for _, op := range r.ops {
-		if op.started && !op.acked {
-			return fmt.Sprintf("%s at %s", op.step.Kind, op.step.Pos)
-		}
-	}
-	return "none (between operations)"
-}
-
-func errString(err error) string {
-	if err == nil {
-		return "<nil>"
-	}
-	return strings.ReplaceAll(err.Error(), "\n", " ")
-}
-
-// Trace returns the numbered filesystem calls of a scenario's reference run
-// (the crash points), one line per call, with the operation each belongs to.
-func Trace(sc *scenarios.Scenario, weaken core.Weakening) ([]string, error) {
-	ref, err := makeReference(sc, weaken)
-	if err != nil {
-		return nil, err
-	}
-	var out []string
-	for _, c := range ref.trace {
-		line := fmt.Sprintf("#%d %s %s", c.N, c.Op, c.Path)
-		if c.To != "" {
-			line += " -> " + c.To
-		}
-		out = append(out, line)
-	}
-	return out, nil
 }
 
 // QuickConfig is the bounded sweep run on every push (crashsim --quick) and

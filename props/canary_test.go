@@ -59,10 +59,10 @@ func (r *recordingTB) Failed() bool {
 }
 
 // expectFailure runs prop (the property under a broken variant) with rapid
-// and fails t unless rapid finds a counterexample. It logs rapid's report,
-// the shrunk counterexample included, so that -v shows what the property
-// caught. No fail file is written: a canary's failure is the expected
-// outcome, not a regression to replay.
+// and fails t unless rapid finds a counterexample. rapid's report, the
+// shrunk counterexample included, is logged only if t fails anyway (see
+// logOnFailure). No fail file is written: a canary's failure is the
+// expected outcome, not a regression to replay.
 func expectFailure(t *testing.T, checks int, what string, prop func(*rapid.T)) {
 	t.Helper()
 	scale, err := parseScale(lookupEnv)
@@ -92,7 +92,20 @@ func expectFailure(t *testing.T, checks int, what string, prop func(*rapid.T)) {
 	if out := rec.log.String(); !strings.Contains(out, "[rapid] failed") && !strings.Contains(out, "[rapid] panic") && !strings.Contains(out, "[rapid] flaky test") {
 		t.Fatalf("against %s rapid failed without a counterexample:\n%s", what, out)
 	}
-	t.Logf("as required, the property failed against %s; rapid's report:\n%s", what, rec.log.String())
+	logOnFailure(t, "as required, the property failed against %s; rapid's report:\n%s", what, rec.log.String())
+}
+
+// logOnFailure logs what a canary caught only if t fails: in a passing run
+// a report that reads "failed" and "To reproduce" would look like a
+// failure, while in a failing one it shows what the canaries did catch.
+func logOnFailure(t testing.TB, format string, args ...any) {
+	t.Helper()
+	msg := fmt.Sprintf(format, args...)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Log(msg)
+		}
+	})
 }
 
 // setFlags sets flags for the duration of one test and returns a function

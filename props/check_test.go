@@ -29,8 +29,40 @@ func checkAgainstModel(s *core.Store, m *storeModel) error {
 	if err != nil {
 		return fmt.Errorf("Snapshot: %w", err)
 	}
+	if err := checkRefs(sn, m); err != nil {
+		return err
+	}
+	if err := checkChangesets(sn, m); err != nil {
+		return err
+	}
+	if err := checkMisses(sn, m); err != nil {
+		return err
+	}
+	// First-parent walks from every ref and from the newest changeset.
+	starts := m.refNames()
+	for _, name := range starts {
+		if err := checkLog(sn, m, m.refs[name]); err != nil {
+			return fmt.Errorf("ref %q: %w", name, err)
+		}
+	}
+	if n := len(m.order); n > 0 {
+		if err := checkLog(sn, m, m.order[n-1]); err != nil {
+			return err
+		}
+	}
+	info, err := s.Info()
+	if err != nil {
+		return fmt.Errorf("Info: %w", err)
+	}
+	if info.Changesets != int64(len(m.order)) || info.Refs != len(m.refs) {
+		return fmt.Errorf("Info counts %d changesets, %d refs; want %d, %d", info.Changesets, info.Refs, len(m.order), len(m.refs))
+	}
+	return nil
+}
 
-	// Refs.
+// checkRefs compares the ref list, each ref of the pool, and each reflog
+// with the model.
+func checkRefs(sn *core.Snapshot, m *storeModel) error {
 	got, err := sn.Refs()
 	if err != nil {
 		return fmt.Errorf("Refs: %w", err)
@@ -71,8 +103,13 @@ func checkAgainstModel(s *core.Store, m *storeModel) error {
 			}
 		}
 	}
+	return nil
+}
 
-	// Changesets, trees, blobs.
+// checkChangesets compares every changeset (parents, generation, metadata,
+// tree and blobs), its resolution by full id and by prefix, and the delta
+// hash index with the model.
+func checkChangesets(sn *core.Snapshot, m *storeModel) error {
 	deltas := map[objects.Hash][]core.ID{}
 	byKey := map[string]objects.Hash{}
 	for _, id := range m.order {
@@ -121,8 +158,12 @@ func checkAgainstModel(s *core.Store, m *storeModel) error {
 			return fmt.Errorf("ByDelta(%s) = %s; want %s", h.String()[:12], shorts(got), shorts(ids))
 		}
 	}
+	return nil
+}
 
-	// Misses.
+// checkMisses checks that an id, a delta hash and a prefix nobody made are
+// not found.
+func checkMisses(sn *core.Snapshot, m *storeModel) error {
 	if _, err := sn.Changeset(missID); !errors.Is(err, core.ErrNotFound) {
 		return fmt.Errorf("Changeset(missing id): %v; want ErrNotFound", err)
 	}
@@ -134,27 +175,6 @@ func checkAgainstModel(s *core.Store, m *storeModel) error {
 		if r, err := sn.Resolve(missPrefix); !errors.Is(err, core.ErrNotFound) {
 			return fmt.Errorf("Resolve(missing prefix %s) = %s, %v; want ErrNotFound", missPrefix, short(r), err)
 		}
-	}
-
-	// First-parent walks from every ref and from the newest changeset.
-	starts := m.refNames()
-	for _, name := range starts {
-		if err := checkLog(sn, m, m.refs[name]); err != nil {
-			return fmt.Errorf("ref %q: %w", name, err)
-		}
-	}
-	if n := len(m.order); n > 0 {
-		if err := checkLog(sn, m, m.order[n-1]); err != nil {
-			return err
-		}
-	}
-
-	info, err := s.Info()
-	if err != nil {
-		return fmt.Errorf("Info: %w", err)
-	}
-	if info.Changesets != int64(len(m.order)) || info.Refs != len(m.refs) {
-		return fmt.Errorf("Info counts %d changesets, %d refs; want %d, %d", info.Changesets, info.Refs, len(m.order), len(m.refs))
 	}
 	return nil
 }

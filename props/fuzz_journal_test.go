@@ -82,7 +82,7 @@ func TestCanaryJournalScanCatchesSkippedChecksums(t *testing.T) {
 	if err == nil {
 		t.Fatal("the journal-scan property passed against WeakSkipChecksum")
 	}
-	t.Logf("as required, the property failed against WeakSkipChecksum: %v", err)
+	logOnFailure(t, "as required, the property failed against WeakSkipChecksum: %v", err)
 }
 
 // FuzzSegmentHeader decodes arbitrary bytes as a segment header. It must

@@ -278,8 +278,39 @@ func (im *indexMachine) compare(v *index.View, m *indexModel) error {
 			return fmt.Errorf("Changeset(%s), a %v, found a changeset (%v)", short(id), want.Kind, err)
 		}
 	}
-	// Prefixes of 4 to 7 digits of every id (ambiguous ones included), and
-	// of ids that are not there.
+	if err := im.comparePrefixes(v, m); err != nil {
+		return err
+	}
+	for _, h := range deltaPool {
+		var want []objects.ID
+		for id, r := range m.cs {
+			if r.Delta == h {
+				want = append(want, id)
+			}
+		}
+		sort.Slice(want, func(i, j int) bool { return bytes.Compare(want[i][:], want[j][:]) < 0 })
+		got, err := v.ByDelta(h)
+		if err != nil || !sameIDs(got, want) {
+			return fmt.Errorf("ByDelta(%s) = %s, %v; want %s", h.String()[:8], shorts(got), err, shorts(want))
+		}
+	}
+	if _, ok, err := v.Changeset(missID); ok || err != nil {
+		return fmt.Errorf("Changeset(missing) found something (%v)", err)
+	}
+	if _, ok, err := v.Object(missID); ok || err != nil {
+		return fmt.Errorf("Object(missing) found something (%v)", err)
+	}
+	ncs, nobj, err := v.Counts()
+	if err != nil || ncs != int64(len(m.cs)) || nobj != int64(len(m.obj)) {
+		return fmt.Errorf("Counts = %d changesets, %d objects, %v; want %d, %d", ncs, nobj, err, len(m.cs), len(m.obj))
+	}
+	return nil
+}
+
+// comparePrefixes checks Prefix lookups of 4 to 7 digits of every id
+// (ambiguous ones included), and of ids that are not there, at several
+// limits.
+func (im *indexMachine) comparePrefixes(v *index.View, m *indexModel) error {
 	all := m.ids()
 	prefixes := map[string]bool{}
 	for _, id := range all {
@@ -318,29 +349,6 @@ func (im *indexMachine) compare(v *index.View, m *indexModel) error {
 				return fmt.Errorf("Prefix(%s, max %d) = %v, %v; want %v", p, max, got, err, w)
 			}
 		}
-	}
-	for _, h := range deltaPool {
-		var want []objects.ID
-		for id, r := range m.cs {
-			if r.Delta == h {
-				want = append(want, id)
-			}
-		}
-		sort.Slice(want, func(i, j int) bool { return bytes.Compare(want[i][:], want[j][:]) < 0 })
-		got, err := v.ByDelta(h)
-		if err != nil || !sameIDs(got, want) {
-			return fmt.Errorf("ByDelta(%s) = %s, %v; want %s", h.String()[:8], shorts(got), err, shorts(want))
-		}
-	}
-	if _, ok, err := v.Changeset(missID); ok || err != nil {
-		return fmt.Errorf("Changeset(missing) found something (%v)", err)
-	}
-	if _, ok, err := v.Object(missID); ok || err != nil {
-		return fmt.Errorf("Object(missing) found something (%v)", err)
-	}
-	ncs, nobj, err := v.Counts()
-	if err != nil || ncs != int64(len(m.cs)) || nobj != int64(len(m.obj)) {
-		return fmt.Errorf("Counts = %d changesets, %d objects, %v; want %d, %d", ncs, nobj, err, len(m.cs), len(m.obj))
 	}
 	return nil
 }

@@ -187,17 +187,7 @@ func runCASHistoryOn(t fataler, fs vfs.FS, dir string, plans [][]casStep, cas ca
 		t.Fatalf("Create: %v", err)
 	}
 	defer s.Close()
-	var values []core.ID
-	for i := 0; i < 4; i++ {
-		id, err := s.Commit(core.CommitRequest{
-			Changes: []core.Change{{Path: "v", Data: []byte{byte(i)}}},
-			Agent:   "setup", Message: fmt.Sprint("value ", i), Time: epoch,
-		})
-		if err != nil {
-			t.Fatalf("setup commit %d: %v", i, err)
-		}
-		values = append(values, id)
-	}
+	values := casValues(t, s)
 	val := func(i int) core.ID {
 		if i < 0 {
 			return core.ID{}
@@ -263,6 +253,23 @@ func runCASHistoryOn(t fataler, fs vfs.FS, dir string, plans [][]casStep, cas ca
 		t.Fatalf("operations failed with errors other than a conflict:\n%s", strings.Join(failures, "\n"))
 	}
 	return history
+}
+
+// casValues commits the four changesets the refs of a CAS history move
+// between.
+func casValues(t fataler, s *core.Store) []core.ID {
+	var values []core.ID
+	for i := 0; i < 4; i++ {
+		id, err := s.Commit(core.CommitRequest{
+			Changes: []core.Change{{Path: "v", Data: []byte{byte(i)}}},
+			Agent:   "setup", Message: fmt.Sprint("value ", i), Time: epoch,
+		})
+		if err != nil {
+			t.Fatalf("setup commit %d: %v", i, err)
+		}
+		values = append(values, id)
+	}
+	return values
 }
 
 // fataler is what runCASHistory needs of *testing.T and *rapid.T alike.

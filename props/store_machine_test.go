@@ -130,31 +130,7 @@ func (sm *storeMachine) commit(t *rapid.T) {
 			parents = append(parents, m.order[i])
 		}
 	}
-	// Advance a ref: none, one the commit should win (its first parent is
-	// the ref's value, or it has no parents and the ref is absent), or any.
-	advance := ""
-	switch rapid.SampledFrom([]string{"none", "win", "any"}).Draw(t, "advanceMode") {
-	case "win":
-		advance = rapid.SampledFrom(refPool).Draw(t, "advance")
-		cur, ok := m.refs[advance]
-		switch {
-		case !ok && np > 0:
-			t.Skip("a winning advance of an absent ref needs a root commit")
-		case ok && np == 0:
-			t.Skip("a winning advance of an existing ref needs parents")
-		case ok:
-			for i, p := range parents {
-				if p == cur {
-					parents[0], parents[i] = parents[i], parents[0]
-				}
-			}
-			if parents[0] != cur {
-				parents[0] = cur
-			}
-		}
-	case "any":
-		advance = rapid.SampledFrom(refPool).Draw(t, "advance")
-	}
+	advance := drawAdvance(t, m, parents)
 	var base map[string]file
 	if np > 0 {
 		base = m.tree(parents[0])
@@ -213,6 +189,37 @@ func (sm *storeMachine) commit(t *rapid.T) {
 	}
 }
 
+// drawAdvance draws the ref a commit advances: none, one the commit should
+// win (its first parent is the ref's value, or it has no parents and the
+// ref is absent; parents is reordered or changed to make it so), or any.
+func drawAdvance(t *rapid.T, m *storeModel, parents []core.ID) string {
+	np := len(parents)
+	advance := ""
+	switch rapid.SampledFrom([]string{"none", "win", "any"}).Draw(t, "advanceMode") {
+	case "win":
+		advance = rapid.SampledFrom(refPool).Draw(t, "advance")
+		cur, ok := m.refs[advance]
+		switch {
+		case !ok && np > 0:
+			t.Skip("a winning advance of an absent ref needs a root commit")
+		case ok && np == 0:
+			t.Skip("a winning advance of an existing ref needs parents")
+		case ok:
+			for i, p := range parents {
+				if p == cur {
+					parents[0], parents[i] = parents[i], parents[0]
+				}
+			}
+			if parents[0] != cur {
+				parents[0] = cur
+			}
+		}
+	case "any":
+		advance = rapid.SampledFrom(refPool).Draw(t, "advance")
+	}
+	return advance
+}
+
 // update performs one UpdateRefs call of 1–3 updates on distinct refs, each
 // drawn to win or to lose, and checks all-or-nothing.
 func (sm *storeMachine) update(t *rapid.T) {
@@ -258,31 +265,7 @@ func (sm *storeMachine) update(t *rapid.T) {
 		}
 		ups = append(ups, u)
 	}
-	// A snapshot taken before the update keeps answering as before it.
-	before, serr := sm.handles[0].Snapshot()
-	if serr != nil {
-		t.Fatalf("Snapshot: %v", serr)
-	}
-	beforeRefs := map[string]core.ID{}
-	for n, id := range m.refs {
-		beforeRefs[n] = id
-	}
-	defer func() {
-		if r := recover(); r != nil {
-			panic(r) // the step already failed; report that, not this
-		}
-		got, err := before.Refs()
-		if err != nil {
-			t.Fatalf("Refs of an earlier snapshot: %v", err)
-		}
-		gotRefs := map[string]core.ID{}
-		for _, r := range got {
-			gotRefs[r.Name] = r.ID
-		}
-		if err := sameRefs(gotRefs, beforeRefs); err != nil {
-			t.Fatalf("a snapshot taken before UpdateRefs changed: %v", err)
-		}
-	}()
+	defer sm.snapshotStays(t, "UpdateRefs")()
 	err := sm.handle(t).UpdateRefs(ups...)
 	if len(losers) > 0 {
 		var ce *core.ConflictError
@@ -300,6 +283,36 @@ func (sm *storeMachine) update(t *rapid.T) {
 	}
 	for _, u := range ups {
 		m.moveRef(u.Name, u.Old, u.New)
+	}
+}
+
+// snapshotStays takes a snapshot now and returns a check, to defer, that
+// the snapshot still shows the refs it showed: an operation in between
+// (what) must not change an earlier snapshot.
+func (sm *storeMachine) snapshotStays(t *rapid.T, what string) func() {
+	before, err := sm.handles[0].Snapshot()
+	if err != nil {
+		t.Fatalf("Snapshot: %v", err)
+	}
+	beforeRefs := map[string]core.ID{}
+	for n, id := range sm.m.refs {
+		beforeRefs[n] = id
+	}
+	return func() {
+		if r := recover(); r != nil {
+			panic(r) // the step already failed; report that, not this
+		}
+		got, err := before.Refs()
+		if err != nil {
+			t.Fatalf("Refs of an earlier snapshot: %v", err)
+		}
+		gotRefs := map[string]core.ID{}
+		for _, r := range got {
+			gotRefs[r.Name] = r.ID
+		}
+		if err := sameRefs(gotRefs, beforeRefs); err != nil {
+			t.Fatalf("a snapshot taken before %s changed: %v", what, err)
+		}
 	}
 }
 

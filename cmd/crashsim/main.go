@@ -209,18 +209,40 @@ func loadScenarios(o *options) ([]*scenarios.Scenario, error) {
 	return scenarios.Select(all, o.scenario)
 }
 
+// execute runs what the options ask for: a listing, a trace, a sweep in
+// subprocesses, the self-test, or the in-process sweep.
 func execute(ctx context.Context, o *options, stdout, stderr io.Writer) (int, error) {
 	scs, err := loadScenarios(o)
 	if err != nil {
 		return 0, err
 	}
-	shard, shards, err := parseShard(o.shard)
+	cfg, err := sweepConfig(o)
 	if err != nil {
 		return 0, err
 	}
+	switch {
+	case o.list:
+		return list(scs, stdout)
+	case o.trace:
+		return trace(scs, cfg, stdout)
+	case o.subprocess:
+		return subprocessSweep(ctx, scs, o, stdout, stderr)
+	case o.selfTest:
+		return selfTest(ctx, scs, cfg, o, stdout, stderr)
+	}
+	return sweep(ctx, scs, cfg, o, stdout, stderr)
+}
+
+// sweepConfig builds the sweep's configuration from the options: the quick
+// or full preset, then every knob the command line set.
+func sweepConfig(o *options) (crashsweep.Config, error) {
+	shard, shards, err := parseShard(o.shard)
+	if err != nil {
+		return crashsweep.Config{}, err
+	}
 	models, err := parseModels(o.models)
 	if err != nil {
-		return 0, err
+		return crashsweep.Config{}, err
 	}
 	cfg := crashsweep.FullConfig()
 	if o.quick || o.selfTest {
@@ -248,29 +270,30 @@ func execute(ctx context.Context, o *options, stdout, stderr io.Writer) (int, er
 	}
 	if o.canary != "" {
 		if cfg.Weaken, err = crashsweep.ParseCanary(o.canary); err != nil {
-			return 0, err
+			return crashsweep.Config{}, err
 		}
 	}
-	switch {
-	case o.list:
-		return list(scs, stdout)
-	case o.trace:
-		for _, sc := range scs {
-			lines, err := crashsweep.Trace(sc, cfg.Weaken)
-			if err != nil {
-				return exitViolation, fmt.Errorf("scenario %s: %w", sc.Name, err)
-			}
-			fmt.Fprintf(stdout, "# %s (%s): %d calls; crash point %d is after the last\n", sc.Name, sc.File, len(lines), len(lines)+1)
-			for _, l := range lines {
-				fmt.Fprintln(stdout, l)
-			}
+	return cfg, nil
+}
+
+// trace prints every scenario's filesystem calls, numbered as crash points.
+func trace(scs []*scenarios.Scenario, cfg crashsweep.Config, stdout io.Writer) (int, error) {
+	for _, sc := range scs {
+		lines, err := crashsweep.Trace(sc, cfg.Weaken)
+		if err != nil {
+			return exitViolation, fmt.Errorf("scenario %s: %w", sc.Name, err)
 		}
-		return exitOK, nil
-	case o.subprocess:
-		return subprocessSweep(ctx, scs, o, stdout, stderr)
-	case o.selfTest:
-		return selfTest(ctx, scs, cfg, o, stdout, stderr)
+		fmt.Fprintf(stdout, "# %s (%s): %d calls; crash point %d is after the last\n", sc.Name, sc.File, len(lines), len(lines)+1)
+		for _, l := range lines {
+			fmt.Fprintln(stdout, l)
+		}
 	}
+	return exitOK, nil
+}
+
+// sweep runs the in-process sweep, with a progress bar on a terminal, and
+// reports its violations.
+func sweep(ctx context.Context, scs []*scenarios.Scenario, cfg crashsweep.Config, o *options, stdout, stderr io.Writer) (int, error) {
 	bar := progress(stderr, "crash sweep")
 	if bar != nil {
 		cfg.Progress = func(done, total int64) {

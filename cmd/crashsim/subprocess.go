@@ -140,6 +140,9 @@ func (e *cliEnv) refs(ctx context.Context, store string) (map[string]string, boo
 	return m, true, nil
 }
 
+// subprocessSweep crashes the real swarmops binary at every stride-th
+// filesystem call of each command of cliWorkflow, on a copy of a base store
+// that the uncrashed commands advance, and checks what each crash left.
 func subprocessSweep(ctx context.Context, _ []*scenarios.Scenario, o *options, stdout, stderr io.Writer) (int, error) {
 	start := time.Now()
 	tmp, err := os.MkdirTemp("", "crashsim-subprocess-")
@@ -147,14 +150,9 @@ func subprocessSweep(ctx context.Context, _ []*scenarios.Scenario, o *options, s
 		return 0, err
 	}
 	defer os.RemoveAll(tmp)
-	bin := o.binary
-	if bin == "" {
-		bin = filepath.Join(tmp, "swarmops")
-		build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/swarmops")
-		build.Stderr = stderr
-		if err := build.Run(); err != nil {
-			return 0, fmt.Errorf("go build ./cmd/swarmops (run crashsim from the module root, or give --binary): %w", err)
-		}
+	bin, err := cliBinary(ctx, tmp, o.binary, stderr)
+	if err != nil {
+		return 0, err
 	}
 	workers := o.workers
 	if workers == 0 {
@@ -175,57 +173,15 @@ func subprocessSweep(ctx context.Context, _ []*scenarios.Scenario, o *options, s
 		if err != nil && i > 0 {
 			return 0, err
 		}
-		var (
-			mu    sync.Mutex
-			done  bool
-			steps int
-		)
-		for n := int64(1); !done; n += int64(workers) * stride {
-			var wg sync.WaitGroup
-			for k := int64(0); k < int64(workers); k++ {
-				wg.Add(1)
-				go func(at int64) {
-					defer wg.Done()
-					vs, completed, err := e.crashPoint(ctx, tmp, base, existed, before, st, args, at)
-					mu.Lock()
-					defer mu.Unlock()
-					if err != nil {
-						violations = append(violations, fmt.Sprintf("%s at call %d: harness error: %v", st.name, at, err))
-					}
-					if completed {
-						done = true
-						return
-					}
-					points++
-					steps++
-					for _, v := range vs {
-						violations = append(violations, fmt.Sprintf("VIOLATION %s: command `swarmops %s` crashed at call %d: %s\n  reproduce: copy the store after the earlier commands, then SWARMOPS_TEST_CRASH_AT=%d swarmops --store DIR --json %s",
-							v.claim, strings.Join(args, " "), at, v.detail, at, strings.Join(args, " ")))
-					}
-				}(n + k*stride)
-			}
-			wg.Wait()
-			if ctx.Err() != nil {
-				return exitViolation, errors.New("interrupted")
-			}
-			if n > 100000 {
-				return 0, fmt.Errorf("%s never completed", st.name)
-			}
-		}
-		// Advance the base store with the uncrashed command (the oracle).
-		r, err := e.run(ctx, base, 0, st.stdin, args...)
+		p := crashPlan{tmp: tmp, base: base, existed: existed, before: before, st: st, args: args, workers: int64(workers), stride: stride}
+		steps, vs, err := e.crashEach(ctx, p)
+		violations = append(violations, vs...)
+		points += steps
 		if err != nil {
-			return 0, err
+			return exitViolation, err
 		}
-		if !r.env.OK || r.code != 0 {
-			return exitViolation, fmt.Errorf("workflow step %q failed uncrashed (exit %d): %s", st.name, r.code, r.out)
-		}
-		if st.label != "" {
-			var d struct{ ID, Changeset string }
-			if err := json.Unmarshal(r.env.Data, &d); err != nil {
-				return 0, fmt.Errorf("%s: data: %w", st.name, err)
-			}
-			e.labels[st.label] = d.ID + d.Changeset
+		if code, err := e.advance(ctx, base, st, args); err != nil {
+			return code, err
 		}
 		fmt.Fprintf(stdout, "subprocess: %-26s crashed at %d of its calls (stride %d)\n", st.name, steps, stride)
 	}
@@ -238,6 +194,97 @@ func subprocessSweep(ctx context.Context, _ []*scenarios.Scenario, o *options, s
 		return exitViolation, nil
 	}
 	return exitOK, nil
+}
+
+// cliBinary returns the swarmops binary to crash: the one given, else one
+// built into tmp from the module.
+func cliBinary(ctx context.Context, tmp, given string, stderr io.Writer) (string, error) {
+	if given != "" {
+		return given, nil
+	}
+	bin := filepath.Join(tmp, "swarmops")
+	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/swarmops")
+	build.Stderr = stderr
+	if err := build.Run(); err != nil {
+		return "", fmt.Errorf("go build ./cmd/swarmops (run crashsim from the module root, or give --binary): %w", err)
+	}
+	return bin, nil
+}
+
+// crashPlan is one workflow command to crash at every stride-th call: the
+// base store it runs on, and the refs there before it.
+type crashPlan struct {
+	tmp, base       string
+	existed         bool
+	before          map[string]string
+	st              cliStep
+	args            []string
+	workers, stride int64
+}
+
+// crashEach crashes the command of p at calls 1, 1+stride, ... (workers at
+// a time) until one run completes before its crash point. It returns how
+// many points crashed and the violations found; an error stops the sweep
+// (interrupted, or a command that never completes).
+func (e *cliEnv) crashEach(ctx context.Context, p crashPlan) (int, []string, error) {
+	var (
+		mu         sync.Mutex
+		done       bool
+		steps      int
+		violations []string
+	)
+	for n := int64(1); !done; n += p.workers * p.stride {
+		var wg sync.WaitGroup
+		for k := int64(0); k < p.workers; k++ {
+			wg.Add(1)
+			go func(at int64) {
+				defer wg.Done()
+				vs, completed, err := e.crashPoint(ctx, p.tmp, p.base, p.existed, p.before, p.st, p.args, at)
+				mu.Lock()
+				defer mu.Unlock()
+				if err != nil {
+					violations = append(violations, fmt.Sprintf("%s at call %d: harness error: %v", p.st.name, at, err))
+				}
+				if completed {
+					done = true
+					return
+				}
+				steps++
+				for _, v := range vs {
+					violations = append(violations, fmt.Sprintf("VIOLATION %s: command `swarmops %s` crashed at call %d: %s\n  reproduce: copy the store after the earlier commands, then SWARMOPS_TEST_CRASH_AT=%d swarmops --store DIR --json %s",
+						v.claim, strings.Join(p.args, " "), at, v.detail, at, strings.Join(p.args, " ")))
+				}
+			}(n + k*p.stride)
+		}
+		wg.Wait()
+		if ctx.Err() != nil {
+			return steps, violations, errors.New("interrupted")
+		}
+		if n > 100000 {
+			return steps, violations, fmt.Errorf("%s never completed", p.st.name)
+		}
+	}
+	return steps, violations, nil
+}
+
+// advance runs the command uncrashed on the base store (the oracle the
+// next command's crashes are checked against) and records its label.
+func (e *cliEnv) advance(ctx context.Context, base string, st cliStep, args []string) (int, error) {
+	r, err := e.run(ctx, base, 0, st.stdin, args...)
+	if err != nil {
+		return 0, err
+	}
+	if !r.env.OK || r.code != 0 {
+		return exitViolation, fmt.Errorf("workflow step %q failed uncrashed (exit %d): %s", st.name, r.code, r.out)
+	}
+	if st.label != "" {
+		var d struct{ ID, Changeset string }
+		if err := json.Unmarshal(r.env.Data, &d); err != nil {
+			return 0, fmt.Errorf("%s: data: %w", st.name, err)
+		}
+		e.labels[st.label] = d.ID + d.Changeset
+	}
+	return 0, nil
 }
 
 // crashPoint copies the base store, runs the command crashing at call at,

@@ -58,7 +58,7 @@ type token struct {
 }
 
 // lexLine splits a line into tokens, stopping at a comment.
-func lexLine(line string, errAt func(col int, format string, args ...any) error) ([]token, error) {
+func lexLine(line string, errAt errAtFunc) ([]token, error) {
 	var toks []token
 	i := 0
 	for i < len(line) {
@@ -134,6 +134,9 @@ func lexLine(line string, errAt func(col int, format string, args ...any) error)
 	return toks, nil
 }
 
+// errAtFunc makes a listError at a byte column of the current line.
+type errAtFunc func(col int, format string, args ...any) error
+
 // parseChanges parses a change list. name labels errors ("-" reads as
 // "<stdin>").
 func parseChanges(name string, src []byte) ([]changeLine, error) {
@@ -147,15 +150,8 @@ func parseChanges(name string, src []byte) ([]changeLine, error) {
 		errAt := func(col int, format string, args ...any) error {
 			return &listError{Name: name, Line: lineNo, Col: col, Msg: fmt.Sprintf(format, args...)}
 		}
-		if !utf8.ValidString(line) {
-			// Paths must be UTF-8; quoted content may use \xHH for raw bytes.
-			for i := 0; i < len(line); {
-				r, size := utf8.DecodeRuneInString(line[i:])
-				if r == utf8.RuneError && size == 1 {
-					return nil, errAt(i+1, "invalid UTF-8 (write raw bytes as \\xHH inside quotes)")
-				}
-				i += size
-			}
+		if err := checkLineUTF8(line, errAt); err != nil {
+			return nil, err
 		}
 		toks, err := lexLine(line, errAt)
 		if err != nil {
@@ -164,66 +160,98 @@ func parseChanges(name string, src []byte) ([]changeLine, error) {
 		if len(toks) == 0 {
 			continue
 		}
-		verb := toks[0]
-		cl := changeLine{Line: lineNo}
-		switch {
-		case verb.quoted:
-			return nil, errAt(verb.col, "expected put, exec or delete, got a quoted string")
-		case verb.text == "put":
-		case verb.text == "exec":
-			cl.Exec = true
-		case verb.text == "delete":
-			cl.Delete = true
-		default:
-			return nil, errAt(verb.col, "unknown statement %q (expected put, exec or delete)", verb.text)
-		}
-		if len(toks) < 2 {
-			return nil, errAt(len(line)+1, "%s needs a path", verb.text)
-		}
-		pt := toks[1]
-		if err := checkPath(pt.text); err != nil {
-			return nil, errAt(pt.col, "%v", err)
-		}
-		cl.Path = pt.text
-		if prev, dup := seen[cl.Path]; dup {
-			return nil, errAt(pt.col, "path %q is already changed on line %d", cl.Path, prev)
-		}
-		seen[cl.Path] = lineNo
-		if cl.Delete {
-			if len(toks) > 2 {
-				return nil, errAt(toks[2].col, "unexpected %q after delete PATH", toks[2].text)
-			}
-			out = append(out, cl)
-			continue
-		}
-		if len(toks) < 3 {
-			return nil, errAt(len(line)+1, "expected '<' SOURCE or '=' \"TEXT\" after the path")
-		}
-		op := toks[2]
-		if op.quoted || (op.text != "<" && op.text != "=") {
-			return nil, errAt(op.col, "expected '<' or '=' after the path, got %q", op.text)
-		}
-		if len(toks) < 4 {
-			return nil, errAt(len(line)+1, "expected %s after %q", map[string]string{"<": "a source file", "=": "a quoted string"}[op.text], op.text)
-		}
-		arg := toks[3]
-		if len(toks) > 4 {
-			return nil, errAt(toks[4].col, "unexpected %q after the statement", toks[4].text)
-		}
-		if op.text == "=" {
-			if !arg.quoted {
-				return nil, errAt(arg.col, "inline content must be a quoted string, like \"text\\n\"")
-			}
-			cl.Inline, cl.Text = true, []byte(arg.text)
-		} else {
-			if arg.text == "" || strings.IndexByte(arg.text, 0) >= 0 {
-				return nil, errAt(arg.col, "source file name is empty or contains NUL")
-			}
-			cl.Source = arg.text
+		cl, err := parseStatement(toks, len(line), lineNo, seen, errAt)
+		if err != nil {
+			return nil, err
 		}
 		out = append(out, cl)
 	}
 	return out, nil
+}
+
+// checkLineUTF8 refuses a line that is not UTF-8, at the first bad byte:
+// paths must be UTF-8, and quoted content may use \xHH for raw bytes.
+func checkLineUTF8(line string, errAt errAtFunc) error {
+	if utf8.ValidString(line) {
+		return nil
+	}
+	for i := 0; i < len(line); {
+		r, size := utf8.DecodeRuneInString(line[i:])
+		if r == utf8.RuneError && size == 1 {
+			return errAt(i+1, "invalid UTF-8 (write raw bytes as \\xHH inside quotes)")
+		}
+		i += size
+	}
+	return nil
+}
+
+// parseStatement parses the tokens of one non-empty line of lineLen bytes.
+// seen maps each path already changed to its line, so a path changed twice
+// is refused at its second line.
+func parseStatement(toks []token, lineLen, lineNo int, seen map[string]int, errAt errAtFunc) (changeLine, error) {
+	verb := toks[0]
+	cl := changeLine{Line: lineNo}
+	switch {
+	case verb.quoted:
+		return cl, errAt(verb.col, "expected put, exec or delete, got a quoted string")
+	case verb.text == "put":
+	case verb.text == "exec":
+		cl.Exec = true
+	case verb.text == "delete":
+		cl.Delete = true
+	default:
+		return cl, errAt(verb.col, "unknown statement %q (expected put, exec or delete)", verb.text)
+	}
+	if len(toks) < 2 {
+		return cl, errAt(lineLen+1, "%s needs a path", verb.text)
+	}
+	pt := toks[1]
+	if err := checkPath(pt.text); err != nil {
+		return cl, errAt(pt.col, "%v", err)
+	}
+	cl.Path = pt.text
+	if prev, dup := seen[cl.Path]; dup {
+		return cl, errAt(pt.col, "path %q is already changed on line %d", cl.Path, prev)
+	}
+	seen[cl.Path] = lineNo
+	if cl.Delete {
+		if len(toks) > 2 {
+			return cl, errAt(toks[2].col, "unexpected %q after delete PATH", toks[2].text)
+		}
+		return cl, nil
+	}
+	return cl, parseContent(&cl, toks, lineLen, errAt)
+}
+
+// parseContent parses what follows a put or exec PATH: '<' SOURCE or '='
+// "TEXT".
+func parseContent(cl *changeLine, toks []token, lineLen int, errAt errAtFunc) error {
+	if len(toks) < 3 {
+		return errAt(lineLen+1, "expected '<' SOURCE or '=' \"TEXT\" after the path")
+	}
+	op := toks[2]
+	if op.quoted || (op.text != "<" && op.text != "=") {
+		return errAt(op.col, "expected '<' or '=' after the path, got %q", op.text)
+	}
+	if len(toks) < 4 {
+		return errAt(lineLen+1, "expected %s after %q", map[string]string{"<": "a source file", "=": "a quoted string"}[op.text], op.text)
+	}
+	arg := toks[3]
+	if len(toks) > 4 {
+		return errAt(toks[4].col, "unexpected %q after the statement", toks[4].text)
+	}
+	if op.text == "=" {
+		if !arg.quoted {
+			return errAt(arg.col, "inline content must be a quoted string, like \"text\\n\"")
+		}
+		cl.Inline, cl.Text = true, []byte(arg.text)
+		return nil
+	}
+	if arg.text == "" || strings.IndexByte(arg.text, 0) >= 0 {
+		return errAt(arg.col, "source file name is empty or contains NUL")
+	}
+	cl.Source = arg.text
+	return nil
 }
 
 // loadChanges turns parsed lines into store changes, reading source files

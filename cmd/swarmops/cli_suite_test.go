@@ -109,11 +109,16 @@ func baseEnv() []string {
 	return out
 }
 
-// cmd prepares a run in the workspace with the store in SWARMOPS_STORE.
+// cmd prepares a run in the workspace with the store in SWARMOPS_STORE,
+// or with SWARMOPS_STORE unset when e.store is empty.
 func (e *env) cmd(stdin string, args ...string) *exec.Cmd {
 	c := exec.Command(binPath, args...)
 	c.Dir = e.root
-	c.Env = append(append(baseEnv(), "SWARMOPS_STORE="+e.store), e.extra...)
+	c.Env = baseEnv()
+	if e.store != "" {
+		c.Env = append(c.Env, "SWARMOPS_STORE="+e.store)
+	}
+	c.Env = append(c.Env, e.extra...)
 	c.Stdin = strings.NewReader(stdin)
 	return c
 }

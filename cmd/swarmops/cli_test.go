@@ -28,6 +28,9 @@ const (
 	list2 = "put c.txt = \"gamma\\n\"\ndelete a.txt\n"
 )
 
+// The spec tree is one container because every spec starts from the
+// fixture its BeforeEach builds (m1 and m2 on main); its length is the
+// number of specs, each of them short.
 var _ = Describe("swarmops", func() {
 	var (
 		e      *env
@@ -157,6 +160,7 @@ var _ = Describe("swarmops", func() {
 		})
 	})
 
+	// One container of tables of refused inputs: its length is the rows.
 	Describe("bad input is refused with a clear, typed error and nothing written", func() {
 		DescribeTable("arguments",
 			func(code, msg string, args ...string) {
@@ -173,7 +177,7 @@ var _ = Describe("swarmops", func() {
 			Entry("a malformed revision", "E_USAGE", "not a count", "show", "main~x"),
 			Entry("a malformed id", "E_USAGE", "not an id or a ref name", "show", "12 34"),
 			Entry("a malformed --parent", "E_USAGE", "--parent", "commit", "-F", "-", "--parent", "a..b~~"),
-			Entry("a revision that does not exist", "E_NOT_FOUND", "no changeset matches", "show", "deadbeef"),
+			Entry("a revision that does not exist", "E_NOT_FOUND", `no ref or changeset id matches "deadbeef"`, "show", "deadbeef"),
 			Entry("a ref that does not exist", "E_NOT_FOUND", "nosuch", "log", "nosuch"),
 			Entry("a path that does not exist", "E_NOT_FOUND", "nope.txt", "cat", "main:nope.txt"),
 			Entry("a path with ..", "E_USAGE", `".." component`, "cat", "main:dir/../a.txt"),
@@ -186,7 +190,7 @@ var _ = Describe("swarmops", func() {
 			Entry("ref set without --expect", "E_USAGE", "--expect OLD is required", "ref", "set", "main", "main~1"),
 			Entry("land without --onto", "E_USAGE", "--onto REF is required", "land", "main~1"),
 			Entry("a zero --lock-timeout", "E_USAGE", "--lock-timeout 0s", "info", "--lock-timeout", "0s"),
-			Entry("a malformed --lock-timeout", "E_USAGE", "invalid argument", "info", "--lock-timeout", "soon"),
+			Entry("a malformed --lock-timeout", "E_USAGE", `--lock-timeout "soon": want a duration`, "info", "--lock-timeout", "soon"),
 		)
 
 		DescribeTable("change lists: the message names line and column",
@@ -290,6 +294,8 @@ var _ = Describe("swarmops", func() {
 		})
 	})
 
+	// One container of land's specs, which share the fixture and the
+	// two-lander setup of their Context.
 	Describe("land", func() {
 		It("fast-forwards when the head is the change's parent", func() {
 			side := e.commit("put s = \"s\\n\"\n", "--parent", "main")

@@ -47,28 +47,9 @@ func snapshotDir(sn *core.Snapshot, dir string, parents []core.ID, storeDir stri
 			}
 			return nil
 		}
-		rel, err := filepath.Rel(dir, p)
+		path, mode, data, err := readDirFile(dir, p, d)
 		if err != nil {
-			return usagef("--dir: %w", err)
-		}
-		path := filepath.ToSlash(rel)
-		if !d.Type().IsRegular() {
-			return usagef("--dir: %q is not a regular file (symlinks and special files are not stored)", path)
-		}
-		if err := checkPath(path); err != nil {
-			return usagef("--dir: %w", err)
-		}
-		info, err := d.Info()
-		if err != nil {
-			return usagef("--dir: %w", err)
-		}
-		mode := objects.ModeFile
-		if info.Mode().Perm()&0o111 != 0 {
-			mode = objects.ModeExec
-		}
-		data, err := os.ReadFile(p)
-		if err != nil {
-			return usagef("--dir: %w", err)
+			return err
 		}
 		seen[path] = true
 		if e, ok := old[path]; ok && e.Mode == mode {
@@ -101,4 +82,34 @@ func snapshotDir(sn *core.Snapshot, dir string, parents []core.ID, storeDir stri
 		changes = append(changes, core.Change{Path: p, Delete: true})
 	}
 	return changes, nil
+}
+
+// readDirFile reads the file p found at d while walking dir: its store path
+// (relative to dir, slash-separated and checked), its mode (executable if
+// any x bit is set) and its bytes. Anything but a regular file is refused.
+func readDirFile(dir, p string, d fs.DirEntry) (string, objects.Mode, []byte, error) {
+	rel, err := filepath.Rel(dir, p)
+	if err != nil {
+		return "", 0, nil, usagef("--dir: %w", err)
+	}
+	path := filepath.ToSlash(rel)
+	if !d.Type().IsRegular() {
+		return "", 0, nil, usagef("--dir: %q is not a regular file (symlinks and special files are not stored)", path)
+	}
+	if err := checkPath(path); err != nil {
+		return "", 0, nil, usagef("--dir: %w", err)
+	}
+	info, err := d.Info()
+	if err != nil {
+		return "", 0, nil, usagef("--dir: %w", err)
+	}
+	mode := objects.ModeFile
+	if info.Mode().Perm()&0o111 != 0 {
+		mode = objects.ModeExec
+	}
+	data, err := os.ReadFile(p)
+	if err != nil {
+		return "", 0, nil, usagef("--dir: %w", err)
+	}
+	return path, mode, data, nil
 }

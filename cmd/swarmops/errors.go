@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/swarmops/swarmops/core"
@@ -58,20 +59,73 @@ func writeErrorTable(w io.Writer) {
 	tw.Flush()
 }
 
-// cliError is an error already placed in the table, with the extra fields
-// the JSON envelope carries ("current", "paths", "candidates", ...).
+// cliError is an error already placed in the table, said in the user's
+// terms, with the extra fields the JSON envelope carries ("current",
+// "paths", "candidates", ...).
 type cliError struct {
-	kind  errorKind
-	err   error
-	extra map[string]any
+	kind errorKind
+	err  error
+	// msg is the message; when empty it is err's text without the names of
+	// the store's sentinels (see plainText).
+	msg string
+	// hint says what to do next ("did you mean", "run swarmops init"); it
+	// is the "hint" field in JSON and a "hint:" line on a terminal.
+	hint string
+	// extra holds the fields a human reads too; subject holds the ones only
+	// a program needs, because the message already says them (the name of
+	// what was not found, the suggestions behind the hint).
+	extra, subject map[string]any
 }
 
 func (e *cliError) Error() string { return e.err.Error() }
 func (e *cliError) Unwrap() error { return e.err }
 
+// message is the text the user reads.
+func (e *cliError) message() string {
+	if e.msg != "" {
+		return e.msg
+	}
+	return plainText(e.err)
+}
+
 // usagef makes an E_USAGE error.
 func usagef(format string, args ...any) error {
 	return &cliError{kind: kindUsage, err: fmt.Errorf(format, args...)}
+}
+
+// usageHint makes an E_USAGE error with a "did you mean" hint from
+// suggestions, each shown by show.
+func usageHint(suggestions []string, show func(string) string, format string, args ...any) error {
+	ce := &cliError{kind: kindUsage, err: fmt.Errorf(format, args...)}
+	if len(suggestions) > 0 {
+		ce.hint = didYouMean(suggestions, show)
+		ce.subject = map[string]any{"suggestions": suggestions}
+	}
+	return ce
+}
+
+// layerNames are the sentinels whose text names a package ("core: not
+// found"): errors.Is matches them, but to a user they are noise, since the
+// code already says what kind of failure it is and the text after them
+// says what was wrong.
+var layerNames = []error{core.ErrConflict, core.ErrNotFound, core.ErrAmbiguous, core.ErrCorrupt,
+	core.ErrInvalid, core.ErrNoSpace, core.ErrIO, core.ErrExist, core.ErrNotStore, core.ErrClosed,
+	core.ErrBusy, core.ErrCrashed, objects.ErrBadID, objects.ErrBadPath, objects.ErrBadPrefix,
+	objects.ErrMalformed, objects.ErrInvalid}
+
+// plainText is err's text with the layer names taken out: "core: not
+// found: " before a detail is dropped, and a bare "core: not found" keeps
+// only "not found".
+func plainText(err error) string {
+	s := err.Error()
+	for _, l := range layerNames {
+		t := l.Error()
+		s = strings.ReplaceAll(s, t+": ", "")
+		if _, bare, ok := strings.Cut(t, ": "); ok {
+			s = strings.ReplaceAll(s, t, bare)
+		}
+	}
+	return s
 }
 
 // classify places err in the table. Sentinels are matched with errors.Is, in
@@ -82,12 +136,14 @@ func classify(err error) *cliError {
 	if errors.As(err, &ce) {
 		return ce
 	}
-	out := &cliError{err: err, extra: map[string]any{}}
+	out := &cliError{err: err, extra: map[string]any{}, subject: map[string]any{}}
 	var (
 		conflict  *core.ConflictError
 		merge     *core.MergeConflictError
 		ambiguous *core.AmbiguousError
 		corrupt   *core.CorruptError
+		notFound  *notFoundError
+		noStore   *storeError
 	)
 	switch {
 	case errors.Is(err, core.ErrCrashed):
@@ -118,10 +174,29 @@ func classify(err error) *cliError {
 		out.extra["offset"] = corrupt.Offset
 	case errors.Is(err, core.ErrCorrupt):
 		out.kind = kindCorrupt
+	case errors.As(err, &noStore) && errors.Is(err, core.ErrNotStore):
+		out.kind = kindNotStore
+		out.msg, out.hint = noStore.message(), noStore.hint()
+		out.subject["store"] = noStore.dir
 	case errors.Is(err, core.ErrNotStore):
 		out.kind = kindNotStore
+	case errors.As(err, &noStore) && errors.Is(err, core.ErrExist):
+		out.kind = kindExists
+		out.msg, out.hint = noStore.message(), noStore.hint()
+		out.subject["store"] = noStore.dir
 	case errors.Is(err, core.ErrExist):
 		out.kind = kindExists
+	case errors.As(err, &notFound) && errors.Is(err, core.ErrNotFound):
+		out.kind = kindNotFound
+		out.msg = notFound.reason
+		out.subject[notFound.field] = notFound.name
+		if notFound.rev != "" {
+			out.subject["rev"] = notFound.rev
+		}
+		if len(notFound.similar) > 0 {
+			out.hint = didYouMean(notFound.similar, quoted)
+			out.subject["suggestions"] = notFound.similar
+		}
 	case errors.Is(err, core.ErrNotFound):
 		out.kind = kindNotFound
 	case errors.Is(err, core.ErrInvalid), errors.Is(err, objects.ErrBadID):

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/swarmops/swarmops/core"
@@ -99,5 +100,87 @@ func TestDocsErrorTableMatchesTheCode(t *testing.T) {
 	}
 	for code := range got {
 		t.Errorf("docs/cli.md lists %s, which the code's table lacks", code)
+	}
+}
+
+// TestPlainTextDropsLayerNames checks that the sentinels' package names are
+// taken out of a message, whether a detail follows them or not, and that
+// nothing else is touched.
+func TestPlainTextDropsLayerNames(t *testing.T) {
+	cases := []struct{ err, want error }{
+		{fmt.Errorf("ref %q: %w", "x", fmt.Errorf("%w: ref %q", core.ErrNotFound, "x")), fmt.Errorf(`ref "x": ref "x"`)},
+		{fmt.Errorf("open: %w", core.ErrBusy), fmt.Errorf("open: lock busy")},
+		{fmt.Errorf("checkout: %w", core.ErrIO), fmt.Errorf("checkout: I/O error")},
+		{fmt.Errorf("plain: words: here"), fmt.Errorf("plain: words: here")},
+	}
+	for _, c := range cases {
+		if got := plainText(c.err); got != c.want.Error() {
+			t.Errorf("plainText(%q) = %q, want %q", c.err, got, c.want)
+		}
+	}
+}
+
+// TestSimilarSuggestsCloseNamesClosestFirst covers the "did you mean"
+// choice: swaps count as one edit, short names allow one edit only, and the
+// list is bounded.
+func TestSimilarSuggestsCloseNamesClosestFirst(t *testing.T) {
+	refs := []string{"main", "mainline", "maint", "topic/a", "topic/b", "x"}
+	cases := []struct {
+		name string
+		want []string
+	}{
+		{"mian", []string{"main", "maint"}}, // a swap is one edit
+		{"main", []string{"maint"}},         // never the name itself
+		{"topic/c", []string{"topic/a", "topic/b"}},
+		{"y", []string{"x"}},
+		{"zzz", nil},
+		{"ab", nil}, // two edits from "x" is too far for a short name
+	}
+	for _, c := range cases {
+		if got := similar(c.name, refs); fmt.Sprint(got) != fmt.Sprint(c.want) {
+			t.Errorf("similar(%q) = %q, want %q", c.name, got, c.want)
+		}
+	}
+	many := []string{"ab1", "ab2", "ab3", "ab4", "ab5"}
+	if got := similar("ab", many); len(got) != maxSuggestions {
+		t.Errorf("similar over %d close names gave %d, want the first %d", len(many), len(got), maxSuggestions)
+	}
+}
+
+// TestEditDistance checks the optimal-string-alignment distance on the
+// edits it counts.
+func TestEditDistance(t *testing.T) {
+	cases := []struct {
+		a, b string
+		want int
+	}{
+		{"", "", 0}, {"", "abc", 3}, {"abc", "", 3}, {"main", "main", 0},
+		{"mian", "main", 1}, {"main", "mainx", 1}, {"main", "man", 1}, {"main", "maim", 1},
+		{"ca", "abc", 3}, {"commit", "comit", 1}, {"kitten", "sitting", 3},
+	}
+	for _, c := range cases {
+		if got := editDistance(c.a, c.b); got != c.want {
+			t.Errorf("editDistance(%q, %q) = %d, want %d", c.a, c.b, got, c.want)
+		}
+	}
+}
+
+// TestCheckRefNameNamesTheCharacter checks that a refused ref name reports
+// the character as the user typed it: the rune for UTF-8, the byte in hex
+// otherwise, with the byte offset either way.
+func TestCheckRefNameNamesTheCharacter(t *testing.T) {
+	cases := []struct{ name, want string }{
+		{"Ãx", `contains 'Ã' (U+00C3) at byte 0`},
+		{"añb", `contains 'ñ' (U+00F1) at byte 1`},
+		{"a😀", `contains '😀' (U+1F600) at byte 1`},
+		{"a\xffb", `contains the byte 0xff (not UTF-8) at byte 1`},
+		{"a b", `contains ' ' at byte 1`},
+		{"a\x00", `contains '\x00' at byte 1`},
+	}
+	for _, c := range cases {
+		err := checkRefName(c.name)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("checkRefName(%q) = %v, want it to say %s", c.name, err, c.want)
+		}
 	}
 }

@@ -14,10 +14,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/spf13/cobra"
-
-	"github.com/swarmops/swarmops/core"
 )
 
 func main() {
@@ -98,20 +94,29 @@ func (a *app) finish(err error) int {
 	if a.jsonOut {
 		a.writeJSON(errEnvelope{OK: false, Error: errorBody(ce), Meta: m})
 	} else {
-		fmt.Fprintf(a.stderr, "swarmops: %s: %s\n", ce.kind.Code, ce.Error())
-		keys := make([]string, 0, len(ce.extra))
-		for k := range ce.extra {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
-			fmt.Fprintf(a.stderr, "  %s: %s\n", k, humanValue(ce.extra[k]))
-		}
-		if ce.kind == kindUsage {
-			fmt.Fprintln(a.stderr, "Run 'swarmops help' for usage.")
-		}
+		writeTextError(a.stderr, ce)
 	}
 	return ce.kind.Exit
+}
+
+// writeTextError prints a failure for a human: the code and message, the
+// extras a human reads, then the hint.
+func writeTextError(w io.Writer, ce *cliError) {
+	fmt.Fprintf(w, "swarmops: %s: %s\n", ce.kind.Code, ce.message())
+	keys := make([]string, 0, len(ce.extra))
+	for k := range ce.extra {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		fmt.Fprintf(w, "  %s: %s\n", k, humanValue(ce.extra[k]))
+	}
+	if ce.hint != "" {
+		fmt.Fprintf(w, "hint: %s\n", ce.hint)
+	}
+	if ce.kind == kindUsage {
+		fmt.Fprintln(w, "Run 'swarmops help' for usage.")
+	}
 }
 
 // The envelopes. Structs, not maps, so "ok" comes first on the wire.
@@ -132,17 +137,28 @@ type (
 )
 
 // errorBody renders an error object: code, message and retryable first, then
-// the extras (sorted by key). The extras can never override the first three.
+// the extras, the subject fields and the hint (sorted by key). None of them
+// can override the first three.
 func errorBody(ce *cliError) json.RawMessage {
 	var b strings.Builder
 	head, _ := json.Marshal(struct {
 		Code      string `json:"code"`
 		Message   string `json:"message"`
 		Retryable bool   `json:"retryable"`
-	}{ce.kind.Code, ce.Error(), ce.kind.Retryable})
+	}{ce.kind.Code, ce.message(), ce.kind.Retryable})
 	b.Write(head[:len(head)-1])
-	keys := make([]string, 0, len(ce.extra))
-	for k := range ce.extra {
+	fields := make(map[string]any, len(ce.extra)+len(ce.subject)+1)
+	for k, v := range ce.subject {
+		fields[k] = v
+	}
+	for k, v := range ce.extra {
+		fields[k] = v
+	}
+	if ce.hint != "" {
+		fields["hint"] = ce.hint
+	}
+	keys := make([]string, 0, len(fields))
+	for k := range fields {
 		if k != "code" && k != "message" && k != "retryable" {
 			keys = append(keys, k)
 		}
@@ -150,9 +166,9 @@ func errorBody(ce *cliError) json.RawMessage {
 	sort.Strings(keys)
 	for _, k := range keys {
 		kb, _ := json.Marshal(k)
-		vb, err := json.Marshal(ce.extra[k])
+		vb, err := json.Marshal(fields[k])
 		if err != nil {
-			vb, _ = json.Marshal(fmt.Sprint(ce.extra[k]))
+			vb, _ = json.Marshal(fmt.Sprint(fields[k]))
 		}
 		b.WriteByte(',')
 		b.Write(kb)
@@ -183,84 +199,5 @@ func (a *app) writeJSON(v any) {
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(v); err != nil {
 		fmt.Fprintf(a.stderr, "swarmops: writing JSON: %v\n", err)
-	}
-}
-
-// storeDir returns the store directory: --store, else SWARMOPS_STORE, else
-// ".swarmops" in the current directory.
-func (a *app) storeDir() string {
-	if a.storeFlag != "" {
-		return a.storeFlag
-	}
-	if v := a.getenv("SWARMOPS_STORE"); v != "" {
-		return v
-	}
-	return ".swarmops"
-}
-
-// options builds the store options, wrapping the OS filesystem for crash
-// tests when SWARMOPS_TEST_CRASH_AT is set.
-func (a *app) options() (core.Options, error) {
-	if a.lockTimeout <= 0 {
-		return core.Options{}, usagef("--lock-timeout %v: want a positive duration", a.lockTimeout)
-	}
-	o := core.Options{LockTimeout: a.lockTimeout}
-	fsys, err := crashFS(a.getenv)
-	if err != nil {
-		return o, err
-	}
-	o.FS = fsys
-	return o, nil
-}
-
-// open opens the store for a command.
-func (a *app) open() (*core.Store, error) {
-	o, err := a.options()
-	if err != nil {
-		return nil, err
-	}
-	dir := a.storeDir()
-	s, err := core.Open(dir, o)
-	if err != nil {
-		return nil, fmt.Errorf("open store %q: %w", dir, err)
-	}
-	return s, nil
-}
-
-// withStore runs f on an open store and a fresh snapshot.
-func (a *app) withStore(f func(s *core.Store, sn *core.Snapshot) error) error {
-	s, err := a.open()
-	if err != nil {
-		return err
-	}
-	defer s.Close()
-	sn, err := s.Snapshot()
-	if err != nil {
-		return err
-	}
-	return f(s, sn)
-}
-
-// ok records a success.
-func (a *app) ok(data any, text func(io.Writer)) {
-	a.data, a.text = data, text
-}
-
-// lines is a text renderer of fixed lines.
-func lines(ls ...string) func(io.Writer) {
-	return func(w io.Writer) {
-		for _, l := range ls {
-			fmt.Fprintln(w, l)
-		}
-	}
-}
-
-// runE adapts a command body so every error it returns is classified.
-func runE(f func(cmd *cobra.Command, args []string) error) func(*cobra.Command, []string) error {
-	return func(cmd *cobra.Command, args []string) error {
-		if err := f(cmd, args); err != nil {
-			return classify(err)
-		}
-		return nil
 	}
 }

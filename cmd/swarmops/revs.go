@@ -80,10 +80,26 @@ func checkRefName(name string) error {
 		ok := 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' ||
 			c == '.' || c == '_' || c == '-' || c == '/'
 		if !ok {
-			return fmt.Errorf("ref name %q contains %q at byte %d (allowed: letters, digits, . _ - /)", name, c, i)
+			return fmt.Errorf("ref name %q contains %s at byte %d (allowed: ASCII letters, digits, . _ - /)",
+				name, describeAt(name, i), i)
 		}
 	}
 	return nil
+}
+
+// describeAt names the character that starts at byte i of s: the rune and
+// its code point when s holds valid UTF-8 there, else the byte in hex. A
+// byte printed as if it were a rune would show 'Ã' for the first byte of
+// 'ñ'.
+func describeAt(s string, i int) string {
+	r, size := utf8.DecodeRuneInString(s[i:])
+	if r == utf8.RuneError && size <= 1 {
+		return fmt.Sprintf("the byte 0x%02x (not UTF-8)", s[i])
+	}
+	if r < utf8.RuneSelf {
+		return fmt.Sprintf("%q", r)
+	}
+	return fmt.Sprintf("%q (U+%04X)", r, r)
 }
 
 // splitRevPath splits "REV:PATH" at the first colon (ref names and ids never

@@ -122,47 +122,113 @@ func parseSizes(s string) ([]int, error) {
 	return out, nil
 }
 
-func run(args []string) error {
+// runFlags are the command line of a harness run.
+type runFlags struct {
+	quick, keep                                            bool
+	dir, engines, workloads, sizes, jsonOut, mdOut, render string
+	runs, w1N, w2N, writers, lookups, opens, kills, syncN  int
+	seed                                                   uint64
+	minFree                                                float64
+	w6                                                     time.Duration
+	set                                                    map[string]bool // the flags given
+}
+
+func parseRunFlags(args []string) (*runFlags, error) {
+	f := &runFlags{set: map[string]bool{}}
 	fl := flag.NewFlagSet("peerbench", flag.ContinueOnError)
-	quick := fl.Bool("quick", false, "small sizes; finishes in under 2 minutes")
-	dir := fl.String("dir", "", "work directory (default: a new temporary directory, removed at the end)")
-	engines := fl.String("engines", "swarmops,sqlite,sqlite-NORMAL,bbolt,pebble", "engines, comma-separated")
-	workloads := fl.String("workloads", "syncs,W1,W2,W3,W4,W5,W6", "workloads, comma-separated")
-	runs := fl.Int("runs", 2, "runs per measurement; engines alternate order (A B B A)")
-	seed := fl.Uint64("seed", 1, "data seed")
-	minFree := fl.Float64("min-free-gib", 5, "refuse to run with less free space than this")
-	w1N := fl.Int("w1-n", 2000, "W1 timed commits per run")
-	w2N := fl.Int("w2-n", 200, "W2 commits per writer")
-	writers := fl.Int("writers", 32, "W2 writers")
-	sizes := fl.String("sizes", "100000,1000000", "W3/W4/W5 store sizes (changesets)")
-	lookups := fl.Int("lookups", 20000, "W3 lookups of each kind per run")
-	opens := fl.Int("opens", 5, "W4 opens per run")
-	kills := fl.Int("kills", 3, "W4 kills per run")
-	w6 := fl.Duration("w6", 5*time.Second, "W6 duration of the reader beside the writer")
-	syncN := fl.Int("sync-n", 1024, "commits in the sync count's difference")
-	jsonOut := fl.String("json", "peerbench.json", "JSON results file")
-	mdOut := fl.String("md", "peerbench.md", "Markdown table file")
-	keep := fl.Bool("keep", false, "keep the built W3–W6 stores (with --dir) for inspection")
-	render := fl.String("render", "", "re-render the Markdown of an existing JSON results file and exit")
+	fl.BoolVar(&f.quick, "quick", false, "small sizes; finishes in under 2 minutes")
+	fl.StringVar(&f.dir, "dir", "", "work directory (default: a new temporary directory, removed at the end)")
+	fl.StringVar(&f.engines, "engines", "swarmops,sqlite,sqlite-NORMAL,bbolt,pebble", "engines, comma-separated")
+	fl.StringVar(&f.workloads, "workloads", "syncs,W1,W2,W3,W4,W5,W6", "workloads, comma-separated")
+	fl.IntVar(&f.runs, "runs", 2, "runs per measurement; engines alternate order (A B B A)")
+	fl.Uint64Var(&f.seed, "seed", 1, "data seed")
+	fl.Float64Var(&f.minFree, "min-free-gib", 5, "refuse to run with less free space than this")
+	fl.IntVar(&f.w1N, "w1-n", 2000, "W1 timed commits per run")
+	fl.IntVar(&f.w2N, "w2-n", 200, "W2 commits per writer")
+	fl.IntVar(&f.writers, "writers", 32, "W2 writers")
+	fl.StringVar(&f.sizes, "sizes", "100000,1000000", "W3/W4/W5 store sizes (changesets)")
+	fl.IntVar(&f.lookups, "lookups", 20000, "W3 lookups of each kind per run")
+	fl.IntVar(&f.opens, "opens", 5, "W4 opens per run")
+	fl.IntVar(&f.kills, "kills", 3, "W4 kills per run")
+	fl.DurationVar(&f.w6, "w6", 5*time.Second, "W6 duration of the reader beside the writer")
+	fl.IntVar(&f.syncN, "sync-n", 1024, "commits in the sync count's difference")
+	fl.StringVar(&f.jsonOut, "json", "peerbench.json", "JSON results file")
+	fl.StringVar(&f.mdOut, "md", "peerbench.md", "Markdown table file")
+	fl.BoolVar(&f.keep, "keep", false, "keep the built W3–W6 stores (with --dir) for inspection")
+	fl.StringVar(&f.render, "render", "", "re-render the Markdown of an existing JSON results file and exit")
 	if err := fl.Parse(args); err != nil {
+		return nil, err
+	}
+	fl.Visit(func(fg *flag.Flag) { f.set[fg.Name] = true })
+	return f, nil
+}
+
+// run runs the harness: the workloads asked for on every engine, then the
+// JSON and Markdown reports.
+func run(args []string) error {
+	f, err := parseRunFlags(args)
+	if err != nil {
 		return err
 	}
-	if *render != "" {
-		return rerender(*render, *mdOut)
+	if f.render != "" {
+		return rerender(f.render, f.mdOut)
 	}
-	set := map[string]bool{}
-	fl.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	h := &harness{runs: *runs, quick: *quick, seed: *seed, minFree: *minFree, w1N: *w1N, w1Warm: 200,
-		w2N: *w2N, writers: *writers, lookups: *lookups, opens: *opens, kills: *kills, w6Dur: *w6,
-		syncN: *syncN, syncRuns: 2, keep: *keep, killMin: 100 * time.Millisecond, killMax: time.Second, progress: true}
+	h, err := f.harness()
+	if err != nil {
+		return err
+	}
+	if h.self, err = os.Executable(); err != nil {
+		return err
+	}
+	cleanup, err := h.workDir(f.dir)
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	if err := h.checkFree(); err != nil {
+		return err
+	}
+	start := time.Now()
+	rep := Report{Date: start.UTC().Format("2006-01-02 15:04 UTC"), Command: "peerbench " + strings.Join(args, " "),
+		Machine: machine(h.dir), Quick: h.quick, Runs: h.runs, Seed: h.seed, Sizes: h.sizes,
+		W1N: h.w1N, W2Writers: h.writers, W2N: h.w2N, Lookups: h.lookups, W6Seconds: h.w6Dur.Seconds()}
+	h.logf("machine: %+v; work dir %s", rep.Machine, h.dir)
+	if err := h.runWorkloads(f.workloads); err != nil {
+		return err
+	}
+	rep.Seconds = time.Since(start).Seconds()
+	rep.Results = h.results
+	rep.Summary = summarize(h.results)
+	b, err := json.MarshalIndent(rep, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(f.jsonOut, b, 0o644); err != nil {
+		return err
+	}
+	md := markdown(&rep, h.engines)
+	if err := os.WriteFile(f.mdOut, []byte(md), 0o644); err != nil {
+		return err
+	}
+	fmt.Print(md)
+	h.logf("done in %.1f s; %s, %s", rep.Seconds, f.jsonOut, f.mdOut)
+	return nil
+}
+
+// harness builds the harness the flags describe. --quick shrinks every
+// count the command line did not set.
+func (f *runFlags) harness() (*harness, error) {
+	h := &harness{runs: f.runs, quick: f.quick, seed: f.seed, minFree: f.minFree, w1N: f.w1N, w1Warm: 200,
+		w2N: f.w2N, writers: f.writers, lookups: f.lookups, opens: f.opens, kills: f.kills, w6Dur: f.w6,
+		syncN: f.syncN, syncRuns: 2, keep: f.keep, killMin: 100 * time.Millisecond, killMax: time.Second, progress: true}
 	var err error
-	if h.sizes, err = parseSizes(*sizes); err != nil {
-		return err
+	if h.sizes, err = parseSizes(f.sizes); err != nil {
+		return nil, err
 	}
-	if *quick {
-		def := func(name string, f func()) {
-			if !set[name] {
-				f()
+	if f.quick {
+		def := func(name string, set func()) {
+			if !f.set[name] {
+				set()
 			}
 		}
 		def("w1-n", func() { h.w1N = 100 })
@@ -178,38 +244,36 @@ func run(args []string) error {
 		h.killMin, h.killMax = 50*time.Millisecond, 200*time.Millisecond
 	}
 	if h.runs < 1 || h.w1N < 1 || h.w2N < 1 || h.writers < 1 || h.lookups < 1 || h.opens < 1 || h.kills < 0 || h.syncN < 1 {
-		return errors.New("counts (--runs, --w1-n, --w2-n, --writers, --lookups, --opens, --sync-n) must be positive")
+		return nil, errors.New("counts (--runs, --w1-n, --w2-n, --writers, --lookups, --opens, --sync-n) must be positive")
 	}
-	for _, n := range strings.Split(*engines, ",") {
+	for _, n := range strings.Split(f.engines, ",") {
 		e, err := engine.ByName(strings.TrimSpace(n))
 		if err != nil {
-			return err
+			return nil, err
 		}
 		h.engines = append(h.engines, e)
 	}
-	if h.self, err = os.Executable(); err != nil {
-		return err
+	return h, nil
+}
+
+// workDir sets the harness's work directory: dir, or a new temporary one
+// that the returned cleanup removes.
+func (h *harness) workDir(dir string) (func(), error) {
+	if dir != "" {
+		h.dir = dir
+		return func() {}, os.MkdirAll(h.dir, 0o755)
 	}
-	if *dir == "" {
-		if h.dir, err = os.MkdirTemp("", "peerbench-"); err != nil {
-			return err
-		}
-		defer os.RemoveAll(h.dir)
-	} else {
-		h.dir = *dir
-		if err := os.MkdirAll(h.dir, 0o755); err != nil {
-			return err
-		}
+	var err error
+	if h.dir, err = os.MkdirTemp("", "peerbench-"); err != nil {
+		return nil, err
 	}
-	if err := h.checkFree(); err != nil {
-		return err
-	}
-	start := time.Now()
-	rep := Report{Date: start.UTC().Format("2006-01-02 15:04 UTC"), Command: "peerbench " + strings.Join(args, " "),
-		Machine: machine(h.dir), Quick: h.quick, Runs: h.runs, Seed: h.seed, Sizes: h.sizes,
-		W1N: h.w1N, W2Writers: h.writers, W2N: h.w2N, Lookups: h.lookups, W6Seconds: h.w6Dur.Seconds()}
-	h.logf("machine: %+v; work dir %s", rep.Machine, h.dir)
-	for _, w := range strings.Split(*workloads, ",") {
+	return func() { os.RemoveAll(h.dir) }, nil
+}
+
+// runWorkloads runs the comma-separated workloads: syncs, W1 and W2 in the
+// order given, then W3–W6 together on one store per engine and size.
+func (h *harness) runWorkloads(workloads string) error {
+	for _, w := range strings.Split(workloads, ",") {
 		w = strings.TrimSpace(w)
 		var err error
 		switch w {
@@ -228,26 +292,7 @@ func run(args []string) error {
 			return err
 		}
 	}
-	if err := h.sized(*workloads); err != nil {
-		return err
-	}
-	rep.Seconds = time.Since(start).Seconds()
-	rep.Results = h.results
-	rep.Summary = summarize(h.results)
-	b, err := json.MarshalIndent(rep, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(*jsonOut, b, 0o644); err != nil {
-		return err
-	}
-	md := markdown(&rep, h.engines)
-	if err := os.WriteFile(*mdOut, []byte(md), 0o644); err != nil {
-		return err
-	}
-	fmt.Print(md)
-	h.logf("done in %.1f s; %s, %s", rep.Seconds, *jsonOut, *mdOut)
-	return nil
+	return h.sized(workloads)
 }
 
 // rerender rebuilds the summary and the Markdown from a JSON report, so

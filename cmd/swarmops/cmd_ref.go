@@ -1,0 +1,190 @@
+package main
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+
+	"github.com/swarmops/swarmops/core"
+)
+
+// refCmd is `swarmops ref` and its subcommands; every move is a
+// compare-and-swap.
+func (a *app) refCmd() *cobra.Command {
+	ref := &cobra.Command{
+		Use:   "ref (get|set|create|delete|list|log)",
+		Short: "Read and move refs (every move is a compare-and-swap)",
+		Args:  noSubcommand,
+		RunE: runE(func(cmd *cobra.Command, args []string) error {
+			return usagef("ref: give a subcommand: get, set, create, delete, list or log")
+		}),
+	}
+	ref.AddCommand(a.refGetCmd(), a.refSetCmd(), a.refCreateCmd(), a.refDeleteCmd(), a.refListCmd(), a.refLogCmd())
+	return ref
+}
+
+// refGetCmd is `swarmops ref get`: one ref's value.
+func (a *app) refGetCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "get NAME",
+		Short: "Print the changeset a ref points to",
+		Args:  cobra.ExactArgs(1),
+		RunE: runE(func(cmd *cobra.Command, args []string) error {
+			if err := checkRefName(args[0]); err != nil {
+				return usagef("%w", err)
+			}
+			return a.withStore(func(s *core.Store, sn *core.Snapshot) error {
+				id, err := sn.Ref(args[0])
+				if err != nil {
+					return refNotFound(sn, args[0], err)
+				}
+				a.ok(map[string]any{"name": args[0], "id": id.String()}, lines(id.String()))
+				return nil
+			})
+		}),
+	}
+}
+
+// refSetCmd is `swarmops ref set`: a compare-and-swap from --expect to NEW.
+func (a *app) refSetCmd() *cobra.Command {
+	var expect string
+	set := &cobra.Command{
+		Use:   "set NAME NEW --expect OLD",
+		Short: "Move a ref from OLD to NEW; E_CONFLICT with \"current\" if it is not at OLD",
+		Args:  cobra.ExactArgs(2),
+		RunE: runE(func(cmd *cobra.Command, args []string) error {
+			if !cmd.Flags().Changed("expect") {
+				return usagef("ref set: --expect OLD is required (use ref create for a new ref)")
+			}
+			return a.refUpdate("set", args[0], expect, args[1])
+		}),
+	}
+	set.Flags().StringVar(&expect, "expect", "", "the value the ref must have now")
+	return set
+}
+
+// refCreateCmd is `swarmops ref create`: a compare-and-swap from absent.
+func (a *app) refCreateCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "create NAME REV",
+		Short: "Create a ref; E_CONFLICT if it exists",
+		Args:  cobra.ExactArgs(2),
+		RunE: runE(func(cmd *cobra.Command, args []string) error {
+			return a.refUpdate("create", args[0], "", args[1])
+		}),
+	}
+}
+
+// refDeleteCmd is `swarmops ref delete`: a compare-and-swap to absent.
+func (a *app) refDeleteCmd() *cobra.Command {
+	var expect string
+	del := &cobra.Command{
+		Use:   "delete NAME [--expect OLD]",
+		Short: "Delete a ref (at OLD if given, else at the value read now)",
+		Args:  cobra.ExactArgs(1),
+		RunE: runE(func(cmd *cobra.Command, args []string) error {
+			return a.refUpdate("delete", args[0], expect, "")
+		}),
+	}
+	del.Flags().StringVar(&expect, "expect", "", "the value the ref must have now")
+	return del
+}
+
+// refListCmd is `swarmops ref list`: every ref, sorted by name.
+func (a *app) refListCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "list",
+		Short: "List every ref",
+		Args:  cobra.NoArgs,
+		RunE: runE(func(cmd *cobra.Command, args []string) error {
+			return a.withStore(func(s *core.Store, sn *core.Snapshot) error {
+				refs, err := sn.Refs()
+				if err != nil {
+					return err
+				}
+				out := make([]map[string]any, len(refs))
+				for i, r := range refs {
+					out[i] = map[string]any{"name": r.Name, "id": r.ID.String()}
+				}
+				a.ok(out, func(w io.Writer) {
+					for _, r := range refs {
+						fmt.Fprintf(w, "%s %s\n", r.ID, r.Name)
+					}
+				})
+				return nil
+			})
+		}),
+	}
+}
+
+// refLogCmd is `swarmops ref log`: a ref's moves, oldest first.
+func (a *app) refLogCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "log NAME",
+		Short: "List a ref's moves (its reflog), oldest first",
+		Args:  cobra.ExactArgs(1),
+		RunE: runE(func(cmd *cobra.Command, args []string) error {
+			if err := checkRefName(args[0]); err != nil {
+				return usagef("%w", err)
+			}
+			return a.withStore(func(s *core.Store, sn *core.Snapshot) error {
+				entries, err := sn.RefLog(args[0])
+				if err != nil {
+					return refNotFound(sn, args[0], err)
+				}
+				out := make([]map[string]any, len(entries))
+				for i, e := range entries {
+					out[i] = map[string]any{"seq": e.Seq, "old": idOrNull(e.Old), "new": idOrNull(e.New), "time": fmtTime(e.Time)}
+				}
+				a.ok(out, func(w io.Writer) {
+					for _, e := range entries {
+						fmt.Fprintf(w, "%d %s %s -> %s\n", e.Seq, fmtTime(e.Time), idText(e.Old), idText(e.New))
+					}
+				})
+				return nil
+			})
+		}),
+	}
+}
+
+// refUpdate performs ref set/create/delete. oldRev "" means: absent for
+// create, the current value for delete.
+func (a *app) refUpdate(verb, name, oldRev, newRev string) error {
+	if err := checkRefName(name); err != nil {
+		return usagef("%w", err)
+	}
+	for _, r := range []string{oldRev, newRev} {
+		if r != "" {
+			if err := checkRev(r); err != nil {
+				return usagef("%w", err)
+			}
+		}
+	}
+	return a.withStore(func(s *core.Store, sn *core.Snapshot) error {
+		var u core.RefUpdate
+		u.Name = name
+		var err error
+		if newRev != "" {
+			if u.New, err = resolve(sn, newRev); err != nil {
+				return err
+			}
+		}
+		switch {
+		case oldRev != "":
+			if u.Old, err = resolve(sn, oldRev); err != nil {
+				return err
+			}
+		case verb == "delete":
+			if u.Old, err = sn.Ref(name); err != nil {
+				return refNotFound(sn, name, err)
+			}
+		}
+		if err := s.UpdateRefs(u); err != nil {
+			return fmt.Errorf("ref %s %q: %w", verb, name, err)
+		}
+		a.ok(map[string]any{"name": name, "old": idOrNull(u.Old), "new": idOrNull(u.New)},
+			lines(fmt.Sprintf("%s: %s -> %s", name, idText(u.Old), idText(u.New))))
+		return nil
+	})
+}

@@ -1,0 +1,145 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+)
+
+// rootCmd builds the command tree for one invocation.
+func (a *app) rootCmd() *cobra.Command {
+	root := &cobra.Command{
+		Use:           "swarmops",
+		Short:         "A crash-safe changeset store shared by many agent processes",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Args:          noSubcommand,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			a.help(cmd)
+			return nil
+		},
+	}
+	root.CompletionOptions.DisableDefaultCmd = true
+	pf := root.PersistentFlags()
+	pf.StringVar(&a.storeFlag, "store", "", "store directory (default: $SWARMOPS_STORE, else ./.swarmops)")
+	pf.BoolVar(&a.jsonFlag, "json", false, "print one JSON envelope on stdout (also SWARMOPS_JSON=1)")
+	pf.DurationVar(&a.lockTimeout, "lock-timeout", 10*time.Second, "how long to wait for the writer lock before E_BUSY")
+	root.SetFlagErrorFunc(flagError)
+	root.SetHelpFunc(func(c *cobra.Command, _ []string) { a.help(c) })
+	root.SetHelpCommand(&cobra.Command{
+		Use:   "help [COMMAND]",
+		Short: "Show usage and the error table",
+		RunE: func(c *cobra.Command, args []string) error {
+			target, rest, err := root.Find(args)
+			if err != nil || target == nil {
+				return usagef("help: unknown command %q", strings.Join(args, " "))
+			}
+			if len(rest) > 0 {
+				return unknownCommand(target, rest[0])
+			}
+			a.help(target)
+			return nil
+		},
+	})
+	// Each command lives in a cmd_*.go file of its group; adding one is
+	// that file and one line here.
+	root.AddCommand(
+		a.initCmd(),
+		a.commitCmd(),
+		a.landCmd(),
+		a.refCmd(),
+		a.logCmd(),
+		a.showCmd(),
+		a.catCmd(),
+		a.lsCmd(),
+		a.diffCmd(),
+		a.checkoutCmd(),
+		a.infoCmd(),
+		a.verifyCmd(),
+		a.recoverCmd(),
+	)
+	return root
+}
+
+// help records the usage of c (and, for the root, the error table) as the
+// command's result, so --json gets it in the envelope too.
+func (a *app) help(c *cobra.Command) {
+	usage := c.UsageString()
+	if c.Long != "" {
+		usage = c.Long + "\n\n" + usage
+	}
+	data := map[string]any{"command": c.CommandPath(), "usage": usage}
+	if !c.HasParent() {
+		data["errors"] = errorTable()
+	}
+	a.ok(data, func(w io.Writer) {
+		fmt.Fprint(w, usage)
+		if !c.HasParent() {
+			fmt.Fprintln(w, "\nErrors (code, exit status, retryable):")
+			writeErrorTable(w)
+			fmt.Fprintln(w, "\nThe change-list format, the JSON envelope and every command: docs/cli.md.")
+		}
+	})
+}
+
+// noSubcommand is the argument check of a command that has subcommands: an
+// argument there is a mistyped subcommand.
+func noSubcommand(c *cobra.Command, args []string) error {
+	if len(args) == 0 {
+		return nil
+	}
+	return unknownCommand(c, args[0])
+}
+
+// unknownCommand is E_USAGE for a subcommand c lacks, with the close ones
+// as a "did you mean" hint.
+func unknownCommand(c *cobra.Command, name string) error {
+	if c.SuggestionsMinimumDistance <= 0 {
+		c.SuggestionsMinimumDistance = 2
+	}
+	return usageHint(c.SuggestionsFor(name), quoted, "unknown command %q for %q", name, c.CommandPath())
+}
+
+// flagError says what was wrong with a flag in the user's terms: an unknown
+// flag gets a "did you mean" hint, and a bad value says what the flag wants
+// instead of the parser's error (strconv.ParseInt: ...).
+func flagError(c *cobra.Command, err error) error {
+	var (
+		unknown *pflag.NotExistError
+		invalid *pflag.InvalidValueError
+	)
+	switch {
+	case errors.As(err, &invalid):
+		f := invalid.GetFlag()
+		name := "--" + f.Name
+		if f.Shorthand != "" {
+			name = "-" + f.Shorthand + "/" + name
+		}
+		return usagef("%s: %s %q: want %s", c.CommandPath(), name, invalid.GetValue(), flagWants(f.Value.Type()))
+	case errors.As(err, &unknown) && unknown.GetSpecifiedShortnames() == "":
+		var names []string
+		c.Flags().VisitAll(func(f *pflag.Flag) { names = append(names, f.Name) })
+		c.InheritedFlags().VisitAll(func(f *pflag.Flag) { names = append(names, f.Name) })
+		return usageHint(similar(unknown.GetSpecifiedName(), names), func(s string) string { return "--" + s },
+			"%s: %w", c.CommandPath(), err)
+	}
+	return usagef("%s: %w", c.CommandPath(), err)
+}
+
+// flagWants names what a flag of a pflag value type accepts.
+func flagWants(typ string) string {
+	switch typ {
+	case "int":
+		return "a whole number"
+	case "duration":
+		return "a duration such as 250ms, 10s or 1m"
+	case "bool":
+		return "true or false"
+	}
+	return "a " + typ
+}

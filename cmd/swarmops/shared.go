@@ -1,0 +1,152 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/swarmops/swarmops/core"
+)
+
+// storeDir returns the store directory: --store, else SWARMOPS_STORE, else
+// ".swarmops" in the current directory.
+func (a *app) storeDir() string {
+	dir, _ := a.storeChoice()
+	return dir
+}
+
+// storeChoice returns the store directory and where it came from:
+// "--store", "SWARMOPS_STORE", or "" for the default.
+func (a *app) storeChoice() (dir, from string) {
+	if a.storeFlag != "" {
+		return a.storeFlag, "--store"
+	}
+	if v := a.getenv("SWARMOPS_STORE"); v != "" {
+		return v, "SWARMOPS_STORE"
+	}
+	return ".swarmops", ""
+}
+
+// notStore wraps an error of opening or creating the store: an ErrNotStore
+// or ErrExist becomes a *storeError that says which directory was tried and
+// how to get a store.
+func (a *app) notStore(verb string, err error) error {
+	dir, from := a.storeChoice()
+	if errors.Is(err, core.ErrNotStore) || errors.Is(err, core.ErrExist) {
+		return newStoreError(dir, from, err)
+	}
+	return fmt.Errorf("%s %q: %w", verb, dir, err)
+}
+
+// options builds the store options, wrapping the OS filesystem for crash
+// tests when SWARMOPS_TEST_CRASH_AT is set.
+func (a *app) options() (core.Options, error) {
+	if a.lockTimeout <= 0 {
+		return core.Options{}, usagef("--lock-timeout %v: want a positive duration", a.lockTimeout)
+	}
+	o := core.Options{LockTimeout: a.lockTimeout}
+	fsys, err := crashFS(a.getenv)
+	if err != nil {
+		return o, err
+	}
+	o.FS = fsys
+	return o, nil
+}
+
+// open opens the store for a command.
+func (a *app) open() (*core.Store, error) {
+	o, err := a.options()
+	if err != nil {
+		return nil, err
+	}
+	s, err := core.Open(a.storeDir(), o)
+	if err != nil {
+		return nil, a.notStore("open store", err)
+	}
+	return s, nil
+}
+
+// withStore runs f on an open store and a fresh snapshot.
+func (a *app) withStore(f func(s *core.Store, sn *core.Snapshot) error) error {
+	s, err := a.open()
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	sn, err := s.Snapshot()
+	if err != nil {
+		return err
+	}
+	return f(s, sn)
+}
+
+// ok records a success.
+func (a *app) ok(data any, text func(io.Writer)) {
+	a.data, a.text = data, text
+}
+
+// lines is a text renderer of fixed lines.
+func lines(ls ...string) func(io.Writer) {
+	return func(w io.Writer) {
+		for _, l := range ls {
+			fmt.Fprintln(w, l)
+		}
+	}
+}
+
+// runE adapts a command body so every error it returns is classified.
+func runE(f func(cmd *cobra.Command, args []string) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		if err := f(cmd, args); err != nil {
+			return classify(err)
+		}
+		return nil
+	}
+}
+
+// resolve checks a revision's syntax, then resolves it.
+func resolve(sn *core.Snapshot, rev string) (core.ID, error) {
+	if err := checkRev(rev); err != nil {
+		return core.ID{}, usagef("%w", err)
+	}
+	id, err := sn.Resolve(rev)
+	switch {
+	case errors.Is(err, core.ErrNotFound):
+		return core.ID{}, revNotFound(sn, rev, err)
+	case err != nil:
+		return core.ID{}, fmt.Errorf("revision %q: %w", rev, err)
+	}
+	return id, nil
+}
+
+// hasRef reports whether a ref exists. Any error other than not found
+// counts as existing, so the caller's own lookup reports it.
+func hasRef(sn *core.Snapshot, name string) bool {
+	_, err := sn.Ref(name)
+	return !errors.Is(err, core.ErrNotFound)
+}
+
+// nullIfEmpty renders an optional name for JSON: null when empty.
+func nullIfEmpty(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+// short is the 12-digit form of an id that human text uses.
+func short(id core.ID) string { return id.String()[:12] }
+
+// idText renders an id for human text, "(none)" when absent.
+func idText(id core.ID) string {
+	if id.IsZero() {
+		return "(none)"
+	}
+	return id.String()
+}
+
+// fmtTime renders a time as RFC 3339 UTC with nanoseconds.
+func fmtTime(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
