@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"flag"
@@ -9,6 +10,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -86,11 +88,36 @@ func (r result) Err() map[string]any {
 	return e
 }
 
+// throughServer, set by TestCLIThroughServer in the copy of the suite it
+// starts, runs every command of a spec through a `swarmops serve` of the
+// spec's store, started as soon as init made it: the output, codes and
+// exit statuses the specs check must be the same as without a server.
+var throughServer = os.Getenv("SWARMOPS_TEST_CLI_SERVER") == "1"
+
+// TestCLIThroughServer runs the whole CLI suite again, in a child process,
+// with every command going through a server.
+func TestCLIThroughServer(t *testing.T) {
+	if throughServer {
+		t.Skip("this is the copy of the suite that runs through a server")
+	}
+	if testing.Short() {
+		t.Skip("-short: the suite runs once, without a server")
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestCLI$", "-ginkgo.no-color")
+	cmd.Env = append(os.Environ(), "SWARMOPS_TEST_CLI_SERVER=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("the CLI suite through a server failed: %v\n%s", err, out)
+	}
+}
+
 // env is a test workspace: a temp dir holding the store and any files.
 type env struct {
 	root  string
 	store string
 	extra []string
+	// server is the spec's `swarmops serve`, in throughServer mode.
+	server *exec.Cmd
 }
 
 func newEnv() *env {
@@ -119,8 +146,33 @@ func (e *env) cmd(stdin string, args ...string) *exec.Cmd {
 		c.Env = append(c.Env, "SWARMOPS_STORE="+e.store)
 	}
 	c.Env = append(c.Env, e.extra...)
+	if e.server != nil {
+		// Required, not auto: a command that quietly ran without the
+		// server would pass for one that went through it.
+		c.Env = append(c.Env, "SWARMOPS_SERVER=required")
+	}
 	c.Stdin = strings.NewReader(stdin)
 	return c
+}
+
+// serve starts `swarmops serve` on the spec's store and waits until it is
+// ready; the spec's cleanup stops it and checks it stopped cleanly.
+func (e *env) serve() {
+	GinkgoHelper()
+	c := e.cmd("", "serve", "--json")
+	out, err := c.StdoutPipe()
+	Expect(err).NotTo(HaveOccurred())
+	var errb bytes.Buffer
+	c.Stderr = &errb
+	Expect(c.Start()).To(Succeed())
+	line, err := bufio.NewReader(out).ReadString('\n')
+	Expect(err).NotTo(HaveOccurred(), "serve did not say it was ready: %s", errb.String())
+	Expect(line).To(ContainSubstring(`"ok":true`))
+	e.server = c
+	DeferCleanup(func() {
+		c.Process.Signal(syscall.SIGTERM)
+		Expect(c.Wait()).To(Succeed(), "serve: %s", errb.String())
+	})
 }
 
 // run runs the binary to completion.
@@ -135,6 +187,9 @@ func (e *env) run(stdin string, args ...string) result {
 		code = ee.ExitCode()
 	} else {
 		Expect(err).NotTo(HaveOccurred())
+	}
+	if throughServer && e.server == nil && code == 0 && len(args) > 0 && args[0] == "init" && e.store != "" {
+		e.serve()
 	}
 	return result{Exit: code, Stdout: out.String(), Stderr: errb.String()}
 }

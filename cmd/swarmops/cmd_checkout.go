@@ -25,7 +25,7 @@ func (a *app) checkoutCmd() *cobra.Command {
 				return usagef("%w", err)
 			}
 			dir := args[1]
-			if err := checkoutTarget(dir, force); err != nil {
+			if err := checkoutTarget(a.path(dir), force); err != nil {
 				return err
 			}
 			return a.withStore(func(s *core.Store, sn *core.Snapshot) error {
@@ -33,7 +33,7 @@ func (a *app) checkoutCmd() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				n, bytes, err := checkout(sn, id, dir, a.progress("checkout"))
+				n, bytes, err := checkout(sn, id, a.path(dir), a.progress("checkout"))
 				if err != nil {
 					return err
 				}

@@ -83,7 +83,7 @@ func (a *app) readChangeList(name string) ([]core.Change, error) {
 	if name == "-" {
 		src, err = io.ReadAll(a.stdin)
 	} else {
-		src, err = os.ReadFile(name)
+		src, err = os.ReadFile(a.path(name))
 	}
 	if err != nil {
 		return nil, usagef("change list: %w", err)
@@ -92,7 +92,7 @@ func (a *app) readChangeList(name string) ([]core.Change, error) {
 	if err != nil {
 		return nil, usagef("%w", err)
 	}
-	return loadChanges(name, parsed, os.ReadFile)
+	return loadChanges(name, parsed, func(p string) ([]byte, error) { return os.ReadFile(a.path(p)) })
 }
 
 // commit resolves the parents, snapshots --dir if given, and commits.
@@ -118,7 +118,7 @@ func (a *app) commit(s *core.Store, sn *core.Snapshot, c commitFlags, changes []
 	}
 	if c.dir != "" {
 		var err error
-		if changes, err = snapshotDir(sn, c.dir, ps, a.storeDir()); err != nil {
+		if changes, err = snapshotDir(sn, a.path(c.dir), ps, a.storeDir()); err != nil {
 			return err
 		}
 	}

@@ -37,6 +37,8 @@ var (
 	kindExists    = errorKind{"E_EXISTS", 10, false, "init found a store or other files in the directory"}
 	kindNotStore  = errorKind{"E_NOT_STORE", 11, false, "the store directory is not a SwarmOps store"}
 	kindRepaired  = errorKind{"E_REPAIRED", 12, false, "recover cut a torn tail (unacknowledged bytes); the store is consistent now"}
+	kindGone      = errorKind{"E_UNAVAILABLE", 13, true, "the store's server went away during the command (it may or may not have taken effect; look, then run it again), or SWARMOPS_SERVER=required and none runs"}
+	kindRunning   = errorKind{"E_SERVER_RUNNING", 14, false, "serve found another server running for the store (\"pid\")"}
 	kindInternal  = errorKind{"E_INTERNAL", 70, false, "a bug: an error the table does not know"}
 	kindCrashed   = errorKind{"E_CRASHED", crashExitStatus, false, "a simulated crash (SWARMOPS_TEST_CRASH_AT); tests only"}
 )
@@ -44,7 +46,7 @@ var (
 // errorTable lists every row, ordered by exit status.
 func errorTable() []errorKind {
 	t := []errorKind{kindUsage, kindNotFound, kindConflict, kindBusy, kindCorrupt, kindIO,
-		kindNoSpace, kindAmbiguous, kindExists, kindNotStore, kindRepaired, kindInternal, kindCrashed}
+		kindNoSpace, kindAmbiguous, kindExists, kindNotStore, kindRepaired, kindGone, kindRunning, kindInternal, kindCrashed}
 	sort.Slice(t, func(i, j int) bool { return t[i].Exit < t[j].Exit })
 	return t
 }

@@ -14,10 +14,12 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/swarmops/swarmops/core"
 )
 
 func main() {
-	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr, os.Getenv))
+	os.Exit(dispatch(os.Args[1:], os.Stdin, os.Stdout, os.Stderr, os.Getenv))
 }
 
 // app is one invocation: its streams, global flags and result.
@@ -26,6 +28,15 @@ type app struct {
 	stdout, stderr io.Writer
 	getenv         func(string) string
 	start          time.Time
+	// cwd, when set, is the directory relative paths are resolved against:
+	// the client's, for a command a server runs (see path).
+	cwd string
+	// shared, when set, is the server's open store, used instead of
+	// opening one; sharedDir is its directory.
+	shared    *core.Store
+	sharedDir string
+	// stderrTTY says the client's stderr is a terminal (under a server).
+	stderrTTY bool
 
 	storeFlag   string
 	jsonOut     bool // from a pre-scan of the arguments, or SWARMOPS_JSON
@@ -35,11 +46,19 @@ type app struct {
 	data any             // the JSON "data" of a success
 	text func(io.Writer) // the human rendering of a success
 	fail *cliError       // a command's non-error failure outcome (recover, verify)
+	// flushed says the success envelope went out already (flush).
+	flushed bool
 }
 
-// run executes one command line and returns the exit status.
+// run executes one command line in this process and returns the exit
+// status.
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
 	a := &app{stdin: stdin, stdout: stdout, stderr: stderr, getenv: getenv, start: time.Now()}
+	return a.run(args)
+}
+
+// run executes one command line with a's streams and context.
+func (a *app) run(args []string) int {
 	// --json is looked for before parsing so that a usage error in the same
 	// command line is already reported as JSON.
 	for _, arg := range args {
@@ -50,7 +69,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(s
 			a.jsonOut = true
 		}
 	}
-	if v := getenv("SWARMOPS_JSON"); v != "" {
+	if v := a.getenv("SWARMOPS_JSON"); v != "" {
 		on, err := strconv.ParseBool(v)
 		if err != nil {
 			return a.finish(usagef("SWARMOPS_JSON=%q: want 1, 0, true or false", v))
@@ -59,9 +78,9 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(s
 	}
 	root := a.rootCmd()
 	root.SetArgs(args)
-	root.SetIn(stdin)
-	root.SetOut(stdout)
-	root.SetErr(stderr)
+	root.SetIn(a.stdin)
+	root.SetOut(a.stdout)
+	root.SetErr(a.stderr)
 	err := root.Execute()
 	return a.finish(err)
 }
@@ -84,6 +103,9 @@ func (a *app) finish(err error) int {
 	}
 	m := meta{ElapsedMS: float64(time.Since(a.start).Microseconds()) / 1000}
 	if ce == nil {
+		if a.flushed {
+			return 0
+		}
 		if a.jsonOut {
 			a.writeJSON(okEnvelope{OK: true, Data: a.data, Meta: m})
 		} else if a.text != nil {

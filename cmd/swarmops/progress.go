@@ -1,6 +1,7 @@
 package main
 
 import (
+	"io"
 	"os"
 
 	"github.com/mattn/go-isatty"
@@ -10,15 +11,22 @@ import (
 // progress returns a progress callback that draws a bar on stderr when
 // stderr is a terminal, and nil (no bar, no cost) when it is not: piped
 // output and agents get clean streams.
+//
+// Under a server, stderr is the client's, and the client said whether it
+// is a terminal (stderrTTY).
 func (a *app) progress(what string) func(done, total int) {
-	f, ok := a.stderr.(*os.File)
-	if !ok || !(isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd())) {
+	var w io.Writer = a.stderr
+	if f, ok := a.stderr.(*os.File); ok {
+		if !(isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd())) {
+			return nil
+		}
+	} else if !a.stderrTTY {
 		return nil
 	}
 	var bar *progressbar.ProgressBar
 	return func(done, total int) {
 		if bar == nil {
-			bar = progressbar.NewOptions(total, progressbar.OptionSetWriter(f),
+			bar = progressbar.NewOptions(total, progressbar.OptionSetWriter(w),
 				progressbar.OptionSetDescription(what), progressbar.OptionShowCount(),
 				progressbar.OptionClearOnFinish(), progressbar.OptionThrottle(100_000_000))
 		}

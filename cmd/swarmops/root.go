@@ -62,6 +62,7 @@ func (a *app) rootCmd() *cobra.Command {
 		a.infoCmd(),
 		a.verifyCmd(),
 		a.recoverCmd(),
+		a.serveCmd(),
 	)
 	return root
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -22,12 +23,12 @@ func (a *app) storeDir() string {
 // "--store", "SWARMOPS_STORE", or "" for the default.
 func (a *app) storeChoice() (dir, from string) {
 	if a.storeFlag != "" {
-		return a.storeFlag, "--store"
+		return a.path(a.storeFlag), "--store"
 	}
 	if v := a.getenv("SWARMOPS_STORE"); v != "" {
-		return v, "SWARMOPS_STORE"
+		return a.path(v), "SWARMOPS_STORE"
 	}
-	return ".swarmops", ""
+	return a.path(".swarmops"), ""
 }
 
 // notStore wraps an error of opening or creating the store: an ErrNotStore
@@ -56,26 +57,43 @@ func (a *app) options() (core.Options, error) {
 	return o, nil
 }
 
-// open opens the store for a command.
-func (a *app) open() (*core.Store, error) {
+// open opens the store for a command; the caller calls release when done
+// with it. Under a server the store is the server's open one, which
+// release leaves open.
+func (a *app) open() (s *core.Store, release func(), err error) {
 	o, err := a.options()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	s, err := core.Open(a.storeDir(), o)
+	if a.shared != nil {
+		if err := a.sameStore(); err != nil {
+			return nil, nil, err
+		}
+		return a.shared, func() {}, nil
+	}
+	s, err = core.Open(a.storeDir(), o)
 	if err != nil {
-		return nil, a.notStore("open store", err)
+		return nil, nil, a.notStore("open store", err)
 	}
-	return s, nil
+	return s, func() { s.Close() }, nil
+}
+
+// path resolves a path argument against the invoking process's working
+// directory: a server runs commands for clients in other directories.
+func (a *app) path(p string) string {
+	if a.cwd == "" || filepath.IsAbs(p) {
+		return p
+	}
+	return filepath.Join(a.cwd, p)
 }
 
 // withStore runs f on an open store and a fresh snapshot.
 func (a *app) withStore(f func(s *core.Store, sn *core.Snapshot) error) error {
-	s, err := a.open()
+	s, release, err := a.open()
 	if err != nil {
 		return err
 	}
-	defer s.Close()
+	defer release()
 	sn, err := s.Snapshot()
 	if err != nil {
 		return err

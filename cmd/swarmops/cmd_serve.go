@@ -1,0 +1,111 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/swarmops/swarmops/core"
+	"github.com/swarmops/swarmops/server"
+)
+
+// serveCmd is `swarmops serve`: hold the store open and run every client's
+// commands on it, until SIGINT or SIGTERM.
+func (a *app) serveCmd() *cobra.Command {
+	var grace time.Duration
+	cmd := &cobra.Command{
+		Use:   "serve [--grace DURATION]",
+		Short: "Serve the store to every swarmops command on this host until stopped (SIGINT, SIGTERM)",
+		Long: `Serve the store: hold it open and run the commands of every swarmops process
+that uses this store (SWARMOPS_SERVER=auto, the default, finds the server
+by itself) on one open store, so their commits share one commit pipeline and
+one sync. The socket is serve.sock in the store directory, reachable only by
+its owner. A second serve on the same store is refused (E_SERVER_RUNNING).
+On SIGINT or SIGTERM, serve stops accepting, lets running commands finish
+(at most --grace), removes its socket and exits 0.`,
+		Args: cobra.NoArgs,
+		RunE: runE(func(cmd *cobra.Command, args []string) error {
+			return a.serve(grace)
+		}),
+	}
+	cmd.Flags().DurationVar(&grace, "grace", 10*time.Second, "how long running commands may take to finish at stop")
+	return cmd
+}
+
+func (a *app) serve(grace time.Duration) error {
+	s, release, err := a.open()
+	if err != nil {
+		return err
+	}
+	defer release()
+	dir, err := filepath.Abs(a.storeDir())
+	if err != nil {
+		return err
+	}
+	srv, err := server.Start(server.Config{Dir: dir, Handler: serveHandler(s, dir),
+		Logf: func(format string, args ...any) { fmt.Fprintf(a.stderr, "swarmops serve: "+format+"\n", args...) }})
+	if errors.Is(err, server.ErrRunning) {
+		return &cliError{kind: kindRunning, err: err, msg: fmt.Sprintf("store %s: %v", dir, err),
+			hint: "its clients use it already; stop it (SIGTERM) to start another"}
+	}
+	if err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+	stop := make(chan os.Signal, 1)
+	signal.Notify(stop, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(stop)
+	// Ready: the one envelope (or line) of this command goes out now, so
+	// whoever started the server can wait for it.
+	a.ok(map[string]any{"store": dir, "socket": srv.Socket(), "pid": os.Getpid()},
+		lines(fmt.Sprintf("serving %s on %s (pid %d)", dir, srv.Socket(), os.Getpid())))
+	a.flush()
+	select {
+	case <-stop:
+	case <-waitCh(srv):
+	}
+	if err := srv.Stop(grace); err != nil {
+		fmt.Fprintf(a.stderr, "swarmops serve: %v\n", err)
+	}
+	return nil
+}
+
+// waitCh turns srv.Wait into a channel.
+func waitCh(srv *server.Server) <-chan error {
+	ch := make(chan error, 1)
+	go func() { ch <- srv.Wait() }()
+	return ch
+}
+
+// serveHandler runs one client's invocation as this process would run it,
+// on the server's open store and in the client's working directory.
+func serveHandler(s *core.Store, dir string) server.Handler {
+	return func(inv *server.Invocation) int {
+		env := inv.Env
+		c := &app{stdin: inv.Stdin, stdout: inv.Stdout, stderr: inv.Stderr, start: time.Now(),
+			getenv: func(k string) string { return env[k] }, cwd: inv.Cwd, shared: s, sharedDir: dir,
+			stderrTTY: inv.StderrTTY}
+		return c.run(inv.Args)
+	}
+}
+
+// flush prints a success recorded so far, now, and marks the command's
+// output as written: a long-running command reports readiness this way
+// and prints nothing more when it ends well.
+func (a *app) flush() {
+	if a.jsonOut || a.jsonFlag {
+		a.writeJSON(okEnvelope{OK: true, Data: a.data, Meta: meta{ElapsedMS: float64(time.Since(a.start).Microseconds()) / 1000}})
+	} else if a.text != nil {
+		a.text(a.stdout)
+	}
+	if f, ok := a.stdout.(interface{ Sync() error }); ok {
+		f.Sync()
+	}
+	a.data, a.text, a.flushed = nil, nil, true
+}
+
