@@ -108,4 +108,3 @@ func (a *app) flush() {
 	}
 	a.data, a.text, a.flushed = nil, nil, true
 }
-
