@@ -21,12 +21,14 @@ import (
 // package documentation for the persistence model. It is safe for concurrent
 // use; every call takes one mutex, so it is a model, not a fast filesystem.
 type MemFS struct {
-	mu   sync.Mutex
-	root *inode
-	boot string
-	ino  uint64 // last inode number handed out
-	seq  uint64 // last directory-operation sequence number
-	open int64  // handles opened and not yet closed (OpenHandles)
+	mu    sync.Mutex
+	root  *inode
+	boot  string
+	ino   uint64 // last inode number handed out
+	seq   uint64 // last directory-operation sequence number
+	open  int64  // handles opened and not yet closed (OpenHandles)
+	tick  int64  // the logical clock's last reading
+	clock func() time.Time
 }
 
 // OpenHandles returns how many files opened on m are not closed yet, so a
@@ -37,7 +39,33 @@ func (m *MemFS) OpenHandles() int64 {
 	return m.open
 }
 
-var _ vfs.FS = (*MemFS)(nil)
+var (
+	_ vfs.FS          = (*MemFS)(nil)
+	_ afero.Symlinker = (*MemFS)(nil)
+)
+
+// memDev is the device number every MemFS file reports.
+const memDev = 0x6d656d
+
+// SetClock makes clock the source of the modification and change times
+// of m and of its later crash clones. The default is a logical clock that
+// advances one microsecond per reading, so no two changes share a time; a
+// test of a coarse clock (a filesystem whose timestamps move in ticks, so
+// that a file can change without its mtime moving) sets one that does not.
+func (m *MemFS) SetClock(clock func() time.Time) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.clock = clock
+}
+
+// now reads the clock; m.mu is held.
+func (m *MemFS) now() time.Time {
+	if m.clock != nil {
+		return m.clock()
+	}
+	m.tick++
+	return time.Unix(0, m.tick*int64(time.Microsecond))
+}
 
 // bootCounter makes every MemFS boot id distinct within a process.
 var bootCounter atomic.Uint64
@@ -59,10 +87,12 @@ func NewMem() *MemFS {
 // of sectors written since the last sync. A directory keeps its live entries,
 // its durable entries and the directory operations not yet made durable.
 type inode struct {
-	ino   uint64
-	dir   bool
-	mode  fs.FileMode
-	mtime time.Time
+	ino    uint64
+	dir    bool
+	mode   fs.FileMode
+	mtime  time.Time
+	ctime  time.Time
+	target string // a symbolic link's target (mode has fs.ModeSymlink)
 
 	live    content
 	durable content
@@ -77,13 +107,36 @@ type inode struct {
 
 func (m *MemFS) newDir(perm fs.FileMode) *inode {
 	m.ino++
+	t := m.now()
 	return &inode{ino: m.ino, dir: true, mode: fs.ModeDir | perm&fs.ModePerm,
-		mtime: time.Unix(0, 0), entries: map[string]*inode{}, synced: map[string]*inode{}}
+		mtime: t, ctime: t, entries: map[string]*inode{}, synced: map[string]*inode{}}
 }
 
 func (m *MemFS) newFile(perm fs.FileMode) *inode {
 	m.ino++
-	return &inode{ino: m.ino, mode: perm & fs.ModePerm, mtime: time.Unix(0, 0)}
+	t := m.now()
+	return &inode{ino: m.ino, mode: perm & fs.ModePerm, mtime: t, ctime: t}
+}
+
+// newLink makes a symbolic link. Its target is part of the inode, so a
+// link is durable with its directory entry, target and all.
+func (m *MemFS) newLink(target string) *inode {
+	m.ino++
+	t := m.now()
+	return &inode{ino: m.ino, mode: fs.ModeSymlink | 0o777, target: target, mtime: t, ctime: t}
+}
+
+func (n *inode) isLink() bool { return n.mode&fs.ModeSymlink != 0 }
+
+// touch records a change of n's data: its mtime and ctime move.
+func (m *MemFS) touch(n *inode) {
+	n.mtime = m.now()
+	n.ctime = n.mtime
+}
+
+// shell copies n's metadata, for a clone.
+func (n *inode) shell() *inode {
+	return &inode{ino: n.ino, dir: n.dir, mode: n.mode, mtime: n.mtime, ctime: n.ctime, target: n.target}
 }
 
 // dirOp is one change of directory entries that is not durable yet. A rename
@@ -114,9 +167,11 @@ func (m *MemFS) record(op *dirOp) {
 	op.seq = m.seq
 	if op.from != nil {
 		op.from.pending = append(op.from.pending, op)
+		m.touch(op.from)
 	}
 	if op.to != nil && op.to != op.from {
 		op.to.pending = append(op.to.pending, op)
+		m.touch(op.to)
 	}
 }
 
@@ -196,28 +251,82 @@ func perr(op, name string, err error) error {
 	return &fs.PathError{Op: op, Path: name, Err: err}
 }
 
-// lookup finds the inode at p (cleaned) in the live namespace.
-func (m *MemFS) lookup(p string) (*inode, error) {
-	n := m.root
-	if p == "/" {
-		return n, nil
+// maxLinks bounds the symbolic links one resolution follows (Linux's
+// MAXSYMLINKS); past it a name fails with ELOOP.
+const maxLinks = 40
+
+// walk resolves p (cleaned) in the live namespace as the kernel does:
+// symbolic links are followed in every component but the last, and in the
+// last when follow is set; a relative target resolves from the link's
+// directory, an absolute one from the root. It returns the inode, and the
+// directory and name it was found under. When only the last component is
+// missing, it returns ENOENT with that directory and name (where a create
+// would put it: through a dangling link, at the link's target).
+func (m *MemFS) walk(p string, follow bool) (n, dir *inode, name string, err error) {
+	stack := []*inode{m.root}
+	names := []string{""}
+	var comps []string
+	if p != "/" {
+		comps = strings.Split(p[1:], "/")
 	}
-	for rest, more := p[1:], true; more; {
-		var part string
-		part, rest, more = strings.Cut(rest, "/")
-		if !n.dir {
-			return nil, syscall.ENOTDIR
+	links := 0
+	for len(comps) > 0 {
+		c := comps[0]
+		comps = comps[1:]
+		switch c {
+		case "", ".":
+			continue
+		case "..":
+			if len(stack) > 1 {
+				stack, names = stack[:len(stack)-1], names[:len(names)-1]
+			}
+			continue
 		}
-		c, ok := n.entries[part]
+		cur := stack[len(stack)-1]
+		if !cur.dir {
+			return nil, nil, "", syscall.ENOTDIR
+		}
+		child, ok := cur.entries[c]
 		if !ok {
-			return nil, syscall.ENOENT
+			if len(comps) == 0 {
+				return nil, cur, c, syscall.ENOENT
+			}
+			return nil, nil, "", syscall.ENOENT
 		}
-		n = c
+		if child.isLink() && (len(comps) > 0 || follow) {
+			if links++; links > maxLinks {
+				return nil, nil, "", syscall.ELOOP
+			}
+			t := child.target
+			if strings.HasPrefix(t, "/") {
+				stack, names = stack[:1], names[:1]
+			}
+			comps = append(strings.Split(t, "/"), comps...)
+			continue
+		}
+		stack, names = append(stack, child), append(names, c)
 	}
-	return n, nil
+	if len(stack) == 1 {
+		return m.root, nil, "", nil
+	}
+	return stack[len(stack)-1], stack[len(stack)-2], names[len(names)-1], nil
 }
 
-// parent finds the directory holding p (cleaned) and p's base name.
+// lookup finds the inode at p (cleaned), following every link.
+func (m *MemFS) lookup(p string) (*inode, error) {
+	n, _, _, err := m.walk(p, true)
+	return n, err
+}
+
+// lookupLink finds the inode at p (cleaned) without following a link in
+// its last component, as lstat, unlink and rename do.
+func (m *MemFS) lookupLink(p string) (*inode, error) {
+	n, _, _, err := m.walk(p, false)
+	return n, err
+}
+
+// parent finds the directory holding p (cleaned), following links on the
+// way to it, and p's base name.
 func (m *MemFS) parent(p string) (*inode, string, error) {
 	if p == "/" {
 		return nil, "", syscall.EINVAL
@@ -253,28 +362,33 @@ func (m *MemFS) OpenFile(name string, flag int, perm os.FileMode) (afero.File, e
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	p := clean(name)
-	n, err := m.lookup(p)
+	if l, err := m.lookupLink(p); err == nil {
+		switch {
+		case flag&(os.O_CREATE|os.O_EXCL) == os.O_CREATE|os.O_EXCL:
+			return nil, perr("open", name, syscall.EEXIST)
+		case l.isLink() && flag&syscall.O_NOFOLLOW != 0:
+			return nil, perr("open", name, syscall.ELOOP)
+		}
+	}
+	n, d, base, err := m.walk(p, true)
 	switch {
 	case err == nil:
-		if flag&(os.O_CREATE|os.O_EXCL) == os.O_CREATE|os.O_EXCL {
-			return nil, perr("open", name, syscall.EEXIST)
-		}
 		if n.dir && flag&(os.O_WRONLY|os.O_RDWR) != 0 {
 			return nil, perr("open", name, syscall.EISDIR)
 		}
 		if flag&os.O_TRUNC != 0 && flag&(os.O_WRONLY|os.O_RDWR) != 0 {
 			n.live.setSize(0, &n.dirty)
+			m.touch(n)
 		}
-	case err == syscall.ENOENT && flag&os.O_CREATE != 0:
-		d, base, perr2 := m.parent(p)
-		if perr2 != nil {
-			return nil, perr("open", name, perr2)
-		}
+	case err == syscall.ENOENT && d != nil && flag&os.O_CREATE != 0:
 		n = m.newFile(perm)
 		d.entries[base] = n
 		m.record(&dirOp{kind: opAdd, to: d, newName: base, node: n})
 	default:
 		return nil, perr("open", name, err)
+	}
+	if flag&syscall.O_DIRECTORY != 0 && !n.dir {
+		return nil, perr("open", name, syscall.ENOTDIR)
 	}
 	m.open++
 	return &memFile{fs: m, node: n, name: name, flag: flag}, nil
@@ -288,7 +402,7 @@ func (m *MemFS) Mkdir(name string, perm os.FileMode) error {
 }
 
 func (m *MemFS) mkdir(name, p string, perm os.FileMode) error {
-	if _, err := m.lookup(p); err == nil {
+	if _, err := m.lookupLink(p); err == nil {
 		return perr("mkdir", name, syscall.EEXIST)
 	}
 	d, base, err := m.parent(p)
@@ -336,7 +450,7 @@ func (m *MemFS) Remove(name string) error {
 }
 
 func (m *MemFS) remove(name, p string) error {
-	n, err := m.lookup(p)
+	n, err := m.lookupLink(p)
 	if err != nil {
 		return perr("remove", name, err)
 	}
@@ -361,7 +475,7 @@ func (m *MemFS) RemoveAll(name string) error {
 	if p == "/" {
 		return perr("removeall", name, syscall.EINVAL)
 	}
-	n, err := m.lookup(p)
+	n, err := m.lookupLink(p)
 	if err == syscall.ENOENT {
 		return nil
 	}
@@ -388,7 +502,7 @@ func (m *MemFS) Rename(oldname, newname string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	op, np := clean(oldname), clean(newname)
-	n, err := m.lookup(op)
+	n, err := m.lookupLink(op)
 	if err != nil {
 		return perr("rename", oldname, err)
 	}
@@ -422,6 +536,7 @@ func (m *MemFS) Rename(oldname, newname string) error {
 	delete(fd.entries, fbase)
 	td.entries[tbase] = n
 	m.record(&dirOp{kind: opRename, from: fd, oldName: fbase, to: td, newName: tbase, node: n})
+	n.ctime = m.now()
 	return nil
 }
 
@@ -430,7 +545,7 @@ func (m *MemFS) Rename(oldname, newname string) error {
 func (m *MemFS) Link(oldname, newname string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	n, err := m.lookup(clean(oldname))
+	n, err := m.lookupLink(clean(oldname))
 	if err != nil {
 		return perr("link", oldname, err)
 	}
@@ -438,7 +553,7 @@ func (m *MemFS) Link(oldname, newname string) error {
 		return perr("link", oldname, syscall.EPERM)
 	}
 	np := clean(newname)
-	if _, err := m.lookup(np); err == nil {
+	if _, err := m.lookupLink(np); err == nil {
 		return perr("link", newname, syscall.EEXIST)
 	}
 	d, base, err := m.parent(np)
@@ -447,6 +562,7 @@ func (m *MemFS) Link(oldname, newname string) error {
 	}
 	d.entries[base] = n
 	m.record(&dirOp{kind: opAdd, to: d, newName: base, node: n})
+	n.ctime = m.now()
 	return nil
 }
 
@@ -486,6 +602,7 @@ func (m *MemFS) Chmod(name string, mode os.FileMode) error {
 		return perr("chmod", name, err)
 	}
 	n.mode = n.mode&^fs.ModePerm | mode&fs.ModePerm
+	n.ctime = m.now()
 	return nil
 }
 
@@ -508,6 +625,7 @@ func (m *MemFS) Chtimes(name string, atime, mtime time.Time) error {
 		return perr("chtimes", name, err)
 	}
 	n.mtime = mtime
+	n.ctime = m.now()
 	return nil
 }
 
@@ -594,25 +712,86 @@ func sortedNames(m map[string]*inode) []string {
 	return names
 }
 
-// fileInfo is the os.FileInfo of a MemFS inode.
+// LstatIfPossible describes name without following a final link.
+func (m *MemFS) LstatIfPossible(name string) (os.FileInfo, bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	p := clean(name)
+	n, err := m.lookupLink(p)
+	if err != nil {
+		return nil, true, perr("lstat", name, err)
+	}
+	return n.info(path.Base(p)), true, nil
+}
+
+// SymlinkIfPossible creates name as a link holding target. It never
+// replaces name; the entry is durable after SyncDir of its directory.
+func (m *MemFS) SymlinkIfPossible(target, name string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	p := clean(name)
+	if _, err := m.lookupLink(p); err == nil {
+		return perr("symlink", name, syscall.EEXIST)
+	}
+	if target == "" {
+		return perr("symlink", name, syscall.ENOENT)
+	}
+	d, base, err := m.parent(p)
+	if err != nil {
+		return perr("symlink", name, err)
+	}
+	n := m.newLink(target)
+	d.entries[base] = n
+	m.record(&dirOp{kind: opAdd, to: d, newName: base, node: n})
+	return nil
+}
+
+// ReadlinkIfPossible returns the target of the link name (EINVAL if name
+// is not a link).
+func (m *MemFS) ReadlinkIfPossible(name string) (string, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n, err := m.lookupLink(clean(name))
+	if err != nil {
+		return "", perr("readlink", name, err)
+	}
+	if !n.isLink() {
+		return "", perr("readlink", name, syscall.EINVAL)
+	}
+	return n.target, nil
+}
+
+// fileInfo is the os.FileInfo of a MemFS inode. Sys returns a
+// *syscall.Stat_t, as the real OS's does, with the inode number, the
+// device memDev and the times.
 type fileInfo struct {
-	name  string
-	size  int64
-	mode  fs.FileMode
-	mtime time.Time
+	name string
+	st   syscall.Stat_t
+	mode fs.FileMode
 }
 
 func (n *inode) info(name string) *fileInfo {
-	fi := &fileInfo{name: name, mode: n.mode, mtime: n.mtime}
-	if !n.dir {
-		fi.size = n.live.size
+	fi := &fileInfo{name: name, mode: n.mode}
+	fi.st.Dev, fi.st.Ino, fi.st.Nlink = memDev, n.ino, 1
+	fi.st.Mode = uint32(n.mode.Perm())
+	switch {
+	case n.dir:
+		fi.st.Mode |= syscall.S_IFDIR
+	case n.isLink():
+		fi.st.Mode |= syscall.S_IFLNK
+		fi.st.Size = int64(len(n.target))
+	default:
+		fi.st.Mode |= syscall.S_IFREG
+		fi.st.Size = n.live.size
 	}
+	fi.st.Mtim = syscall.NsecToTimespec(n.mtime.UnixNano())
+	fi.st.Ctim = syscall.NsecToTimespec(n.ctime.UnixNano())
 	return fi
 }
 
 func (fi *fileInfo) Name() string       { return fi.name }
-func (fi *fileInfo) Size() int64        { return fi.size }
+func (fi *fileInfo) Size() int64        { return fi.st.Size }
 func (fi *fileInfo) Mode() fs.FileMode  { return fi.mode }
-func (fi *fileInfo) ModTime() time.Time { return fi.mtime }
+func (fi *fileInfo) ModTime() time.Time { return time.Unix(fi.st.Mtim.Unix()) }
 func (fi *fileInfo) IsDir() bool        { return fi.mode.IsDir() }
-func (fi *fileInfo) Sys() any           { return nil }
+func (fi *fileInfo) Sys() any           { return &fi.st }
