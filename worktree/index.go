@@ -25,7 +25,7 @@ const (
 	indexMagic   = "SWTI"
 	indexVersion = 1
 	// entryFixed is an entry's size without its path.
-	entryFixed = 2 + 4 + 8 + 8 + 8 + 8 + 8 + 32 + 1
+	entryFixed  = 2 + 4 + 8 + 8 + 8 + 8 + 8 + 32 + 1
 	headerFixed = 4 + 1 + 1 + 32 + 8 + 1 + 4
 	sumLen      = 32
 )
