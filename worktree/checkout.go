@@ -103,7 +103,8 @@ type plan struct {
 }
 
 func (t *Tree) apply(src Source, id objects.ID, empty bool) (*Result, error) {
-	if _, err := t.ensureMeta(); err != nil {
+	made, err := t.ensureMeta()
+	if err != nil {
 		return nil, err
 	}
 	l, err := t.lock()
@@ -144,7 +145,11 @@ func (t *Tree) apply(src Source, id objects.ID, empty bool) (*Result, error) {
 			return nil, &LocalChangesError{Paths: p.conflicts}
 		}
 	}
-	return t.execute(src, id, p)
+	res, err := t.execute(src, id, p)
+	if err == nil && made {
+		err = t.writeStorePath()
+	}
+	return res, err
 }
 
 // check fills p's conflicts and obstacles by looking at every path the
@@ -318,9 +323,6 @@ func (t *Tree) execute(src Source, id objects.ID, p *plan) (*Result, error) {
 	}
 	ix := &Index{Base: id, Entries: t.merged(p.removes, written)}
 	if err := t.writeIndex(ix); err != nil {
-		return nil, err
-	}
-	if err := t.writeStorePath(); err != nil {
 		return nil, err
 	}
 	return res, nil
