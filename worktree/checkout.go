@@ -363,7 +363,7 @@ func (t *Tree) pruneDirs(removes []change, touched map[string]bool) error {
 // ensureDirs makes every missing directory on the way to p.
 func (t *Tree) ensureDirs(p string, made, touched map[string]bool) error {
 	d := path.Dir(p)
-	if d == "." || made[d] {
+	if d == "." || d == "/" || made[d] {
 		return nil
 	}
 	if err := t.ensureDirs(d, made, touched); err != nil {

@@ -2,8 +2,8 @@ package worktree_test
 
 import (
 	"encoding/binary"
-	"fmt"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
