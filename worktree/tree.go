@@ -148,6 +148,9 @@ func (t *Tree) isStore(fi fs.FileInfo) bool {
 // has no index, and with ErrIndexCorrupt when the index does not decode.
 func Open(dir string, o Options) (*Tree, error) {
 	t, err := newTree(dir, o)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("%w: %w", ErrNotWorkTree, err)
+	}
 	if err != nil {
 		return nil, err
 	}
