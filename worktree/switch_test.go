@@ -206,3 +206,27 @@ func TestSwitchRefusesUntrackedFilesInADirectoryThatBecomesAFile(t *testing.T) {
 		t.Fatal("the refused switch wrote something")
 	}
 }
+
+// TestStatusReadsOnlyWhatChanged counts the files a status reads: none on
+// an unchanged tree whose index is settled, and exactly the edited ones.
+func TestStatusReadsOnlyWhatChanged(t *testing.T) {
+	f, m := memFixture(t)
+	var cs []core.Change
+	for i := 0; i < 50; i++ {
+		cs = append(cs, put(fmt.Sprintf("d%d/f%d", i%5, i), fmt.Sprint(i)))
+	}
+	id := f.commit(objects.ZeroID, cs...)
+	if _, err := worktree.Checkout(f.snap(), id, "/w", f.opts()); err != nil {
+		t.Fatal(err)
+	}
+	st, err := mustOpen(t, "/w", f.opts()).Status()
+	if err != nil || st.Stats.Hashed != 0 || st.Stats.Stated != 56 {
+		t.Fatalf("status of a fresh checkout: %+v, %v; want 56 stated (50 files, 5 directories, the metadata directory), 0 read", st.Stats, err)
+	}
+	writeMem(t, m, "/w/d1/f1", "edited")
+	writeMem(t, m, "/w/d2/f7", "edited too")
+	st, err = mustOpen(t, "/w", f.opts()).Status()
+	if err != nil || st.Stats.Hashed != 2 || !eq(kinds(st), []string{"d1/f1:modified", "d2/f7:modified"}) {
+		t.Fatalf("status after two edits: %+v %v, %v; want 2 read", st.Stats, kinds(st), err)
+	}
+}
