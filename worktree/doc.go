@@ -19,40 +19,40 @@
 // All integers are big-endian and fixed-width, as in core/objects, so each
 // index has one encoding and the decoder can insist on it:
 //
-//	+-------------+--------+----------+-----------+----------------+----------+-------------+-----------+
-//	| magic "SWTI"| ver u8 | flags u8 | base [32] | written i64 ns | blen u8  | boot [blen] | count u32 |
-//	+-------------+--------+----------+-----------+----------------+----------+-------------+-----------+
-//	entry, count times, paths strictly ascending bytewise:
-//	+----------+--------+----------+----------+-----------+-----------+---------+---------+---------+----------+
-//	| plen u16 | path   | mode u32 | size u64 | mtime i64 | ctime i64 | ino u64 | dev u64 | id [32] | flags u8 |
-//	+----------+--------+----------+----------+-----------+-----------+---------+---------+---------+----------+
-//	trailer:
-//	+----------------------------------------------+
-//	| BLAKE3-256 of every byte before it [32]      |
-//	+----------------------------------------------+
+//		+-------------+--------+----------+-----------+----------------+----------+-------------+-----------+
+//		| magic "SWTI"| ver u8 | flags u8 | base [32] | written i64 ns | blen u8  | boot [blen] | count u32 |
+//		+-------------+--------+----------+-----------+----------------+----------+-------------+-----------+
+//		entry, count times, paths strictly ascending bytewise:
+//		+----------+--------+----------+----------+-----------+-----------+---------+---------+---------+----------+
+//		| plen u16 | path   | mode u32 | size u64 | mtime i64 | ctime i64 | ino u64 | dev u64 | id [32] | flags u8 |
+//		+----------+--------+----------+----------+-----------+-----------+---------+---------+---------+----------+
+//		trailer:
+//		+----------------------------------------------+
+//		| BLAKE3-256 of every byte before it [32]      |
+//		+----------------------------------------------+
 //
-//   - ver = 1; header flags 0 (reserved: any other value is corrupt).
-//   - base: the changeset the tree was checked out from or last committed.
-//   - written: the filesystem's clock when the index was written, taken as
-//     the mtime of the new index file, after every stat it records. An entry
-//     whose mtime is not older is racy: the file may have changed within the
-//     same clock tick without its mtime moving, so it is re-hashed (git's
-//     racy-timestamp rule).
-//   - boot: the filesystem's boot id (vfs.FS.BootID). Under another boot id
-//     no stat data is trusted: a power loss can leave a file whose name,
-//     size and mtime are as recorded and whose data is torn.
-//   - count: bounds the decoder's allocation by the input (an entry is at
-//     least 78 bytes).
-//   - path: a canonical path (objects.CleanPath); mode: file, executable or
-//     symlink (directories are implied by paths); size, mtime, ctime
-//     (nanoseconds), inode and device: the stat data of the file when it was
-//     last seen to hold id, the blob of its content (or link target).
-//   - entry flags: bit 0 conflict (left unresolved by a merge into the
-//     tree), bit 1 smudged (stat data not to be trusted); others corrupt.
-//   - checksum: every single-bit flip and every truncation is detected
-//     (ErrIndexCorrupt with the offset). The golden file is
-//     testdata/index.golden (go test ./worktree -run TestIndexGolden
-//     -update regenerates it).
+//	  - ver = 1; header flags 0 (reserved: any other value is corrupt).
+//	  - base: the changeset the tree was checked out from or last committed.
+//	  - written: the filesystem's clock when the index was written, taken as
+//	    the mtime of the new index file, after every stat it records. An entry
+//	    whose mtime is not older is racy: the file may have changed within the
+//	    same clock tick without its mtime moving, so it is re-hashed (git's
+//	    racy-timestamp rule).
+//	  - boot: the filesystem's boot id (vfs.FS.BootID). Under another boot id
+//	    no stat data is trusted: a power loss can leave a file whose name,
+//	    size and mtime are as recorded and whose data is torn.
+//	  - count: bounds the decoder's allocation by the input (an entry is at
+//	    least 80 bytes).
+//	  - path: a canonical path (objects.CleanPath); mode: file, executable or
+//	    symlink (directories are implied by paths); size, mtime, ctime
+//	    (nanoseconds), inode and device: the stat data of the file when it was
+//	    last seen to hold id, the blob of its content (or link target).
+//	  - entry flags: bit 0 conflict (left unresolved by a merge into the
+//	    tree), bit 1 smudged (stat data not to be trusted); others corrupt.
+//	  - checksum: every single-bit flip and every truncation is detected
+//	    (ErrIndexCorrupt with the offset). The golden file is
+//	    testdata/index.golden (go test ./worktree -run TestIndexGolden
+//	    -update regenerates it).
 //
 // An index is written to a temporary file and renamed over the old one.
 // When a new index carries an entry the old one could not trust (racy,
