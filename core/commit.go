@@ -900,7 +900,7 @@ func (b *builder) apply(base ID, changes []Change) (ID, []objects.PathChange, er
 		}
 		if c.Delete {
 			mode = 0
-		} else if mode != objects.ModeFile && mode != objects.ModeExec {
+		} else if mode != objects.ModeFile && mode != objects.ModeExec && mode != objects.ModeSymlink {
 			return ID{}, nil, fmt.Errorf("%w: path %q: mode %o is not a file mode", ErrInvalid, p, mode)
 		}
 		comps := strings.Split(p, "/")

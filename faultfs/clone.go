@@ -64,7 +64,7 @@ func ParseModel(s string) (Model, error) {
 func (m *MemFS) CrashClone(model Model, seed int64) *MemFS {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	c := &MemFS{ino: m.ino, boot: newBootID()}
+	c := &MemFS{ino: m.ino, boot: newBootID(), tick: m.tick, clock: m.clock}
 	switch model {
 	case Strict:
 		b := cloner{src: m, dst: c, nodes: map[*inode]*inode{}}
@@ -98,7 +98,7 @@ func (b *cloner) durable(d *inode) *inode {
 	if c, ok := b.nodes[d]; ok {
 		return c
 	}
-	c := &inode{ino: d.ino, dir: d.dir, mode: d.mode, mtime: d.mtime}
+	c := d.shell()
 	b.nodes[d] = c
 	if !d.dir {
 		c.live = d.durable.snapshot()
@@ -131,7 +131,7 @@ func (b *cloner) torn(d *inode) *inode {
 	if c, ok := b.nodes[d]; ok {
 		return c
 	}
-	c := &inode{ino: d.ino, dir: d.dir, mode: d.mode, mtime: d.mtime}
+	c := d.shell()
 	b.nodes[d] = c
 	if !d.dir {
 		b.tornFile(d, c)
@@ -211,7 +211,7 @@ func (b *cloner) all(d *inode) *inode {
 	if c, ok := b.nodes[d]; ok {
 		return c
 	}
-	c := &inode{ino: d.ino, dir: d.dir, mode: d.mode, mtime: d.mtime}
+	c := d.shell()
 	b.nodes[d] = c
 	if !d.dir {
 		c.live = d.live.snapshot()

@@ -40,6 +40,8 @@
 //	                     fsync persists (timestamps) is not modelled
 //	Create, Mkdir, Link  a new entry is live at once, durable after SyncDir
 //	                     of its directory
+//	Symlink              the same; the target is part of the link's inode, so
+//	                     a link is durable with its entry, target and all
 //	Remove, RemoveAll    the entry is gone from the live state at once, and
 //	                     from the durable state after SyncDir
 //	Rename               atomic in the live state; durable after SyncDir of
@@ -56,6 +58,15 @@
 //	Lock                 not state: locks vanish in every clone
 //	BootID               a Strict or Torn clone gets a new boot id, a
 //	                     ProcessCrash clone keeps it
+//
+// Names resolve as the kernel resolves them: symbolic links are followed
+// in leading components and, except for Lstat, Readlink, Remove, Rename,
+// Link and Mkdir, in the last one; open with O_NOFOLLOW fails with ELOOP on
+// a link. Every change of a file's data moves its mtime and ctime, and a
+// rename, link or chmod moves its ctime, read from a logical clock that
+// advances a microsecond per reading (SetClock replaces it); Stat's Sys is a
+// *syscall.Stat_t with the inode number, so the inode and time data a work
+// tree index keeps behave as on a real filesystem. Clones keep every time.
 //
 // A file is reachable in a clone only through entries the clone keeps: a
 // file whose own entry (or any parent directory's entry) is not durable

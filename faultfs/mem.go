@@ -21,12 +21,14 @@ import (
 // package documentation for the persistence model. It is safe for concurrent
 // use; every call takes one mutex, so it is a model, not a fast filesystem.
 type MemFS struct {
-	mu   sync.Mutex
-	root *inode
-	boot string
-	ino  uint64 // last inode number handed out
-	seq  uint64 // last directory-operation sequence number
-	open int64  // handles opened and not yet closed (OpenHandles)
+	mu    sync.Mutex
+	root  *inode
+	boot  string
+	ino   uint64 // last inode number handed out
+	seq   uint64 // last directory-operation sequence number
+	open  int64  // handles opened and not yet closed (OpenHandles)
+	tick  int64  // the logical clock's last reading
+	clock func() time.Time
 }
 
 // OpenHandles returns how many files opened on m are not closed yet, so a
@@ -37,7 +39,13 @@ func (m *MemFS) OpenHandles() int64 {
 	return m.open
 }
 
-var _ vfs.FS = (*MemFS)(nil)
+var (
+	_ vfs.FS          = (*MemFS)(nil)
+	_ afero.Symlinker = (*MemFS)(nil)
+)
+
+// memDev is the device number every MemFS file reports.
+const memDev = 0x6d656d
 
 // bootCounter makes every MemFS boot id distinct within a process.
 var bootCounter atomic.Uint64
@@ -59,10 +67,12 @@ func NewMem() *MemFS {
 // of sectors written since the last sync. A directory keeps its live entries,
 // its durable entries and the directory operations not yet made durable.
 type inode struct {
-	ino   uint64
-	dir   bool
-	mode  fs.FileMode
-	mtime time.Time
+	ino    uint64
+	dir    bool
+	mode   fs.FileMode
+	mtime  time.Time
+	ctime  time.Time
+	target string // a symbolic link's target (mode has fs.ModeSymlink)
 
 	live    content
 	durable content
@@ -77,13 +87,15 @@ type inode struct {
 
 func (m *MemFS) newDir(perm fs.FileMode) *inode {
 	m.ino++
+	t := m.now()
 	return &inode{ino: m.ino, dir: true, mode: fs.ModeDir | perm&fs.ModePerm,
-		mtime: time.Unix(0, 0), entries: map[string]*inode{}, synced: map[string]*inode{}}
+		mtime: t, ctime: t, entries: map[string]*inode{}, synced: map[string]*inode{}}
 }
 
 func (m *MemFS) newFile(perm fs.FileMode) *inode {
 	m.ino++
-	return &inode{ino: m.ino, mode: perm & fs.ModePerm, mtime: time.Unix(0, 0)}
+	t := m.now()
+	return &inode{ino: m.ino, mode: perm & fs.ModePerm, mtime: t, ctime: t}
 }
 
 // dirOp is one change of directory entries that is not durable yet. A rename
@@ -114,9 +126,11 @@ func (m *MemFS) record(op *dirOp) {
 	op.seq = m.seq
 	if op.from != nil {
 		op.from.pending = append(op.from.pending, op)
+		m.touch(op.from)
 	}
 	if op.to != nil && op.to != op.from {
 		op.to.pending = append(op.to.pending, op)
+		m.touch(op.to)
 	}
 }
 
@@ -196,28 +210,8 @@ func perr(op, name string, err error) error {
 	return &fs.PathError{Op: op, Path: name, Err: err}
 }
 
-// lookup finds the inode at p (cleaned) in the live namespace.
-func (m *MemFS) lookup(p string) (*inode, error) {
-	n := m.root
-	if p == "/" {
-		return n, nil
-	}
-	for rest, more := p[1:], true; more; {
-		var part string
-		part, rest, more = strings.Cut(rest, "/")
-		if !n.dir {
-			return nil, syscall.ENOTDIR
-		}
-		c, ok := n.entries[part]
-		if !ok {
-			return nil, syscall.ENOENT
-		}
-		n = c
-	}
-	return n, nil
-}
-
-// parent finds the directory holding p (cleaned) and p's base name.
+// parent finds the directory holding p (cleaned), following links on the
+// way to it, and p's base name.
 func (m *MemFS) parent(p string) (*inode, string, error) {
 	if p == "/" {
 		return nil, "", syscall.EINVAL
@@ -253,28 +247,33 @@ func (m *MemFS) OpenFile(name string, flag int, perm os.FileMode) (afero.File, e
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	p := clean(name)
-	n, err := m.lookup(p)
+	if l, err := m.lookupLink(p); err == nil {
+		switch {
+		case flag&(os.O_CREATE|os.O_EXCL) == os.O_CREATE|os.O_EXCL:
+			return nil, perr("open", name, syscall.EEXIST)
+		case l.isLink() && flag&syscall.O_NOFOLLOW != 0:
+			return nil, perr("open", name, syscall.ELOOP)
+		}
+	}
+	n, d, base, err := m.walk(p, true)
 	switch {
 	case err == nil:
-		if flag&(os.O_CREATE|os.O_EXCL) == os.O_CREATE|os.O_EXCL {
-			return nil, perr("open", name, syscall.EEXIST)
-		}
 		if n.dir && flag&(os.O_WRONLY|os.O_RDWR) != 0 {
 			return nil, perr("open", name, syscall.EISDIR)
 		}
 		if flag&os.O_TRUNC != 0 && flag&(os.O_WRONLY|os.O_RDWR) != 0 {
 			n.live.setSize(0, &n.dirty)
+			m.touch(n)
 		}
-	case err == syscall.ENOENT && flag&os.O_CREATE != 0:
-		d, base, perr2 := m.parent(p)
-		if perr2 != nil {
-			return nil, perr("open", name, perr2)
-		}
+	case err == syscall.ENOENT && d != nil && flag&os.O_CREATE != 0:
 		n = m.newFile(perm)
 		d.entries[base] = n
 		m.record(&dirOp{kind: opAdd, to: d, newName: base, node: n})
 	default:
 		return nil, perr("open", name, err)
+	}
+	if flag&syscall.O_DIRECTORY != 0 && !n.dir {
+		return nil, perr("open", name, syscall.ENOTDIR)
 	}
 	m.open++
 	return &memFile{fs: m, node: n, name: name, flag: flag}, nil
@@ -288,7 +287,7 @@ func (m *MemFS) Mkdir(name string, perm os.FileMode) error {
 }
 
 func (m *MemFS) mkdir(name, p string, perm os.FileMode) error {
-	if _, err := m.lookup(p); err == nil {
+	if _, err := m.lookupLink(p); err == nil {
 		return perr("mkdir", name, syscall.EEXIST)
 	}
 	d, base, err := m.parent(p)
@@ -336,7 +335,7 @@ func (m *MemFS) Remove(name string) error {
 }
 
 func (m *MemFS) remove(name, p string) error {
-	n, err := m.lookup(p)
+	n, err := m.lookupLink(p)
 	if err != nil {
 		return perr("remove", name, err)
 	}
@@ -361,7 +360,7 @@ func (m *MemFS) RemoveAll(name string) error {
 	if p == "/" {
 		return perr("removeall", name, syscall.EINVAL)
 	}
-	n, err := m.lookup(p)
+	n, err := m.lookupLink(p)
 	if err == syscall.ENOENT {
 		return nil
 	}
@@ -388,7 +387,7 @@ func (m *MemFS) Rename(oldname, newname string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	op, np := clean(oldname), clean(newname)
-	n, err := m.lookup(op)
+	n, err := m.lookupLink(op)
 	if err != nil {
 		return perr("rename", oldname, err)
 	}
@@ -422,6 +421,7 @@ func (m *MemFS) Rename(oldname, newname string) error {
 	delete(fd.entries, fbase)
 	td.entries[tbase] = n
 	m.record(&dirOp{kind: opRename, from: fd, oldName: fbase, to: td, newName: tbase, node: n})
+	n.ctime = m.now()
 	return nil
 }
 
@@ -430,7 +430,7 @@ func (m *MemFS) Rename(oldname, newname string) error {
 func (m *MemFS) Link(oldname, newname string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	n, err := m.lookup(clean(oldname))
+	n, err := m.lookupLink(clean(oldname))
 	if err != nil {
 		return perr("link", oldname, err)
 	}
@@ -438,7 +438,7 @@ func (m *MemFS) Link(oldname, newname string) error {
 		return perr("link", oldname, syscall.EPERM)
 	}
 	np := clean(newname)
-	if _, err := m.lookup(np); err == nil {
+	if _, err := m.lookupLink(np); err == nil {
 		return perr("link", newname, syscall.EEXIST)
 	}
 	d, base, err := m.parent(np)
@@ -447,6 +447,7 @@ func (m *MemFS) Link(oldname, newname string) error {
 	}
 	d.entries[base] = n
 	m.record(&dirOp{kind: opAdd, to: d, newName: base, node: n})
+	n.ctime = m.now()
 	return nil
 }
 
@@ -486,6 +487,7 @@ func (m *MemFS) Chmod(name string, mode os.FileMode) error {
 		return perr("chmod", name, err)
 	}
 	n.mode = n.mode&^fs.ModePerm | mode&fs.ModePerm
+	n.ctime = m.now()
 	return nil
 }
 
@@ -508,6 +510,7 @@ func (m *MemFS) Chtimes(name string, atime, mtime time.Time) error {
 		return perr("chtimes", name, err)
 	}
 	n.mtime = mtime
+	n.ctime = m.now()
 	return nil
 }
 
@@ -593,26 +596,3 @@ func sortedNames(m map[string]*inode) []string {
 	sort.Strings(names)
 	return names
 }
-
-// fileInfo is the os.FileInfo of a MemFS inode.
-type fileInfo struct {
-	name  string
-	size  int64
-	mode  fs.FileMode
-	mtime time.Time
-}
-
-func (n *inode) info(name string) *fileInfo {
-	fi := &fileInfo{name: name, mode: n.mode, mtime: n.mtime}
-	if !n.dir {
-		fi.size = n.live.size
-	}
-	return fi
-}
-
-func (fi *fileInfo) Name() string       { return fi.name }
-func (fi *fileInfo) Size() int64        { return fi.size }
-func (fi *fileInfo) Mode() fs.FileMode  { return fi.mode }
-func (fi *fileInfo) ModTime() time.Time { return fi.mtime }
-func (fi *fileInfo) IsDir() bool        { return fi.mode.IsDir() }
-func (fi *fileInfo) Sys() any           { return nil }

@@ -133,6 +133,7 @@ func (f *memFile) Write(p []byte) (int, error) {
 		return 0, perr("write", f.name, syscall.EFBIG)
 	}
 	f.node.live.writeAt(p, f.off, &f.node.dirty)
+	f.fs.touch(f.node)
 	f.off += int64(len(p))
 	return len(p), nil
 }
@@ -154,6 +155,7 @@ func (f *memFile) WriteAt(p []byte, off int64) (int, error) {
 		return 0, perr("writeat", f.name, syscall.EFBIG)
 	}
 	f.node.live.writeAt(p, off, &f.node.dirty)
+	f.fs.touch(f.node)
 	return len(p), nil
 }
 
@@ -172,6 +174,7 @@ func (f *memFile) Truncate(size int64) error {
 		return perr("truncate", f.name, syscall.EFBIG)
 	}
 	f.node.live.setSize(size, &f.node.dirty)
+	f.fs.touch(f.node)
 	return nil
 }
 
@@ -192,6 +195,7 @@ func (f *memFile) Allocate(off, n int64) error {
 	}
 	if end := off + n; end > f.node.live.size {
 		f.node.live.setSize(end, nil)
+		f.fs.touch(f.node)
 	}
 	return nil
 }

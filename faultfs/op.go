@@ -19,7 +19,7 @@ const (
 	OpAllocate            // File.Allocate (fallocate)
 	OpTruncate            // File.Truncate
 	OpClose               // File.Close
-	OpStat                // Fs.Stat, File.Stat
+	OpStat                // Fs.Stat, File.Stat, Lstat (afero.Lstater)
 	OpReaddir             // File.Readdir, File.Readdirnames
 	OpRemove              // Fs.Remove
 	OpRemoveAll           // Fs.RemoveAll
@@ -31,6 +31,8 @@ const (
 	OpUnlock              // Locked.Unlock
 	OpChmod               // Fs.Chmod, Fs.Chown, Fs.Chtimes
 	OpBootID              // Fs.BootID
+	OpSymlink             // Symlink (afero.Linker)
+	OpReadlink            // Readlink (afero.LinkReader)
 	numOps
 )
 
@@ -43,7 +45,7 @@ var opNames = [numOps]string{
 	OpTruncate: "truncate", OpClose: "close", OpStat: "stat", OpReaddir: "readdir",
 	OpRemove: "remove", OpRemoveAll: "removeall", OpRename: "rename", OpMkdir: "mkdir",
 	OpLink: "link", OpSyncDir: "syncdir", OpLock: "lock", OpUnlock: "unlock",
-	OpChmod: "chmod", OpBootID: "bootid",
+	OpChmod: "chmod", OpBootID: "bootid", OpSymlink: "symlink", OpReadlink: "readlink",
 }
 
 // String returns the lower-case name used in traces and in the rule DSL.
@@ -117,6 +119,8 @@ var opKinds = [numOps]Kind{
 	OpUnlock:    KindLock,
 	OpChmod:     KindWrite,
 	OpBootID:    KindRead,
+	OpSymlink:   KindWrite | KindDir,
+	OpReadlink:  KindRead,
 }
 
 // Kind reports the kinds o belongs to.

@@ -11,14 +11,17 @@ import (
 )
 
 // wrapFS is the plumbing the wrappers share: it forwards every call of
-// vfs.FS, of the files it opens and of the locks it takes to an inner FS,
-// calling before first. A non-nil error from before fails the call without
+// vfs.FS, of its symlink abilities (afero.Symlinker), of the files it opens
+// and of the locks it takes to an inner FS, calling before first. It offers
+// no vfs.Rooter: vfs.OpenRoot over a wrapper walks with the wrapper's own
+// calls, so every step of a Root operation is a call the wrapper sees. A non-nil error from before fails the call without
 // reaching the inner FS, so a wrapper that refuses calls freezes the inner
 // state. Each exported wrapper is a small type embedding one wrapFS.
 type wrapFS struct {
 	inner vfs.FS
 	// before sees every call: op, the path (the file's name for calls on a
-	// file, "" for BootID) and, for Rename and Link, the second path.
+	// file, "" for BootID) and, for Rename and Link, the second path
+	// (for Symlink, the link's target).
 	before func(op Op, path, to string) error
 }
 
@@ -164,6 +167,33 @@ func (w *wrapFS) BootID() (string, error) {
 		return "", err
 	}
 	return w.inner.BootID()
+}
+
+// LstatIfPossible forwards to the inner FS's lstat; an inner FS without
+// one reports vfs.ErrNotSupported, so wrapping never turns an lstat into a
+// stat that follows links.
+func (w *wrapFS) LstatIfPossible(name string) (os.FileInfo, bool, error) {
+	if err := w.call(OpStat, name, ""); err != nil {
+		return nil, true, err
+	}
+	fi, err := vfs.Lstat(w.inner, name)
+	return fi, true, err
+}
+
+// SymlinkIfPossible forwards to the inner FS's symlink (vfs.Symlink).
+func (w *wrapFS) SymlinkIfPossible(target, name string) error {
+	if err := w.call(OpSymlink, name, target); err != nil {
+		return err
+	}
+	return vfs.Symlink(w.inner, target, name)
+}
+
+// ReadlinkIfPossible forwards to the inner FS's readlink (vfs.Readlink).
+func (w *wrapFS) ReadlinkIfPossible(name string) (string, error) {
+	if err := w.call(OpReadlink, name, ""); err != nil {
+		return "", err
+	}
+	return vfs.Readlink(w.inner, name)
 }
 
 type wrapLock struct {

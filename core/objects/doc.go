@@ -33,9 +33,11 @@
 //	  - ver = 1: lets a later format coexist; any other value is malformed.
 //	  - count: lets the decoder bound its allocation by the input length
 //	    (each entry is at least 37 bytes) before it reads the entries.
-//	  - mode: one of 0100644, 0100755, 040000; anything else is malformed, so
-//	    a file kind has one spelling.
-//	  - id: the blob (file) or tree (directory) the name points at; never zero.
+//	  - mode: one of 0100644 (file), 0100755 (executable file), 0120000
+//	    (symbolic link), 040000 (directory), git's values; anything else is
+//	    malformed, so a file kind has one spelling.
+//	  - id: the blob (file, or a link's target string) or tree (directory)
+//	    the name points at; never zero.
 //	  - nlen, name: 1..255 bytes (NAME_MAX), valid UTF-8, no "/" or NUL, not
 //	    "." or "..". Sorting bytewise and rejecting duplicates makes the order
 //	    canonical and lets lookups binary-search.

@@ -79,16 +79,27 @@ func (k Kind) String() string {
 // Mode is a tree entry's mode.
 type Mode uint32
 
-// Entry modes. The values are part of the on-disk format. No other mode is
-// valid, so each file kind has exactly one encoding.
+// Entry modes. The values are part of the on-disk format and are git's, so
+// a tree maps to a git tree entry for entry. No other mode is valid, so each
+// file kind has exactly one encoding.
 const (
 	ModeFile Mode = 0o100644
 	ModeExec Mode = 0o100755
 	ModeDir  Mode = 0o040000
+	// ModeSymlink is a symbolic link. Its id names a blob holding the link's
+	// target exactly as readlink(2) returns it; the target is never
+	// followed when a tree is written or read.
+	ModeSymlink Mode = 0o120000
 )
 
-// Valid reports whether m is ModeFile, ModeExec or ModeDir.
-func (m Mode) Valid() bool { return m == ModeFile || m == ModeExec || m == ModeDir }
+// Valid reports whether m is ModeFile, ModeExec, ModeSymlink or ModeDir.
+func (m Mode) Valid() bool {
+	return m == ModeFile || m == ModeExec || m == ModeSymlink || m == ModeDir
+}
+
+// IsSymlink reports whether m is ModeSymlink (the entry's blob is a link
+// target).
+func (m Mode) IsSymlink() bool { return m == ModeSymlink }
 
 // IsDir reports whether m is ModeDir (the entry's id names a tree).
 func (m Mode) IsDir() bool { return m == ModeDir }

@@ -44,6 +44,10 @@ func goldenObjects() []struct {
 		{"changeset-merge", &Changeset{Parents: []ID{idFor("p1"), idFor("p2")}, Root: root,
 			Delta:      DeltaHash([]PathChange{{Path: "a/b", Op: OpAdd, Mode: ModeFile, ID: idFor("x")}}),
 			Generation: 7, Agent: "agent-7", Message: "merge\nbody", Time: time.Time{}}},
+		{"tree-symlink", &Tree{Entries: []Entry{
+			{Name: "link", Mode: ModeSymlink, ID: idFor("../target")},
+			{Name: "tool", Mode: ModeExec, ID: idFor("#!/bin/sh")},
+		}}},
 	}
 }
 
@@ -274,5 +278,22 @@ func TestParseID(t *testing.T) {
 	}
 	if _, err := ParseID("zz"); !errors.Is(err, ErrBadID) {
 		t.Fatalf("ParseID(zz) error %v", err)
+	}
+}
+
+func TestSymlinkEntriesRoundTripAndOtherLinkModesDoNot(t *testing.T) {
+	id := idFor("../target")
+	b := treeBytes([]Entry{{Name: "link", Mode: ModeSymlink, ID: id}})
+	tr, err := DecodeTree(b)
+	if err != nil {
+		t.Fatalf("tree with a symlink entry: %v", err)
+	}
+	if e, ok := tr.Lookup("link"); !ok || !e.Mode.IsSymlink() || e.Mode.IsDir() {
+		t.Fatalf("Lookup(link) = %v, %v; want a symlink entry", e, ok)
+	}
+	for _, m := range []Mode{0o120777, 0o120644, 0o020000, 0o140000} {
+		if _, err := DecodeTree(treeBytes([]Entry{{Name: "link", Mode: m, ID: id}})); !errors.Is(err, ErrMalformed) {
+			t.Errorf("mode %o: DecodeTree error %v, want ErrMalformed", m, err)
+		}
 	}
 }

@@ -204,3 +204,10 @@ func TestOSErrorsWrapErrno(t *testing.T) {
 		t.Errorf("Lock in a missing dir: got %v, want a *fs.PathError wrapping ENOENT", err)
 	}
 }
+
+// TestOSConformanceWithoutOpenat2 runs the suite again with the Root
+// resolving component by component, as it does where openat2 is missing.
+func TestOSConformanceWithoutOpenat2(t *testing.T) {
+	defer vfs.SetNoOpenat2(true)()
+	fstest.Run(t, func() (vfs.FS, string) { return vfs.OS(), t.TempDir() })
+}

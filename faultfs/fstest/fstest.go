@@ -477,6 +477,10 @@ var checks = []check{
 			r.must("Unlock", l4.Unlock())
 		}
 	}},
+	{"symlinks", checkSymlinks},
+	{"root resolves beneath without links", checkRoot},
+	{"root refuses links and escapes", checkRootRefuses},
+	{"inode data", checkInode},
 	{"errors are PathErrors", func(r *runner) {
 		_, err := r.fs.Open(r.p("missing"))
 		var pe *fs.PathError

@@ -1,0 +1,98 @@
+package worktree_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/swarmops/swarmops/core"
+	"github.com/swarmops/swarmops/core/objects"
+	"github.com/swarmops/swarmops/core/vfs"
+	"github.com/swarmops/swarmops/worktree"
+)
+
+// benchTree checks out a changeset of n files (1 KiB each, 50 a
+// directory) into a temporary directory on the real OS, its index
+// refreshed so that stat data is trusted.
+func benchTree(b *testing.B, n int) (*fixture, string) {
+	base := b.TempDir()
+	f := newFixture(b, vfs.OS(), filepath.Join(base, "store"))
+	var cs []core.Change
+	for i := 0; i < n; i++ {
+		cs = append(cs, put(fmt.Sprintf("d%03d/f%05d.go", i/50, i), fmt.Sprintf("%01024d", i)))
+	}
+	id := f.commit(objects.ZeroID, cs...)
+	dir := filepath.Join(base, "w")
+	if _, err := worktree.Checkout(f.snap(), id, dir, f.opts()); err != nil {
+		b.Fatal(err)
+	}
+	wt := mustOpen(b, dir, f.opts())
+	st, err := wt.Status()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := wt.Refresh(st); err != nil {
+		b.Fatal(err)
+	}
+	return f, dir
+}
+
+// BenchmarkStatusUnchanged is status on an unchanged tree: every entry is
+// stat'ed, none is read.
+func BenchmarkStatusUnchanged(b *testing.B) {
+	for _, n := range []int{1000, 10000} {
+		b.Run(fmt.Sprintf("files=%d", n), func(b *testing.B) {
+			f, dir := benchTree(b, n)
+			var st *worktree.Status
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				wt, err := worktree.Open(dir, f.opts())
+				if err != nil {
+					b.Fatal(err)
+				}
+				if st, err = wt.Status(); err != nil {
+					b.Fatal(err)
+				}
+				wt.Close()
+			}
+			if len(st.Changes) != 0 {
+				b.Fatalf("unchanged tree has changes: %v", kinds(st))
+			}
+			b.ReportMetric(float64(st.Stats.Stated), "stated/op")
+			b.ReportMetric(float64(st.Stats.Hashed), "read/op")
+			b.ReportMetric(float64(st.Stats.BytesRead), "bytesread/op")
+		})
+	}
+}
+
+// BenchmarkSnapshotOneChangedFile is the snapshot a commit --dir takes
+// after one file was edited: every entry is stat'ed, one file is read.
+func BenchmarkSnapshotOneChangedFile(b *testing.B) {
+	for _, n := range []int{1000, 10000} {
+		b.Run(fmt.Sprintf("files=%d", n), func(b *testing.B) {
+			f, dir := benchTree(b, n)
+			if err := os.WriteFile(filepath.Join(dir, "d000/f00007.go"), []byte("edited\n"), 0o644); err != nil {
+				b.Fatal(err)
+			}
+			var s *worktree.Snapshot
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				wt, err := worktree.Open(dir, f.opts())
+				if err != nil {
+					b.Fatal(err)
+				}
+				if s, err = wt.Snapshot(); err != nil {
+					b.Fatal(err)
+				}
+				wt.Close()
+			}
+			if len(s.Changes) != 1 {
+				b.Fatalf("snapshot has %d changes, want 1", len(s.Changes))
+			}
+			b.ReportMetric(float64(s.Stats.Stated), "stated/op")
+			b.ReportMetric(float64(s.Stats.Hashed), "read/op")
+			b.ReportMetric(float64(s.Stats.BytesRead), "bytesread/op")
+		})
+	}
+}

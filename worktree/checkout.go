@@ -1,0 +1,493 @@
+package worktree
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"sort"
+	"strings"
+
+	"github.com/swarmops/swarmops/core/objects"
+	"github.com/swarmops/swarmops/core/vfs"
+)
+
+// ErrLocalChanges is wrapped by *LocalChangesError: a switch would
+// overwrite or remove local changes (or untracked files), and Force is off.
+// Nothing was written.
+var ErrLocalChanges = errors.New("worktree: local changes would be overwritten")
+
+// LocalChangesError lists the paths a switch refused to touch.
+type LocalChangesError struct {
+	Paths []string
+}
+
+func (e *LocalChangesError) Error() string {
+	const show = 10
+	ps := e.Paths
+	more := ""
+	if len(ps) > show {
+		ps, more = ps[:show], fmt.Sprintf(" and %d more", len(e.Paths)-show)
+	}
+	return fmt.Sprintf("%v: %s%s", ErrLocalChanges, strings.Join(ps, ", "), more)
+}
+
+// Unwrap returns ErrLocalChanges.
+func (e *LocalChangesError) Unwrap() error { return ErrLocalChanges }
+
+// Result reports a checkout or switch.
+type Result struct {
+	Changeset objects.ID
+	Written   int   // files and links written
+	Removed   int   // files and links removed
+	Bytes     int64 // bytes of content written
+}
+
+// Checkout materializes changeset id in dir. A directory that is a work
+// tree is switched (see Switch). Otherwise dir is made if missing, must be
+// empty unless Options.Force is set, and becomes a work tree: every file
+// and link of the tree is written, one at a time, then the index. A
+// directory whose index is corrupt is treated as no work tree under Force.
+func Checkout(src Source, id objects.ID, dir string, o Options) (*Result, error) {
+	if o.FS == nil {
+		o.FS = vfs.OS()
+	}
+	if err := o.FS.MkdirAll(dir, 0o777); err != nil {
+		return nil, err
+	}
+	t, err := Open(dir, o)
+	switch {
+	case err == nil:
+		defer t.Close()
+		return t.Switch(src, id)
+	case errors.Is(err, ErrNotWorkTree), o.Force && errors.Is(err, ErrIndexCorrupt):
+	default:
+		return nil, err
+	}
+	if t, err = newTree(dir, o); err != nil {
+		return nil, err
+	}
+	defer t.Close()
+	fis, err := t.root.ReadDir(".")
+	if err != nil {
+		return nil, err
+	}
+	empty := len(fis) == 0 || len(fis) == 1 && fis[0].Name() == MetaDir
+	if !empty && !o.Force {
+		return nil, fmt.Errorf("%w: %q (force writes into it)", ErrNotEmpty, dir)
+	}
+	return t.apply(src, id, empty)
+}
+
+// Switch moves the work tree to changeset id, touching only the paths that
+// differ between its base and id. Before writing anything it checks each
+// of them: a path whose file differs from both the base and id, an
+// untracked file or directory in the way, or a link or file where id needs
+// a directory, is a local change, and the switch fails with a
+// *LocalChangesError listing them all, unless Force is set (then they are
+// replaced; never anything outside the tree). Then it removes what id
+// deleted (and directories left empty), writes what id added or changed
+// (each file to a temporary name, renamed into place), and writes the new
+// index. See the package documentation for what a crash leaves.
+func (t *Tree) Switch(src Source, id objects.ID) (*Result, error) {
+	return t.apply(src, id, false)
+}
+
+// plan is what a switch will do, decided before anything is written.
+type plan struct {
+	removes   []change // new side absent
+	writes    []change // new side present
+	obstacles []string // untracked things in the way (removed under Force)
+	conflicts []string
+}
+
+func (t *Tree) apply(src Source, id objects.ID, empty bool) (*Result, error) {
+	made, err := t.ensureMeta()
+	if err != nil {
+		return nil, err
+	}
+	l, err := t.lock()
+	if err != nil {
+		return nil, err
+	}
+	defer l.Unlock()
+	ci, err := t.caseInsensitive()
+	if err != nil {
+		return nil, err
+	}
+	oldRoot, err := rootOf(src, t.idx.Base)
+	if err != nil {
+		return nil, err
+	}
+	newRoot, err := rootOf(src, id)
+	if err != nil {
+		return nil, err
+	}
+	var chs []change
+	if err := t.diffTrees(src, "", oldRoot, newRoot, ci, &chs); err != nil {
+		return nil, err
+	}
+	sort.Slice(chs, func(i, j int) bool { return chs[i].path < chs[j].path })
+	p := &plan{}
+	for _, c := range chs {
+		if c.new.Mode == 0 {
+			p.removes = append(p.removes, c)
+		} else {
+			p.writes = append(p.writes, c)
+		}
+	}
+	if !empty {
+		if err := t.check(p); err != nil {
+			return nil, err
+		}
+		if len(p.conflicts) > 0 && !t.opts.Force {
+			return nil, &LocalChangesError{Paths: p.conflicts}
+		}
+	}
+	res, err := t.execute(src, id, p)
+	if err == nil && made {
+		err = t.writeStorePath()
+	}
+	return res, err
+}
+
+// check fills p's conflicts and obstacles by looking at every path the
+// switch touches and every directory it needs.
+func (t *Tree) check(p *plan) error {
+	removing := make(map[string]bool, len(p.removes))
+	for _, c := range p.removes {
+		removing[c.path] = true
+	}
+	for _, c := range p.removes {
+		if err := t.checkPath(p, c, removing); err != nil {
+			return err
+		}
+	}
+	dirs := map[string]bool{}
+	for _, c := range p.writes {
+		if err := t.checkPath(p, c, removing); err != nil {
+			return err
+		}
+		for d := path.Dir(c.path); d != "." && !dirs[d]; d = path.Dir(d) {
+			dirs[d] = true
+			if err := t.checkDir(p, d, removing); err != nil {
+				return err
+			}
+		}
+	}
+	sort.Strings(p.conflicts)
+	return nil
+}
+
+// checkDir looks at a directory a write needs: absent or a real directory
+// is fine; a tracked file the switch removes is fine; anything else (an
+// untracked file, a link, the store) is in the way.
+func (t *Tree) checkDir(p *plan, d string, removing map[string]bool) error {
+	fi, err := t.root.Lstat(d)
+	switch {
+	case errors.Is(err, fs.ErrNotExist) || isNotDir(err):
+		return nil // a parent is checked on its own
+	case err != nil:
+		return err
+	case t.isStore(fi):
+		return &UnsafeTreeError{Path: d, Reason: "the store's directory is there"}
+	case fi.IsDir():
+		return nil
+	case removing[d]:
+		return nil
+	}
+	p.conflicts = append(p.conflicts, d)
+	p.obstacles = append(p.obstacles, d)
+	return nil
+}
+
+// checkPath looks at one path the switch changes: it is fine when it holds
+// the old entry (clean), already holds the new one, or is absent where the
+// old tree had nothing or the new tree has nothing.
+func (t *Tree) checkPath(p *plan, c change, removing map[string]bool) error {
+	fi, err := t.root.Lstat(c.path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		if c.old.Mode != 0 && c.new.Mode != 0 {
+			p.conflicts = append(p.conflicts, c.path) // deleted here, changed there
+		}
+		return nil
+	case isNotDir(err):
+		if c.old.Mode != 0 {
+			p.conflicts = append(p.conflicts, c.path) // a tracked directory was replaced
+		}
+		return nil // the directory in the way is checked by checkDir
+	case err != nil:
+		return err
+	case t.isStore(fi):
+		return &UnsafeTreeError{Path: c.path, Reason: "the store's directory is there"}
+	case fi.IsDir():
+		if !t.onlyRemoved(c.path, removing) {
+			p.conflicts = append(p.conflicts, c.path)
+			p.obstacles = append(p.obstacles, c.path)
+		}
+		return nil
+	}
+	mode := modeOf(fi)
+	if c.old.Mode != 0 {
+		if i, ok := t.idx.find(c.path); ok {
+			e := &t.idx.Entries[i]
+			k, _, _, err := t.compare(c.path, fi, e)
+			if err != nil {
+				return err
+			}
+			if k == 0 {
+				return nil
+			}
+		}
+	}
+	if c.new.Mode != 0 && mode == c.new.Mode {
+		id, _, _, err := t.workEntry(c.path, mode)
+		if err != nil {
+			return err
+		}
+		if id == c.new.ID {
+			return nil
+		}
+	}
+	p.conflicts = append(p.conflicts, c.path)
+	return nil
+}
+
+// onlyRemoved reports whether the directory d holds nothing but tracked
+// files this switch removes (a directory the new tree turns into a file).
+func (t *Tree) onlyRemoved(d string, removing map[string]bool) bool {
+	fis, err := t.root.ReadDir(d)
+	if err != nil {
+		return false
+	}
+	for _, fi := range fis {
+		p := d + "/" + fi.Name()
+		if fi.IsDir() {
+			if !t.onlyRemoved(p, removing) {
+				return false
+			}
+		} else if !removing[p] {
+			return false
+		}
+	}
+	return true
+}
+
+// execute carries out a checked plan and writes the new index.
+func (t *Tree) execute(src Source, id objects.ID, p *plan) (*Result, error) {
+	res := &Result{Changeset: id}
+	touched := map[string]bool{}
+	if t.opts.Force {
+		for _, o := range p.obstacles {
+			if err := t.removeAll(o); err != nil {
+				return nil, err
+			}
+			touched[path.Dir(o)] = true
+		}
+	}
+	for i := len(p.removes) - 1; i >= 0; i-- {
+		c := p.removes[i]
+		err := t.root.Remove(c.path)
+		if err != nil && t.opts.Force && !errors.Is(err, fs.ErrNotExist) && !isNotDir(err) {
+			err = t.removeAll(c.path)
+		}
+		if err != nil && !errors.Is(err, fs.ErrNotExist) && !isNotDir(err) {
+			return nil, err
+		}
+		res.Removed++
+		touched[path.Dir(c.path)] = true
+	}
+	if err := t.pruneDirs(p.removes, touched); err != nil {
+		return nil, err
+	}
+	written := make([]IndexEntry, 0, len(p.writes))
+	made := map[string]bool{}
+	for i, c := range p.writes {
+		e, n, err := t.writeOne(src, c, made, touched)
+		if err != nil {
+			return nil, err
+		}
+		written = append(written, e)
+		res.Written++
+		res.Bytes += n
+		if t.opts.Progress != nil {
+			t.opts.Progress(i+1, len(p.writes))
+		}
+	}
+	if t.opts.Sync {
+		if err := t.syncDirs(touched); err != nil {
+			return nil, err
+		}
+	}
+	ix := &Index{Base: id, Entries: t.merged(p.removes, written)}
+	if err := t.writeIndex(ix); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// pruneDirs removes the directories that removals left empty, deepest
+// first, up to the first one that is not empty.
+func (t *Tree) pruneDirs(removes []change, touched map[string]bool) error {
+	var dirs []string
+	seen := map[string]bool{}
+	for _, c := range removes {
+		for d := path.Dir(c.path); d != "." && !seen[d]; d = path.Dir(d) {
+			seen[d] = true
+			dirs = append(dirs, d)
+		}
+	}
+	sort.Slice(dirs, func(i, j int) bool { return strings.Count(dirs[i], "/") > strings.Count(dirs[j], "/") })
+	for _, d := range dirs {
+		fi, err := t.root.Lstat(d)
+		if err != nil || !fi.IsDir() {
+			continue
+		}
+		fis, err := t.root.ReadDir(d)
+		if err != nil {
+			return err
+		}
+		if len(fis) > 0 {
+			continue
+		}
+		if err := t.root.Remove(d); err != nil {
+			return err
+		}
+		touched[path.Dir(d)] = true
+	}
+	return nil
+}
+
+// ensureDirs makes every missing directory on the way to p.
+func (t *Tree) ensureDirs(p string, made, touched map[string]bool) error {
+	d := path.Dir(p)
+	if d == "." || d == "/" || made[d] {
+		return nil
+	}
+	if err := t.ensureDirs(d, made, touched); err != nil {
+		return err
+	}
+	fi, err := t.root.Lstat(d)
+	switch {
+	case err == nil && fi.IsDir() && !t.isStore(fi):
+	case err == nil && t.isStore(fi):
+		return &UnsafeTreeError{Path: d, Reason: "the store's directory is there"}
+	case err == nil && t.opts.Force:
+		if err := t.root.Remove(d); err != nil {
+			return err
+		}
+		fallthrough
+	case errors.Is(err, fs.ErrNotExist):
+		if err := t.root.Mkdir(d, 0o777); err != nil {
+			return err
+		}
+		touched[path.Dir(d)] = true
+	case err == nil:
+		return &LocalChangesError{Paths: []string{d}}
+	default:
+		return err
+	}
+	made[d] = true
+	return nil
+}
+
+// writeOne writes one file or link of the new tree: to a temporary name in
+// the metadata directory, then renamed over p, so p holds the old entry or
+// the new one and never a part of either.
+func (t *Tree) writeOne(src Source, c change, made, touched map[string]bool) (IndexEntry, int64, error) {
+	e := IndexEntry{Path: c.path, Mode: c.new.Mode, ID: c.new.ID}
+	if err := t.ensureDirs(c.path, made, touched); err != nil {
+		return e, 0, err
+	}
+	data, err := src.Blob(c.new.ID)
+	if err != nil {
+		return e, 0, fmt.Errorf("checkout %q: %w", c.path, err)
+	}
+	tmp := t.tmpName()
+	if c.new.Mode == objects.ModeSymlink {
+		if err := checkLinkTarget(c.path, data); err != nil {
+			return e, 0, err
+		}
+		err = t.root.Symlink(string(data), tmp)
+	} else {
+		err = t.writeFile(tmp, data, c.new.Mode == objects.ModeExec)
+	}
+	if err != nil {
+		return e, 0, err
+	}
+	err = t.root.Rename(tmp, c.path)
+	if err != nil && t.opts.Force {
+		if rerr := t.removeAll(c.path); rerr != nil {
+			return e, 0, rerr
+		}
+		err = t.root.Rename(tmp, c.path)
+	}
+	if err != nil {
+		return e, 0, err
+	}
+	touched[path.Dir(c.path)] = true
+	fi, err := t.root.Lstat(c.path)
+	if err != nil {
+		return e, 0, err
+	}
+	e.Stat = statOf(fi)
+	return e, int64(len(data)), nil
+}
+
+func (t *Tree) writeFile(name string, data []byte, exec bool) error {
+	perm := os.FileMode(0o666)
+	if exec {
+		perm = 0o777
+	}
+	f, err := t.root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if err == nil && t.opts.Sync {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// syncDirs syncs every directory a switch changed, deepest first, then the
+// tmp directory the files were renamed out of.
+func (t *Tree) syncDirs(touched map[string]bool) error {
+	dirs := make([]string, 0, len(touched)+1)
+	for d := range touched {
+		dirs = append(dirs, d)
+	}
+	sort.Slice(dirs, func(i, j int) bool { return strings.Count(dirs[i], "/") > strings.Count(dirs[j], "/") })
+	for _, d := range append(dirs, tmpDir) {
+		if err := t.root.SyncDir(d); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+	}
+	return nil
+}
+
+// merged is the new index: the old entries minus the removed and written
+// paths (carried with their trust), plus the written ones.
+func (t *Tree) merged(removes []change, written []IndexEntry) []IndexEntry {
+	drop := make(map[string]bool, len(removes)+len(written))
+	for _, c := range removes {
+		drop[c.path] = true
+	}
+	for _, e := range written {
+		drop[e.Path] = true
+	}
+	out := make([]IndexEntry, 0, len(t.idx.Entries)+len(written))
+	for _, e := range t.idx.Entries {
+		if !drop[e.Path] {
+			out = append(out, t.carry(e))
+		}
+	}
+	out = append(out, written...)
+	sortEntries(out)
+	return out
+}

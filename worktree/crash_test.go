@@ -1,0 +1,272 @@
+package worktree_test
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/swarmops/swarmops/core"
+	"github.com/swarmops/swarmops/core/objects"
+	"github.com/swarmops/swarmops/core/vfs"
+	"github.com/swarmops/swarmops/faultfs"
+	"github.com/swarmops/swarmops/worktree"
+)
+
+const absent = "<absent>"
+
+// content returns what p holds for the crash oracle: a file's bytes, "->"
+// and a link's target, or absent (a directory holds no file content).
+func content(t testing.TB, fsys vfs.FS, p string) string {
+	t.Helper()
+	fi, err := vfs.Lstat(fsys, p)
+	switch {
+	case errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) || (err == nil && fi.IsDir()):
+		return absent
+	case err != nil:
+		return "<" + err.Error() + ">"
+	case fi.Mode()&fs.ModeSymlink != 0:
+		target, _ := vfs.Readlink(fsys, p)
+		return "->" + target
+	}
+	f, err := fsys.Open(p)
+	if err != nil {
+		return "<" + err.Error() + ">"
+	}
+	defer f.Close()
+	b, err := io.ReadAll(f)
+	if err != nil {
+		return "<" + err.Error() + ">"
+	}
+	return string(b)
+}
+
+// files maps every file path of changeset id to what content returns.
+func files(t testing.TB, sn *core.Snapshot, id objects.ID) map[string]string {
+	t.Helper()
+	flat, err := sn.Flatten(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for p, e := range flat {
+		b, err := sn.Blob(e.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.Mode == objects.ModeSymlink {
+			out[p] = "->" + string(b)
+		} else {
+			out[p] = string(b)
+		}
+	}
+	return out
+}
+
+// statusIsTruthful opens the work tree on fsys and checks that every path
+// its status calls clean holds exactly its index entry's object.
+//
+// A power loss without Sync may tear the index itself; it is then refused as
+// corrupt (nothing is called clean), which tornIndexOK allows.
+func statusIsTruthful(t testing.TB, fsys vfs.FS, where string, tornIndexOK bool) {
+	t.Helper()
+	wt, err := worktree.Open("/w", worktree.Options{FS: fsys, StoreDir: "/s"})
+	if errors.Is(err, worktree.ErrNotWorkTree) || tornIndexOK && errors.Is(err, worktree.ErrIndexCorrupt) {
+		return // no index: nothing is called clean
+	}
+	if err != nil {
+		t.Fatalf("%s: open: %v", where, err)
+	}
+	defer wt.Close()
+	st, err := wt.Status()
+	if err != nil {
+		t.Fatalf("%s: status: %v", where, err)
+	}
+	changed := map[string]bool{}
+	for _, c := range st.Changes {
+		changed[c.Path] = true
+	}
+	for _, e := range wt.Index().Entries {
+		if changed[e.Path] {
+			continue
+		}
+		got := content(t, fsys, "/w/"+e.Path)
+		data := got
+		if e.Mode == objects.ModeSymlink {
+			data = got[min(2, len(got)):]
+		}
+		if objects.BlobID([]byte(data)) != e.ID {
+			t.Fatalf("%s: status calls %s clean, but it holds %q, not the index's object", where, e.Path, got)
+		}
+	}
+}
+
+// crashSweep runs op (a checkout or switch of /w on the given FS) against a
+// process-crash copy of base, crashing it at every filesystem call in
+// turn, and checks every crashed state: in the process-crash state each
+// file holds its old or its new content (never a part, never anything
+// else), and under every crash model a status calls clean only files that
+// hold their index's object.
+func crashSweep(t *testing.T, base *faultfs.MemFS, old, new map[string]string, sync bool, op func(fsys vfs.FS) error) {
+	c := faultfs.NewCounting(base.CrashClone(faultfs.ProcessCrash, 0))
+	if err := op(c); err != nil {
+		t.Fatal(err)
+	}
+	total := c.Total()
+	for n := int64(1); n <= total; n++ {
+		m := base.CrashClone(faultfs.ProcessCrash, 0)
+		err := op(faultfs.NewCrashing(m, n))
+		// The last call releases the work tree's lock, after the work is
+		// done; its failure is not the operation's.
+		if !errors.Is(err, vfs.ErrCrashed) && !(err == nil && n == total) {
+			t.Fatalf("crash at call %d of %d: %v, want ErrCrashed", n, total, err)
+		}
+		pc := m.CrashClone(faultfs.ProcessCrash, 0)
+		for p := range union(old, new) {
+			got := content(t, pc, "/w/"+p)
+			if got != or(old[p]) && got != or(new[p]) {
+				t.Fatalf("crash at call %d of %d: %s holds %q, neither the old %q nor the new %q", n, total, p, got, or(old[p]), or(new[p]))
+			}
+		}
+		statusIsTruthful(t, pc, fmt.Sprintf("crash at call %d, process", n), false)
+		statusIsTruthful(t, m.CrashClone(faultfs.Strict, 0), fmt.Sprintf("crash at call %d, strict", n), !sync)
+		for seed := int64(1); seed <= 3; seed++ {
+			statusIsTruthful(t, m.CrashClone(faultfs.Torn, seed), fmt.Sprintf("crash at call %d, torn seed %d", n, seed), !sync)
+		}
+	}
+	t.Logf("%d crash points", total)
+}
+
+func or(s string) string {
+	if s == "" {
+		return absent
+	}
+	return s
+}
+
+func union(a, b map[string]string) map[string]bool {
+	out := map[string]bool{}
+	for k := range a {
+		out[k] = true
+	}
+	for k := range b {
+		out[k] = true
+	}
+	return out
+}
+
+// crashRevisions commits two revisions differing in every way a switch
+// handles: changed, added and deleted files, an executable bit, links
+// changed and turned into files, a file turned into a directory and back.
+func crashRevisions(t *testing.T) (*fixture, *faultfs.MemFS, objects.ID, objects.ID) {
+	f, m := memFixture(t)
+	a := f.commit(objects.ZeroID, put("a", "alpha"), put("dir/b", "beta"), exe("dir/run", "#!/bin/sh"),
+		link("l", "a"), put("f2d", "file"), put("gone", "bye"), put("big", string(make([]byte, 3000))))
+	b1 := f.commit(a, put("a", "ALPHA"), put("dir/new", "new"), del("gone"), link("l", "dir/b"),
+		del("f2d"), put("f2d/x", "in a dir"), put("big", "short now"), del("dir/b"))
+	b := f.commit(b1, put("dir2/c", "gamma"))
+	return f, m, a, b
+}
+
+// TestCheckoutAndSwitchSurviveACrashAtEveryCall sweeps a first checkout
+// and a switch, with and without Sync.
+func TestCheckoutAndSwitchSurviveACrashAtEveryCall(t *testing.T) {
+	for _, sync := range []bool{false, true} {
+		t.Run(fmt.Sprintf("sync=%v", sync), func(t *testing.T) {
+			f, m, a, b := crashRevisions(t)
+			sn := f.snap()
+			old, new := files(t, sn, a), files(t, sn, b)
+			if err := m.SyncDir("/"); err != nil {
+				t.Fatal(err)
+			}
+			crashSweep(t, m, nil, old, sync, func(fsys vfs.FS) error {
+				_, err := worktree.Checkout(sn, a, "/w", worktree.Options{FS: fsys, StoreDir: "/s", Sync: sync})
+				return err
+			})
+			if _, err := worktree.Checkout(sn, a, "/w", worktree.Options{FS: m, StoreDir: "/s", Sync: true}); err != nil {
+				t.Fatal(err)
+			}
+			crashSweep(t, m, old, new, sync, func(fsys vfs.FS) error {
+				wt, err := worktree.Open("/w", worktree.Options{FS: fsys, StoreDir: "/s", Sync: sync})
+				if err != nil {
+					return err
+				}
+				defer wt.Close()
+				_, err = wt.Switch(sn, b)
+				return err
+			})
+		})
+	}
+}
+
+// TestStatusTrustsNoStatDataAfterAPowerLoss: a switch without Sync, after
+// which the system happened to write back the index and every directory
+// but not the files' data (writeback has no order), then a torn power
+// loss: files keep their names and stat data with torn content. Status
+// must re-hash every file (the boot id changed) and call none of them
+// clean.
+func TestStatusTrustsNoStatDataAfterAPowerLoss(t *testing.T) {
+	f, m, a, b := crashRevisions(t)
+	sn := f.snap()
+	if _, err := worktree.Checkout(sn, a, "/w", worktree.Options{FS: m, StoreDir: "/s", Sync: true}); err != nil {
+		t.Fatal(err)
+	}
+	wt := mustOpen(t, "/w", worktree.Options{FS: m, StoreDir: "/s"})
+	if _, err := wt.Switch(sn, b); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{"/w", "/w/dir", "/w/dir2", "/w/f2d", "/w/" + worktree.MetaDir, "/w/" + worktree.MetaDir + "/tmp"} {
+		if err := m.SyncDir(d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ix, err := m.OpenFile("/w/"+worktree.MetaDir+"/index", 0o2, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ix.Sync()
+	ix.Close()
+	for seed := int64(1); seed <= 40; seed++ {
+		statusIsTruthful(t, m.CrashClone(faultfs.Torn, seed), fmt.Sprintf("torn seed %d", seed), false)
+	}
+}
+
+// TestRacyEntriesAreRehashed: on a filesystem whose clock did not move
+// between the checkout and an edit (a coarse timestamp tick), an edit that
+// keeps the size leaves the stat data as the index has it; the entry is
+// racy (its mtime is not older than the index) and status reads it.
+func TestRacyEntriesAreRehashed(t *testing.T) {
+	f, m := memFixture(t)
+	id := f.commit(objects.ZeroID, put("a", "1111"), put("b", "2222"))
+	tick := time.Unix(1000, 0)
+	m.SetClock(func() time.Time { return tick })
+	if _, err := worktree.Checkout(f.snap(), id, "/w", f.opts()); err != nil {
+		t.Fatal(err)
+	}
+	g, err := m.OpenFile("/w/a", 0o1, 0) // O_WRONLY, in place
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.Write([]byte("9999"))
+	g.Close()
+	st, err := mustOpen(t, "/w", f.opts()).Status()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := kinds(st); !eq(got, []string{"a:modified"}) {
+		t.Fatalf("status after a same-tick edit: %v, want [a:modified]", got)
+	}
+	tick = tick.Add(time.Second)
+	wt := mustOpen(t, "/w", f.opts())
+	st, _ = wt.Status()
+	if err := wt.Refresh(st); err != nil {
+		t.Fatal(err)
+	}
+	st, _ = mustOpen(t, "/w", f.opts()).Status()
+	if st.Stats.Hashed != 1 || !eq(kinds(st), []string{"a:modified"}) {
+		t.Fatalf("after a refresh at a later tick: hashed %d (want 1: the modified file), %v", st.Stats.Hashed, kinds(st))
+	}
+}

@@ -1,0 +1,120 @@
+// Package worktree turns a directory into a work tree of a SwarmOps store:
+// checkout materializes a changeset, a switch moves it to another one
+// touching only what differs, status says what changed against its base,
+// and a snapshot gives the change list for a commit. It is built on core's
+// public API (a Source is a *core.Snapshot) and on vfs, so every call can
+// be counted, failed and crashed by faultfs.
+//
+// # Layout
+//
+// A work tree is a directory holding .swarmops-tree/ (MetaDir):
+//
+//	.swarmops-tree/index   the index (below)
+//	.swarmops-tree/store   the store's directory, one line, for commands run in the tree
+//	.swarmops-tree/tmp/    temporary files, renamed into place; cleared by each operation
+//	.swarmops-tree/lock    the lock mutating operations take
+//
+// # Index format
+//
+// All integers are big-endian and fixed-width, as in core/objects, so each
+// index has one encoding and the decoder can insist on it:
+//
+//		+-------------+--------+----------+-----------+----------------+----------+-------------+-----------+
+//		| magic "SWTI"| ver u8 | flags u8 | base [32] | written i64 ns | blen u8  | boot [blen] | count u32 |
+//		+-------------+--------+----------+-----------+----------------+----------+-------------+-----------+
+//		entry, count times, paths strictly ascending bytewise:
+//		+----------+--------+----------+----------+-----------+-----------+---------+---------+---------+----------+
+//		| plen u16 | path   | mode u32 | size u64 | mtime i64 | ctime i64 | ino u64 | dev u64 | id [32] | flags u8 |
+//		+----------+--------+----------+----------+-----------+-----------+---------+---------+---------+----------+
+//		trailer:
+//		+----------------------------------------------+
+//		| BLAKE3-256 of every byte before it [32]      |
+//		+----------------------------------------------+
+//
+//	  - ver = 1; header flags 0 (reserved: any other value is corrupt).
+//	  - base: the changeset the tree was checked out from or last committed.
+//	  - written: the filesystem's clock when the index was written, taken as
+//	    the mtime of the new index file, after every stat it records. An entry
+//	    whose mtime is not older is racy: the file may have changed within the
+//	    same clock tick without its mtime moving, so it is re-hashed (git's
+//	    racy-timestamp rule).
+//	  - boot: the filesystem's boot id (vfs.FS.BootID). Under another boot id
+//	    no stat data is trusted: a power loss can leave a file whose name,
+//	    size and mtime are as recorded and whose data is torn.
+//	  - count: bounds the decoder's allocation by the input (an entry is at
+//	    least 80 bytes).
+//	  - path: a canonical path (objects.CleanPath); mode: file, executable or
+//	    symlink (directories are implied by paths); size, mtime, ctime
+//	    (nanoseconds), inode and device: the stat data of the file when it was
+//	    last seen to hold id, the blob of its content (or link target).
+//	  - entry flags: bit 0 conflict (left unresolved by a merge into the
+//	    tree), bit 1 smudged (stat data not to be trusted); others corrupt.
+//	  - checksum: every single-bit flip and every truncation is detected
+//	    (ErrIndexCorrupt with the offset). The golden file is
+//	    testdata/index.golden (go test ./worktree -run TestIndexGolden
+//	    -update regenerates it).
+//
+// An index is written to a temporary file and renamed over the old one.
+// When a new index carries an entry the old one could not trust (racy,
+// smudged, or from another boot) without looking at its file, the entry is
+// marked smudged, so a later write time never makes it look settled.
+//
+// # Ignore rules
+//
+// Untracked paths are ignored by git's rules: nested .gitignore files
+// (deeper files override shallower ones), negation, directory-only and
+// anchored patterns, "**", and the store's exclude file (ExcludeFile in the
+// store directory, lowest priority, as git's info/exclude). Matching is
+// go-git's gitignore package; the walk adds git's rule that nothing below an
+// excluded directory is re-included, and a .gitignore that is a symbolic
+// link is not read. A path in the base tree stays tracked whatever the
+// rules say. Options.NoIgnore turns the rules off. Three names are never
+// part of a tree, whatever the rules: ".git" (in any case, at any depth),
+// MetaDir (likewise) and the store's own directory.
+//
+// # Symbolic links and special files
+//
+// A link is an entry of mode objects.ModeSymlink whose blob is its target;
+// it is recorded with readlink and made with symlink, never followed. The
+// executable bit is the owner's (S_IXUSR), as git reads it. Sockets, fifos
+// and devices are skipped and listed in Skipped, or refused with
+// ErrSpecialFile when Options.RefuseSpecial is set.
+//
+// # What a crash leaves
+//
+// Every file and link a checkout or switch writes goes to a temporary name
+// in .swarmops-tree/tmp and is renamed over its path; removals come before
+// writes; the index is written last, also by rename.
+//
+// Under a process crash (the page cache survives): each path holds its old
+// entry or its new one, never part of a file, never anything else; the
+// index is the old one or the new one. With the old index, files already
+// switched have another inode, so status reports them modified; running the
+// switch again finishes it (a path that already holds the new entry is not
+// a local change). Temporary files left behind are removed by the next
+// operation.
+//
+// Under a power loss without Options.Sync: nothing was made durable, so
+// files may hold old, new, empty or torn data, and the index may be old,
+// new or torn. A torn index fails its checksum (ErrIndexCorrupt; check out
+// again with Force). Otherwise the boot id differs, so status and snapshot
+// re-hash every file and never call a changed file clean.
+//
+// Under a power loss with Options.Sync (git's core.fsync=all): each file
+// is fsynced before its rename and every changed directory after the
+// renames, then the index is fsynced, renamed and its directory synced. A
+// switch that returned is durable. One that did not leaves each file old or
+// new, and an index that is old or new and whole.
+//
+// The crash sweeps in crash_test.go check these at every filesystem call of
+// a checkout and a switch, on faultfs.MemFS, under process, strict and torn
+// clones.
+//
+// # Safety
+//
+// A checkout never creates, writes or removes anything outside its target:
+// every operation goes through a vfs.Root, which resolves beneath the
+// target and never through a symbolic link, and trees from the store are
+// validated entry by entry before anything of them is written. The rules
+// and their tests are in docs/security.md.
+package worktree

@@ -1,0 +1,231 @@
+package worktree
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"lukechampine.com/blake3"
+
+	"github.com/swarmops/swarmops/core/objects"
+)
+
+// ErrIndexCorrupt is returned for an index file that is not a canonical
+// encoding: a bad checksum, magic or version, a truncation, unsorted or
+// invalid paths, an unknown flag. It is wrapped with the byte offset where
+// decoding stopped. A corrupt index is never repaired silently: the work
+// tree is checked out again (with force) or its index rebuilt.
+var ErrIndexCorrupt = errors.New("worktree: corrupt index")
+
+// Index format constants. They are part of the format.
+const (
+	indexMagic   = "SWTI"
+	indexVersion = 1
+	// entryFixed is an entry's size without its path.
+	entryFixed  = 2 + 4 + 8 + 8 + 8 + 8 + 8 + 32 + 1
+	headerFixed = 4 + 1 + 1 + 32 + 8 + 1 + 4
+	sumLen      = 32
+)
+
+// Entry flags.
+const (
+	flagConflict = 1 << 0
+	flagSmudged  = 1 << 1
+	flagsKnown   = flagConflict | flagSmudged
+)
+
+// Stat is the stat data an index entry keeps of its file: what tells,
+// without reading the file, that it is still the file the entry was made
+// from. Times are nanoseconds since the Unix epoch.
+type Stat struct {
+	Size  int64
+	Mtime int64
+	Ctime int64
+	Ino   uint64
+	Dev   uint64
+}
+
+// IndexEntry is one tracked path: its mode and object id in the base, the
+// stat data of the file when it was last seen to hold exactly that object,
+// and flags.
+type IndexEntry struct {
+	Path string
+	Mode objects.Mode // ModeFile, ModeExec or ModeSymlink
+	ID   objects.ID
+	Stat Stat
+	// Conflict marks a path a merge into the work tree left unresolved.
+	Conflict bool
+	// Smudged means Stat is not to be trusted: the file is re-hashed
+	// whatever its stat says, until a status or commit sees it clean.
+	Smudged bool
+}
+
+// Index is a work tree's record of its base changeset and of every tracked
+// path, sorted by path (bytewise, no duplicates).
+type Index struct {
+	Base objects.ID
+	// Written is a time of the filesystem's clock taken when the index was
+	// written, after every stat it records: an entry whose mtime is not
+	// older is racy (the file may have changed within the same clock tick
+	// without its mtime moving) and is re-hashed.
+	Written time.Time
+	// BootID is the filesystem's boot id when the index was written. Under
+	// another boot id (a power loss happened) no stat data is trusted.
+	BootID  string
+	Entries []IndexEntry
+}
+
+// Encode returns the canonical encoding of ix. It fails for entries that
+// are unsorted, repeated or invalid, and for a boot id over 255 bytes.
+func (ix *Index) Encode() ([]byte, error) {
+	if len(ix.BootID) > 255 {
+		return nil, fmt.Errorf("worktree: boot id of %d bytes exceeds 255", len(ix.BootID))
+	}
+	n := headerFixed + len(ix.BootID) + sumLen
+	for i, e := range ix.Entries {
+		if err := checkIndexEntry(&e); err != nil {
+			return nil, fmt.Errorf("worktree: index entry %d: %w", i, err)
+		}
+		if i > 0 && ix.Entries[i-1].Path >= e.Path {
+			return nil, fmt.Errorf("worktree: index entry %d (%q) not after %q", i, e.Path, ix.Entries[i-1].Path)
+		}
+		n += entryFixed + len(e.Path)
+	}
+	b := make([]byte, 0, n)
+	b = append(b, indexMagic...)
+	b = append(b, indexVersion, 0)
+	b = append(b, ix.Base[:]...)
+	b = binary.BigEndian.AppendUint64(b, uint64(ix.Written.UnixNano()))
+	b = append(b, byte(len(ix.BootID)))
+	b = append(b, ix.BootID...)
+	b = binary.BigEndian.AppendUint32(b, uint32(len(ix.Entries)))
+	for _, e := range ix.Entries {
+		b = binary.BigEndian.AppendUint16(b, uint16(len(e.Path)))
+		b = append(b, e.Path...)
+		b = binary.BigEndian.AppendUint32(b, uint32(e.Mode))
+		b = binary.BigEndian.AppendUint64(b, uint64(e.Stat.Size))
+		b = binary.BigEndian.AppendUint64(b, uint64(e.Stat.Mtime))
+		b = binary.BigEndian.AppendUint64(b, uint64(e.Stat.Ctime))
+		b = binary.BigEndian.AppendUint64(b, e.Stat.Ino)
+		b = binary.BigEndian.AppendUint64(b, e.Stat.Dev)
+		b = append(b, e.ID[:]...)
+		var f byte
+		if e.Conflict {
+			f |= flagConflict
+		}
+		if e.Smudged {
+			f |= flagSmudged
+		}
+		b = append(b, f)
+	}
+	sum := blake3.Sum256(b)
+	return append(b, sum[:]...), nil
+}
+
+func checkIndexEntry(e *IndexEntry) error {
+	if _, err := objects.CleanPath(e.Path); err != nil {
+		return err
+	}
+	if e.Mode != objects.ModeFile && e.Mode != objects.ModeExec && e.Mode != objects.ModeSymlink {
+		return fmt.Errorf("path %q: mode %o is not a file mode", e.Path, e.Mode)
+	}
+	if e.ID.IsZero() {
+		return fmt.Errorf("path %q: zero id", e.Path)
+	}
+	return nil
+}
+
+// DecodeIndex decodes a canonical index encoding; anything else is an error
+// wrapping ErrIndexCorrupt with the offset. It never panics and allocates
+// at most in proportion to len(b).
+func DecodeIndex(b []byte) (*Index, error) {
+	bad := func(off int, format string, args ...any) (*Index, error) {
+		return nil, fmt.Errorf("%w: at offset %d: %s", ErrIndexCorrupt, off, fmt.Sprintf(format, args...))
+	}
+	if len(b) < headerFixed+sumLen {
+		return bad(len(b), "%d bytes, shorter than an empty index", len(b))
+	}
+	body := b[:len(b)-sumLen]
+	if sum := blake3.Sum256(body); !bytes.Equal(sum[:], b[len(body):]) {
+		return bad(len(body), "checksum mismatch")
+	}
+	if string(body[:4]) != indexMagic {
+		return bad(0, "magic %q, want %q", body[:4], indexMagic)
+	}
+	if body[4] != indexVersion {
+		return bad(4, "version %d, want %d", body[4], indexVersion)
+	}
+	if body[5] != 0 {
+		return bad(5, "header flags %#x, want 0", body[5])
+	}
+	ix := &Index{}
+	copy(ix.Base[:], body[6:38])
+	ix.Written = time.Unix(0, int64(binary.BigEndian.Uint64(body[38:46])))
+	off := 46
+	blen := int(body[off])
+	off++
+	if len(body)-off < blen+4 {
+		return bad(off, "boot id of %d bytes does not fit", blen)
+	}
+	ix.BootID = string(body[off : off+blen])
+	off += blen
+	count := binary.BigEndian.Uint32(body[off:])
+	off += 4
+	if uint64(count) > uint64(len(body)-off)/entryFixed {
+		return bad(off-4, "%d entries do not fit in %d bytes", count, len(body)-off)
+	}
+	ix.Entries = make([]IndexEntry, 0, count)
+	for i := uint32(0); i < count; i++ {
+		start := off
+		if len(body)-off < entryFixed {
+			return bad(off, "entry %d truncated", i)
+		}
+		plen := int(binary.BigEndian.Uint16(body[off:]))
+		off += 2
+		if len(body)-off < plen+entryFixed-2 {
+			return bad(start, "entry %d: path of %d bytes does not fit", i, plen)
+		}
+		e := IndexEntry{Path: string(body[off : off+plen])}
+		off += plen
+		e.Mode = objects.Mode(binary.BigEndian.Uint32(body[off:]))
+		e.Stat.Size = int64(binary.BigEndian.Uint64(body[off+4:]))
+		e.Stat.Mtime = int64(binary.BigEndian.Uint64(body[off+12:]))
+		e.Stat.Ctime = int64(binary.BigEndian.Uint64(body[off+20:]))
+		e.Stat.Ino = binary.BigEndian.Uint64(body[off+28:])
+		e.Stat.Dev = binary.BigEndian.Uint64(body[off+36:])
+		copy(e.ID[:], body[off+44:off+76])
+		f := body[off+76]
+		off += 77
+		if f&^flagsKnown != 0 {
+			return bad(off-1, "entry %d: unknown flags %#x", i, f)
+		}
+		e.Conflict, e.Smudged = f&flagConflict != 0, f&flagSmudged != 0
+		if err := checkIndexEntry(&e); err != nil {
+			return bad(start, "entry %d: %v", i, err)
+		}
+		if i > 0 && ix.Entries[i-1].Path >= e.Path {
+			return bad(start, "entry %d: path %q not after %q", i, e.Path, ix.Entries[i-1].Path)
+		}
+		ix.Entries = append(ix.Entries, e)
+	}
+	if off != len(body) {
+		return bad(off, "%d trailing bytes", len(body)-off)
+	}
+	return ix, nil
+}
+
+// find returns the position of path in ix.Entries and whether it is there.
+func (ix *Index) find(path string) (int, bool) {
+	i := sort.Search(len(ix.Entries), func(i int) bool { return ix.Entries[i].Path >= path })
+	return i, i < len(ix.Entries) && ix.Entries[i].Path == path
+}
+
+// hasUnder reports whether any entry lies below the directory dir.
+func (ix *Index) hasUnder(dir string) bool {
+	i, _ := ix.find(dir + "/")
+	return i < len(ix.Entries) && len(ix.Entries[i].Path) > len(dir) &&
+		ix.Entries[i].Path[:len(dir)+1] == dir+"/"
+}

@@ -1,0 +1,178 @@
+package worktree_test
+
+import (
+	"bytes"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"lukechampine.com/blake3"
+
+	"github.com/swarmops/swarmops/core/objects"
+	"github.com/swarmops/swarmops/worktree"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
+
+// goldenIndex is the fixed index the golden file pins.
+func goldenIndex() *worktree.Index {
+	return &worktree.Index{
+		Base:    objects.BlobID([]byte("base")),
+		Written: time.Unix(1_790_000_000, 123_456_789),
+		BootID:  "5f0c6e1e-3f7a-4b8e-9d2c-2a1b0c9d8e7f",
+		Entries: []worktree.IndexEntry{
+			{Path: "README.md", Mode: objects.ModeFile, ID: objects.BlobID([]byte("readme")),
+				Stat: worktree.Stat{Size: 6, Mtime: 1_789_999_999_000_000_001, Ctime: 1_789_999_999_000_000_002, Ino: 1234, Dev: 2049}},
+			{Path: "bin/run", Mode: objects.ModeExec, ID: objects.BlobID([]byte("#!/bin/sh")), Conflict: true,
+				Stat: worktree.Stat{Size: 9, Mtime: 3, Ctime: 4, Ino: 5, Dev: 6}},
+			{Path: "docs/ünï cödé", Mode: objects.ModeSymlink, ID: objects.BlobID([]byte("../README.md")), Smudged: true},
+		},
+	}
+}
+
+func TestIndexGolden(t *testing.T) {
+	b, err := goldenIndex().Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := "# worktree index v1 (regenerate: go test ./worktree -run TestIndexGolden -update)\n" + hex.EncodeToString(b) + "\n"
+	path := filepath.Join("testdata", "index.golden")
+	if *update {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (create it with: go test ./worktree -run TestIndexGolden -update)", err)
+	}
+	if got != string(want) {
+		t.Fatalf("the index encoding changed:\n got %s\nwant %s\nIf the change is intended, regenerate with: go test ./worktree -run TestIndexGolden -update", got, want)
+	}
+}
+
+func TestIndexRoundTripsByteForByte(t *testing.T) {
+	ix := goldenIndex()
+	b, err := ix.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := worktree.DecodeIndex(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !back.Written.Equal(ix.Written) || back.Base != ix.Base || back.BootID != ix.BootID || len(back.Entries) != 3 {
+		t.Fatalf("decoded header differs: %+v", back)
+	}
+	for i := range ix.Entries {
+		if back.Entries[i] != ix.Entries[i] {
+			t.Errorf("entry %d: got %+v, want %+v", i, back.Entries[i], ix.Entries[i])
+		}
+	}
+	again, err := back.Encode()
+	if err != nil || !bytes.Equal(again, b) {
+		t.Fatalf("decode-then-encode differs (%v)", err)
+	}
+	empty, err := (&worktree.Index{}).Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := worktree.DecodeIndex(empty); err != nil {
+		t.Fatalf("empty index: %v", err)
+	}
+}
+
+// TestEveryBitFlipOfTheIndexIsDetected flips each bit of an encoded index
+// in turn: every one must fail to decode with ErrIndexCorrupt.
+func TestEveryBitFlipOfTheIndexIsDetected(t *testing.T) {
+	b, err := goldenIndex().Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < len(b)*8; i++ {
+		c := bytes.Clone(b)
+		c[i/8] ^= 1 << (i % 8)
+		if _, err := worktree.DecodeIndex(c); !errors.Is(err, worktree.ErrIndexCorrupt) {
+			t.Fatalf("bit %d (byte %d) flipped: DecodeIndex error %v, want ErrIndexCorrupt", i, i/8, err)
+		}
+	}
+	for n := 0; n < len(b); n++ {
+		if _, err := worktree.DecodeIndex(b[:n]); !errors.Is(err, worktree.ErrIndexCorrupt) {
+			t.Fatalf("truncated to %d bytes: %v", n, err)
+		}
+	}
+}
+
+func TestIndexEncodeRefusesInvalidEntries(t *testing.T) {
+	id := objects.BlobID([]byte("x"))
+	for name, es := range map[string][]worktree.IndexEntry{
+		"unsorted":  {{Path: "b", Mode: objects.ModeFile, ID: id}, {Path: "a", Mode: objects.ModeFile, ID: id}},
+		"repeated":  {{Path: "a", Mode: objects.ModeFile, ID: id}, {Path: "a", Mode: objects.ModeFile, ID: id}},
+		"dotdot":    {{Path: "../a", Mode: objects.ModeFile, ID: id}},
+		"dir mode":  {{Path: "a", Mode: objects.ModeDir, ID: id}},
+		"zero id":   {{Path: "a", Mode: objects.ModeFile}},
+		"long boot": nil,
+	} {
+		ix := &worktree.Index{Entries: es}
+		if name == "long boot" {
+			ix.BootID = strings.Repeat("b", 256)
+		}
+		if _, err := ix.Encode(); err == nil {
+			t.Errorf("%s: Encode accepted it", name)
+		}
+	}
+}
+
+func FuzzDecodeIndex(f *testing.F) {
+	b, err := goldenIndex().Encode()
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(b)
+	empty, _ := (&worktree.Index{}).Encode()
+	f.Add(empty)
+	f.Add([]byte("SWTI"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		ix, err := worktree.DecodeIndex(b)
+		if err != nil {
+			if !errors.Is(err, worktree.ErrIndexCorrupt) {
+				t.Fatalf("error %v does not wrap ErrIndexCorrupt", err)
+			}
+			return
+		}
+		again, err := ix.Encode()
+		if err != nil || !bytes.Equal(again, b) {
+			t.Fatalf("decoded index does not re-encode to its input (%v)", err)
+		}
+	})
+}
+
+// FuzzDecodeIndexBody fuzzes the parser behind the checksum: the input is
+// an index body, sealed with its correct checksum before decoding.
+func FuzzDecodeIndexBody(f *testing.F) {
+	b, err := goldenIndex().Encode()
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(b[:len(b)-32])
+	f.Fuzz(func(t *testing.T, body []byte) {
+		sum := blake3.Sum256(body)
+		sealed := append(bytes.Clone(body), sum[:]...)
+		ix, err := worktree.DecodeIndex(sealed)
+		if err != nil {
+			if !errors.Is(err, worktree.ErrIndexCorrupt) {
+				t.Fatalf("error %v does not wrap ErrIndexCorrupt", err)
+			}
+			return
+		}
+		again, err := ix.Encode()
+		if err != nil || !bytes.Equal(again, sealed) {
+			t.Fatalf("decoded index does not re-encode to its input (%v)", err)
+		}
+	})
+}

@@ -1,0 +1,206 @@
+package worktree
+
+import (
+	"fmt"
+	"io"
+	"os"
+
+	"lukechampine.com/blake3"
+
+	"github.com/swarmops/swarmops/core/objects"
+)
+
+// Source is where trees and blobs come from: a *core.Snapshot. Everything
+// it returns is treated as untrusted input: every entry of every tree is
+// validated before anything of it is written.
+type Source interface {
+	Changeset(id objects.ID) (*objects.Changeset, error)
+	Tree(id objects.ID) (*objects.Tree, error)
+	Blob(id objects.ID) ([]byte, error)
+}
+
+// change is one path whose entry differs between two trees; a zero Mode on
+// a side means the path is absent there.
+type change struct {
+	path     string
+	old, new objects.Entry
+}
+
+// rootOf returns changeset cs's root tree (the zero id for the zero id).
+func rootOf(src Source, cs objects.ID) (objects.ID, error) {
+	if cs.IsZero() {
+		return objects.ZeroID, nil
+	}
+	c, err := src.Changeset(cs)
+	if err != nil {
+		return objects.ZeroID, err
+	}
+	return c.Root, nil
+}
+
+func entriesOf(src Source, id objects.ID) ([]objects.Entry, error) {
+	if id.IsZero() {
+		return nil, nil
+	}
+	tr, err := src.Tree(id)
+	if err != nil {
+		return nil, err
+	}
+	return tr.Entries, nil
+}
+
+// diffTrees appends the file-level changes from tree a to tree b under
+// prefix. It skips every subtree the two share, so it costs what differs,
+// and it validates every entry of each directory of b it reads (and, when
+// ci is set, refuses names colliding on a case-insensitive filesystem)
+// before returning any change of it.
+func (t *Tree) diffTrees(src Source, prefix string, a, b objects.ID, ci bool, out *[]change) error {
+	if a == b {
+		return nil
+	}
+	ea, err := entriesOf(src, a)
+	if err != nil {
+		return err
+	}
+	eb, err := entriesOf(src, b)
+	if err != nil {
+		return err
+	}
+	for i, e := range eb {
+		if err := t.checkEntry(prefix+e.Name, e); err != nil {
+			return err
+		}
+		if i > 0 && eb[i-1].Name >= e.Name {
+			return &UnsafeTreeError{Path: prefix + e.Name, Reason: "tree entries unsorted or repeated"}
+		}
+	}
+	if ci {
+		if err := checkCollisions(prefix, eb); err != nil {
+			return err
+		}
+	}
+	side := func(e objects.Entry, add bool) error {
+		p := prefix + e.Name
+		switch {
+		case e.Mode.IsDir() && add:
+			return t.diffTrees(src, p+"/", objects.ZeroID, e.ID, ci, out)
+		case e.Mode.IsDir():
+			return t.diffTrees(src, p+"/", e.ID, objects.ZeroID, ci, out)
+		case add:
+			*out = append(*out, change{path: p, new: e})
+		default:
+			*out = append(*out, change{path: p, old: e})
+		}
+		return nil
+	}
+	i, j := 0, 0
+	for i < len(ea) || j < len(eb) {
+		switch {
+		case j == len(eb) || (i < len(ea) && ea[i].Name < eb[j].Name):
+			err = side(ea[i], false)
+			i++
+		case i == len(ea) || eb[j].Name < ea[i].Name:
+			err = side(eb[j], true)
+			j++
+		default:
+			x, y := ea[i], eb[j]
+			i, j = i+1, j+1
+			switch {
+			case x.Mode == y.Mode && x.ID == y.ID:
+			case x.Mode.IsDir() && y.Mode.IsDir():
+				err = t.diffTrees(src, prefix+x.Name+"/", x.ID, y.ID, ci, out)
+			case x.Mode.IsDir() || y.Mode.IsDir():
+				if err = side(x, false); err == nil {
+					err = side(y, true)
+				}
+			default:
+				*out = append(*out, change{path: prefix + x.Name, old: x, new: y})
+			}
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// hashFile returns the blob id of the file p's content, streaming it, and
+// the file's stat data as of the read; stable is false when the file
+// changed while it was read (its stat then means nothing).
+func (t *Tree) hashFile(p string) (id objects.ID, st Stat, stable bool, err error) {
+	f, err := t.root.OpenFile(p, os.O_RDONLY, 0)
+	if err != nil {
+		return id, st, false, err
+	}
+	defer f.Close()
+	before, err := f.Stat()
+	if err != nil {
+		return id, st, false, err
+	}
+	h := blake3.New(32, nil)
+	h.Write([]byte{byte(objects.KindBlob)})
+	n, err := io.Copy(h, f)
+	t.stats.Hashed++
+	t.stats.BytesRead += n
+	if err != nil {
+		return id, st, false, err
+	}
+	after, err := f.Stat()
+	if err != nil {
+		return id, st, false, err
+	}
+	h.Sum(id[:0])
+	st = statOf(before)
+	return id, st, st == statOf(after) && n == st.Size, nil
+}
+
+// readWork returns the content of p as a blob: a file's bytes or a link's
+// target, with its mode and stat data (stable as for hashFile).
+func (t *Tree) readWork(p string, mode objects.Mode) (data []byte, st Stat, stable bool, err error) {
+	if mode == objects.ModeSymlink {
+		target, err := t.root.Readlink(p)
+		if err != nil {
+			return nil, st, false, err
+		}
+		fi, err := t.root.Lstat(p)
+		if err != nil {
+			return nil, st, false, err
+		}
+		return []byte(target), statOf(fi), true, nil
+	}
+	f, err := t.root.OpenFile(p, os.O_RDONLY, 0)
+	if err != nil {
+		return nil, st, false, err
+	}
+	defer f.Close()
+	before, err := f.Stat()
+	if err != nil {
+		return nil, st, false, err
+	}
+	data, err = io.ReadAll(f)
+	t.stats.Hashed++
+	t.stats.BytesRead += int64(len(data))
+	if err != nil {
+		return nil, st, false, err
+	}
+	after, err := f.Stat()
+	if err != nil {
+		return nil, st, false, err
+	}
+	st = statOf(before)
+	return data, st, st == statOf(after) && int64(len(data)) == st.Size, nil
+}
+
+// workEntry returns the mode and blob id p holds on disk (fi its lstat),
+// with its stat data and whether that is stable. A special file or
+// directory has mode 0.
+func (t *Tree) workEntry(p string, mode objects.Mode) (objects.ID, Stat, bool, error) {
+	switch mode {
+	case objects.ModeSymlink:
+		data, st, stable, err := t.readWork(p, mode)
+		return objects.BlobID(data), st, stable, err
+	case objects.ModeFile, objects.ModeExec:
+		return t.hashFile(p)
+	}
+	return objects.ZeroID, Stat{}, false, fmt.Errorf("worktree: %q: not a file or link", p)
+}

@@ -1,0 +1,266 @@
+package worktree
+
+import (
+	"fmt"
+	"io/fs"
+	"sort"
+
+	"github.com/swarmops/swarmops/core/objects"
+)
+
+// Kind is how a path of the work tree differs from the base.
+type Kind uint8
+
+// The kinds of change.
+const (
+	Added       Kind = iota + 1 // untracked and not ignored
+	Modified                    // other content or executable bit
+	Deleted                     // tracked, gone (or replaced by a directory)
+	TypeChanged                 // a file became a link or the reverse, or a special file
+	Conflicted                  // marked unresolved in the index
+)
+
+// String returns "added", "modified", "deleted", "typechange" or
+// "conflicted".
+func (k Kind) String() string {
+	switch k {
+	case Added:
+		return "added"
+	case Modified:
+		return "modified"
+	case Deleted:
+		return "deleted"
+	case TypeChanged:
+		return "typechange"
+	case Conflicted:
+		return "conflicted"
+	}
+	return fmt.Sprintf("kind(%d)", uint8(k))
+}
+
+// Change is one path of a status or work diff. Old is the base's entry
+// (zero Mode for an added path); New is what the work tree holds when it
+// is known (a status hashes only what it must: New is zero for an added
+// path, and for a deleted one).
+type Change struct {
+	Path string
+	Kind Kind
+	Old  objects.Entry
+	New  objects.Entry
+}
+
+// Skipped is a path left out of a status or snapshot, with the reason: a
+// special file, or a name the store cannot hold.
+type Skipped struct {
+	Path   string
+	Reason string
+}
+
+// Status is the difference between the work tree and its base.
+type Status struct {
+	Base    objects.ID
+	Changes []Change // sorted by path
+	Skipped []Skipped
+	// Refreshed holds the entries seen clean whose stat data the index
+	// does not have (re-hashed because their stat changed, they were racy,
+	// or the boot changed): Refresh writes them, so the next status need
+	// not hash them again.
+	Refreshed []IndexEntry
+	Stats     Stats
+}
+
+// visitFn sees one file or link of the walk (e nil: untracked).
+type visitFn func(p string, fi fs.FileInfo, e *IndexEntry) error
+
+// walk visits every file and link of the work tree that is tracked, or
+// untracked and not ignored, in path order, and returns which index
+// entries it saw. It never enters .git, the metadata directory or the
+// store's directory, nor an ignored directory holding no tracked path.
+func (t *Tree) walk(fn visitFn, skipped *[]Skipped) ([]bool, error) {
+	r, err := t.baseRules()
+	if err != nil {
+		return nil, err
+	}
+	seen := make([]bool, len(t.idx.Entries))
+	return seen, t.walkDir(".", r, false, fn, seen, skipped)
+}
+
+func (t *Tree) walkDir(dir string, r *rules, ignored bool, fn visitFn, seen []bool, skipped *[]Skipped) error {
+	fis, err := t.root.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	t.stats.Stated += int64(len(fis))
+	if !ignored {
+		if r, err = t.childRules(r, dir); err != nil {
+			return err
+		}
+	}
+	for _, fi := range fis {
+		p := fi.Name()
+		if dir != "." {
+			p = dir + "/" + p
+		}
+		if reservedName(fi.Name()) != "" || under(p, t.storeRel) || t.isStore(fi) {
+			continue
+		}
+		i, tracked := t.idx.find(p)
+		var e *IndexEntry
+		if tracked {
+			e, seen[i] = &t.idx.Entries[i], true
+		}
+		switch {
+		case fi.IsDir():
+			ign := ignored || r.match(p, true)
+			if ign && !t.idx.hasUnder(p) {
+				continue
+			}
+			if err := t.walkDir(p, r, ign, fn, seen, skipped); err != nil {
+				return err
+			}
+			if tracked {
+				seen[i] = false // a tracked file replaced by a directory is deleted
+			}
+		case tracked:
+			if err := fn(p, fi, e); err != nil {
+				return err
+			}
+		case ignored || r.match(p, false):
+		case modeOf(fi) == 0:
+			if t.opts.RefuseSpecial {
+				return fmt.Errorf("%w: %q (%v)", ErrSpecialFile, p, fi.Mode().Type())
+			}
+			*skipped = append(*skipped, Skipped{Path: p, Reason: fmt.Sprintf("special file (%v)", fi.Mode().Type())})
+		case ValidatePath(p) != nil:
+			*skipped = append(*skipped, Skipped{Path: p, Reason: ValidatePath(p).Error()})
+		default:
+			if err := fn(p, fi, nil); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// compare says how the tracked file p (lstat fi) differs from its entry:
+// 0 when clean. It hashes only when the stat data cannot vouch for the
+// content. fresh is e with current stat data when the file was hashed and
+// found clean (nil otherwise).
+func (t *Tree) compare(p string, fi fs.FileInfo, e *IndexEntry) (k Kind, now objects.Entry, fresh *IndexEntry, err error) {
+	mode := modeOf(fi)
+	now = objects.Entry{Name: fi.Name(), Mode: mode}
+	switch {
+	case mode == 0:
+		return TypeChanged, now, nil, nil
+	case (mode == objects.ModeSymlink) != (e.Mode == objects.ModeSymlink):
+		now.ID, _, _, err = t.workEntry(p, mode)
+		return TypeChanged, now, nil, err
+	case mode == e.Mode && !e.Conflict && t.trusted(e) && statOf(fi) == e.Stat:
+		now.ID = e.ID
+		return 0, now, nil, nil
+	}
+	id, st, stable, err := t.workEntry(p, mode)
+	if err != nil {
+		return 0, now, nil, err
+	}
+	now.ID = id
+	if id != e.ID || mode != e.Mode || !stable {
+		return Modified, now, nil, nil
+	}
+	f := *e
+	f.Stat, f.Smudged = st, false
+	if e.Conflict {
+		return Conflicted, now, nil, nil
+	}
+	return 0, now, &f, nil
+}
+
+// Status compares the work tree with its base. It stats every path, and
+// reads only the files whose stat data changed, are racy (not older than
+// the index) or are smudged, or all of them after a boot id change (a
+// power loss may have torn files without changing their stat data).
+func (t *Tree) Status() (*Status, error) {
+	t.stats = Stats{}
+	st := &Status{Base: t.idx.Base}
+	seen, err := t.walk(func(p string, fi fs.FileInfo, e *IndexEntry) error {
+		if e == nil {
+			st.Changes = append(st.Changes, Change{Path: p, Kind: Added})
+			return nil
+		}
+		k, now, fresh, err := t.compare(p, fi, e)
+		if err != nil {
+			return err
+		}
+		if fresh != nil {
+			st.Refreshed = append(st.Refreshed, *fresh)
+		}
+		if k == 0 && e.Conflict {
+			k = Conflicted
+		}
+		if k != 0 {
+			st.Changes = append(st.Changes, Change{Path: p, Kind: k, Old: e.entry(), New: now})
+		}
+		return nil
+	}, &st.Skipped)
+	if err != nil {
+		return nil, err
+	}
+	for i := range t.idx.Entries {
+		if !seen[i] {
+			e := &t.idx.Entries[i]
+			st.Changes = append(st.Changes, Change{Path: e.Path, Kind: Deleted, Old: e.entry()})
+		}
+	}
+	sort.Slice(st.Changes, func(i, j int) bool { return st.Changes[i].Path < st.Changes[j].Path })
+	st.Stats = t.stats
+	return st, nil
+}
+
+// entry returns e as a tree entry named by its last path component.
+func (e *IndexEntry) entry() objects.Entry {
+	name := e.Path
+	for i := len(name) - 1; i >= 0; i-- {
+		if name[i] == '/' {
+			name = name[i+1:]
+			break
+		}
+	}
+	return objects.Entry{Name: name, Mode: e.Mode, ID: e.ID}
+}
+
+// Refresh rewrites the index with the stat data st found (st must come
+// from this tree's Status, with no operation in between), so the files it
+// re-hashed are trusted by stat again. Entries it could not vouch for stay
+// untrusted. It writes nothing when nothing was re-hashed and no entry
+// needs marking.
+func (t *Tree) Refresh(st *Status) error {
+	if !t.onDisk {
+		return fmt.Errorf("%w: %q: refresh needs a checked-out tree", ErrNotWorkTree, t.dir)
+	}
+	fresh := make(map[string]IndexEntry, len(st.Refreshed))
+	for _, e := range st.Refreshed {
+		fresh[e.Path] = e
+	}
+	changed := len(fresh) > 0 || t.idx.BootID != t.boot
+	ix := &Index{Base: t.idx.Base, Entries: make([]IndexEntry, len(t.idx.Entries))}
+	for i, e := range t.idx.Entries {
+		if f, ok := fresh[e.Path]; ok {
+			ix.Entries[i] = f
+			continue
+		}
+		ix.Entries[i] = t.carry(e)
+		changed = changed || ix.Entries[i].Smudged != e.Smudged
+	}
+	if !changed {
+		return nil
+	}
+	if _, err := t.ensureMeta(); err != nil {
+		return err
+	}
+	l, err := t.lock()
+	if err != nil {
+		return err
+	}
+	defer l.Unlock()
+	return t.writeIndex(ix)
+}

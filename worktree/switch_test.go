@@ -1,0 +1,232 @@
+package worktree_test
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"strings"
+	"testing"
+
+	"github.com/swarmops/swarmops/core"
+	"github.com/swarmops/swarmops/core/objects"
+	"github.com/swarmops/swarmops/core/vfs"
+	"github.com/swarmops/swarmops/faultfs"
+	"github.com/swarmops/swarmops/worktree"
+)
+
+// memFixture is a store at /s and a work tree directory /w on one MemFS.
+func memFixture(t testing.TB) (*fixture, *faultfs.MemFS) {
+	m := faultfs.NewMem()
+	return newFixture(t, m, "/s"), m
+}
+
+func readMem(t testing.TB, fsys vfs.FS, p string) string {
+	t.Helper()
+	if fi, err := vfs.Lstat(fsys, p); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+		target, err := vfs.Readlink(fsys, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return "->" + target
+	}
+	f, err := fsys.Open(p)
+	if err != nil {
+		return "<" + err.Error() + ">"
+	}
+	defer f.Close()
+	b, _ := io.ReadAll(f)
+	return string(b)
+}
+
+func writeMem(t testing.TB, fsys vfs.FS, p, data string) {
+	t.Helper()
+	f, err := fsys.OpenFile(p, 0o1|0o100|0o1000, 0o644) // O_WRONLY|O_CREATE|O_TRUNC
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Write([]byte(data))
+	f.Close()
+}
+
+func mustOpen(t testing.TB, dir string, o worktree.Options) *worktree.Tree {
+	t.Helper()
+	wt, err := worktree.Open(dir, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { wt.Close() })
+	return wt
+}
+
+// TestSwitchWritesOnlyTheFilesThatDiffer switches between two changesets
+// of 40 files that differ in 10 and counts, through a counting wrapper,
+// the files renamed into the tree and the writes: 10 of each, plus one
+// write of the index.
+func TestSwitchWritesOnlyTheFilesThatDiffer(t *testing.T) {
+	f, m := memFixture(t)
+	var cs []core.Change
+	for i := 0; i < 40; i++ {
+		cs = append(cs, put(fmt.Sprintf("d%d/f%02d", i%4, i), fmt.Sprintf("v1 %d", i)))
+	}
+	a := f.commit(objects.ZeroID, cs...)
+	var mods []core.Change
+	for i := 0; i < 10; i++ {
+		mods = append(mods, put(fmt.Sprintf("d%d/f%02d", (i*3)%4, i*3), fmt.Sprintf("v2 %d", i)))
+	}
+	b := f.commit(a, mods...)
+	if _, err := worktree.Checkout(f.snap(), a, "/w", f.opts()); err != nil {
+		t.Fatal(err)
+	}
+	c := faultfs.NewCounting(m)
+	c.StartTrace()
+	o := f.opts()
+	o.FS = c
+	res, err := mustOpen(t, "/w", o).Switch(f.snap(), b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	renamed := 0
+	for _, call := range c.Trace() {
+		if call.Op == faultfs.OpRename && !strings.Contains(call.To, worktree.MetaDir) {
+			renamed++
+		}
+	}
+	if renamed != 10 || c.Count(faultfs.OpWrite) != 11 || res.Written != 10 || res.Removed != 0 {
+		t.Fatalf("switch renamed %d files into the tree, made %d writes, reported %+v; want 10, 11 (10 files and the index)",
+			renamed, c.Count(faultfs.OpWrite), res)
+	}
+	if got := readMem(t, m, "/w/d3/f27"); got != "v2 9" {
+		t.Fatalf("d3/f27 holds %q", got)
+	}
+	st, err := mustOpen(t, "/w", f.opts()).Status()
+	if err != nil || len(st.Changes) != 0 {
+		t.Fatalf("status after the switch: %v %v", kinds(st), err)
+	}
+}
+
+// TestSwitchRefusesLocalChangesUnlessForced edits a file the switch
+// changes, adds an untracked file where the new revision puts one, and
+// checks the switch refuses, listing both, writing nothing; forced, it
+// overwrites them.
+func TestSwitchRefusesLocalChangesUnlessForced(t *testing.T) {
+	f, m := memFixture(t)
+	a := f.commit(objects.ZeroID, put("keep", "k"), put("edit", "1"), put("same", "s"))
+	b := f.commit(a, put("edit", "2"), put("new", "n"), del("same"))
+	if _, err := worktree.Checkout(f.snap(), a, "/w", f.opts()); err != nil {
+		t.Fatal(err)
+	}
+	writeMem(t, m, "/w/edit", "local edit")
+	writeMem(t, m, "/w/new", "untracked")
+	_, err := mustOpen(t, "/w", f.opts()).Switch(f.snap(), b)
+	var lc *worktree.LocalChangesError
+	if !errors.As(err, &lc) || strings.Join(lc.Paths, ",") != "edit,new" {
+		t.Fatalf("switch over local changes: %v, want a LocalChangesError listing edit,new", err)
+	}
+	if readMem(t, m, "/w/edit") != "local edit" || readMem(t, m, "/w/same") != "s" {
+		t.Fatal("a refused switch changed the tree")
+	}
+	if mustOpen(t, "/w", f.opts()).Base() != a {
+		t.Fatal("a refused switch moved the base")
+	}
+	o := f.opts()
+	o.Force = true
+	if _, err := mustOpen(t, "/w", o).Switch(f.snap(), b); err != nil {
+		t.Fatal(err)
+	}
+	if readMem(t, m, "/w/edit") != "2" || readMem(t, m, "/w/new") != "n" {
+		t.Fatal("a forced switch did not overwrite")
+	}
+	if _, err := vfs.Lstat(m, "/w/same"); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("a deleted file is still there: %v", err)
+	}
+}
+
+// TestSwitchHandlesFileDirectoryAndLinkTransitions switches across a file
+// becoming a directory, a directory becoming a file, a file becoming a
+// link and back, and checks status is clean at each end and empty
+// directories go.
+func TestSwitchHandlesFileDirectoryAndLinkTransitions(t *testing.T) {
+	f, m := memFixture(t)
+	a := f.commit(objects.ZeroID, put("f2d", "file"), put("d2f/x", "1"), put("d2f/sub/y", "2"),
+		put("f2l", "file"), link("l2f", "target"), put("gone/deep/z", "z"))
+	// core's change list cannot turn a directory into a file in one
+	// commit, so b takes two; the switch from a to b is one step.
+	b1 := f.commit(a, del("f2d"), put("f2d/inner", "now a dir"), del("d2f/x"), del("d2f/sub/y"),
+		link("f2l", "f2d/inner"), put("l2f", "now a file"), del("gone/deep/z"))
+	b := f.commit(b1, put("d2f", "now a file"))
+	if _, err := worktree.Checkout(f.snap(), a, "/w", f.opts()); err != nil {
+		t.Fatal(err)
+	}
+	check := func(id objects.ID, want map[string]string) {
+		t.Helper()
+		for p, v := range want {
+			if got := readMem(t, m, "/w/"+p); got != v {
+				t.Errorf("after switching to %s: %s holds %q, want %q", id.String()[:8], p, got, v)
+			}
+		}
+		st, err := mustOpen(t, "/w", f.opts()).Status()
+		if err != nil || len(st.Changes) != 0 {
+			t.Errorf("status after the switch: %v %v", kinds(st), err)
+		}
+	}
+	for _, step := range []struct {
+		id   objects.ID
+		want map[string]string
+	}{
+		{b, map[string]string{"f2d/inner": "now a dir", "d2f": "now a file", "f2l": "->f2d/inner", "l2f": "now a file"}},
+		{a, map[string]string{"f2d": "file", "d2f/sub/y": "2", "f2l": "file", "l2f": "->target", "gone/deep/z": "z"}},
+		{b, map[string]string{"d2f": "now a file"}},
+	} {
+		if _, err := mustOpen(t, "/w", f.opts()).Switch(f.snap(), step.id); err != nil {
+			t.Fatal(err)
+		}
+		check(step.id, step.want)
+	}
+	if _, err := vfs.Lstat(m, "/w/gone"); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a directory left empty by the switch is still there: %v", err)
+	}
+}
+
+// TestSwitchRefusesUntrackedFilesInADirectoryThatBecomesAFile checks that
+// the refusal comes before anything is written.
+func TestSwitchRefusesUntrackedFilesInADirectoryThatBecomesAFile(t *testing.T) {
+	f, m := memFixture(t)
+	a := f.commit(objects.ZeroID, put("d/x", "1"), put("other", "o"))
+	b := f.commit(f.commit(a, del("d/x")), put("d", "file"), put("other", "o2"))
+	if _, err := worktree.Checkout(f.snap(), a, "/w", f.opts()); err != nil {
+		t.Fatal(err)
+	}
+	writeMem(t, m, "/w/d/untracked", "mine")
+	_, err := mustOpen(t, "/w", f.opts()).Switch(f.snap(), b)
+	if !errors.Is(err, worktree.ErrLocalChanges) {
+		t.Fatalf("switch: %v, want ErrLocalChanges", err)
+	}
+	if readMem(t, m, "/w/other") != "o" || readMem(t, m, "/w/d/x") != "1" {
+		t.Fatal("the refused switch wrote something")
+	}
+}
+
+// TestStatusReadsOnlyWhatChanged counts the files a status reads: none on
+// an unchanged tree whose index is settled, and exactly the edited ones.
+func TestStatusReadsOnlyWhatChanged(t *testing.T) {
+	f, m := memFixture(t)
+	var cs []core.Change
+	for i := 0; i < 50; i++ {
+		cs = append(cs, put(fmt.Sprintf("d%d/f%d", i%5, i), fmt.Sprint(i)))
+	}
+	id := f.commit(objects.ZeroID, cs...)
+	if _, err := worktree.Checkout(f.snap(), id, "/w", f.opts()); err != nil {
+		t.Fatal(err)
+	}
+	st, err := mustOpen(t, "/w", f.opts()).Status()
+	if err != nil || st.Stats.Hashed != 0 || st.Stats.Stated != 56 {
+		t.Fatalf("status of a fresh checkout: %+v, %v; want 56 stated (50 files, 5 directories, the metadata directory), 0 read", st.Stats, err)
+	}
+	writeMem(t, m, "/w/d1/f1", "edited")
+	writeMem(t, m, "/w/d2/f7", "edited too")
+	st, err = mustOpen(t, "/w", f.opts()).Status()
+	if err != nil || st.Stats.Hashed != 2 || !eq(kinds(st), []string{"d1/f1:modified", "d2/f7:modified"}) {
+		t.Fatalf("status after two edits: %+v %v, %v; want 2 read", st.Stats, kinds(st), err)
+	}
+}
