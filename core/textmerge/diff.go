@@ -59,15 +59,15 @@ func idRune(id int) rune {
 // group of changed lines to one canonical place.
 func diffLines(a, b [][]byte) []change {
 	sa, sb := newSide(a), newSide(b)
-	classify(sa, sb)
-	markChanges(sa, sb)
+	markChanges(sa, sb, classify(sa, sb))
 	compact(sa, sb)
 	compact(sb, sa)
 	return buildScript(sa, sb)
 }
 
-// classify gives equal lines of both sides the same class.
-func classify(sa, sb *side) {
+// classify gives equal lines of both sides the same class, numbered from
+// 0 up, and returns the number of classes.
+func classify(sa, sb *side) int {
 	ids := make(map[string]int32, len(sa.lines)+len(sb.lines))
 	for _, s := range []*side{sa, sb} {
 		for i, l := range s.lines {
@@ -79,6 +79,7 @@ func classify(sa, sb *side) {
 			s.class[i] = id
 		}
 	}
+	return len(ids)
 }
 
 // markChanges marks the lines of sa and sb that the diff does not keep.
@@ -92,7 +93,7 @@ func classify(sa, sb *side) {
 // 1.1 million runes) then bounds only the number of distinct shared lines.
 // A middle beyond it is marked changed whole: a correct but coarse diff,
 // never a wrong one.
-func markChanges(sa, sb *side) {
+func markChanges(sa, sb *side, classes int) {
 	pre := 0
 	for pre < sa.n() && pre < sb.n() && sa.class[pre] == sb.class[pre] {
 		pre++
@@ -101,8 +102,8 @@ func markChanges(sa, sb *side) {
 	for suf < sa.n()-pre && suf < sb.n()-pre && sa.class[sa.n()-1-suf] == sb.class[sb.n()-1-suf] {
 		suf++
 	}
-	ka, kb := keepLines(sa, sb, pre, suf)
-	ra, rb, ok := runeCode(sa, sb, ka, kb)
+	ka, kb := keepLines(sa, sb, classes, pre, suf)
+	ra, rb, ok := runeCode(sa, sb, classes, ka, kb)
 	if ok {
 		ok = markFromLibrary(sa, sb, ka, kb, ra, rb)
 	}
@@ -114,20 +115,24 @@ func markChanges(sa, sb *side) {
 
 // runeCode codes the kept lines ka of sa and kb of sb as runes, one per
 // class. It fails when the classes outnumber the rune alphabet.
-func runeCode(sa, sb *side, ka, kb []int) (ra, rb []rune, ok bool) {
-	code := make(map[int32]rune)
+func runeCode(sa, sb *side, classes int, ka, kb []int) (ra, rb []rune, ok bool) {
+	code := make([]rune, classes)
+	for i := range code {
+		code[i] = -1
+	}
+	next := 0
 	coded := func(s *side, keep []int) ([]rune, bool) {
 		out := make([]rune, len(keep))
 		for k, i := range keep {
-			r, done := code[s.class[i]]
-			if !done {
-				if len(code) >= maxRuneIDs {
+			c := s.class[i]
+			if code[c] < 0 {
+				if next >= maxRuneIDs {
 					return nil, false
 				}
-				r = idRune(len(code))
-				code[s.class[i]] = r
+				code[c] = idRune(next)
+				next++
 			}
-			out[k] = r
+			out[k] = code[c]
 		}
 		return out, true
 	}

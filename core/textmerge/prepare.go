@@ -41,12 +41,11 @@ func bogoSqrt(n int) int {
 
 // keepLines returns the lines of the middles of sa and sb (all but pre
 // leading and suf trailing lines) that the search will try to match.
-func keepLines(sa, sb *side, pre, suf int) (ka, kb []int) {
-	countA := make(map[int32]int, sa.n())
+func keepLines(sa, sb *side, classes, pre, suf int) (ka, kb []int) {
+	countA, countB := make([]int, classes), make([]int, classes)
 	for _, c := range sa.class {
 		countA[c]++
 	}
-	countB := make(map[int32]int, sb.n())
 	for _, c := range sb.class {
 		countB[c]++
 	}
@@ -55,7 +54,7 @@ func keepLines(sa, sb *side, pre, suf int) (ka, kb []int) {
 
 // keepSide applies the cleanup to lines [lo, hi) of s; other counts the
 // lines of the other file by class.
-func keepSide(s *side, other map[int32]int, lo, hi int) []int {
+func keepSide(s *side, other []int, lo, hi int) []int {
 	limit := min(bogoSqrt(s.n()), maxEqLimit)
 	kind := make([]uint8, hi-lo)
 	for i := lo; i < hi; i++ {
