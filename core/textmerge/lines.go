@@ -51,11 +51,9 @@ func lineText(line []byte) string {
 	return string(line)
 }
 
-// lineTexts maps lineText over lines.
+// lineTexts maps lineText over lines. It never returns nil, so that JSON
+// shows no lines as [] rather than null.
 func lineTexts(lines [][]byte) []string {
-	if len(lines) == 0 {
-		return nil
-	}
 	out := make([]string, len(lines))
 	for i, l := range lines {
 		out[i] = lineText(l)

@@ -36,7 +36,8 @@ type Result struct {
 	// Conflicts is not empty. It never aliases the inputs. It is nil for a
 	// binary conflict, where there is no sensible merged content.
 	Merged []byte `json:"-"`
-	// Clean reports a merge without conflicts.
+	// Clean reports a merge without conflicts. For text it is exactly
+	// len(Conflicts) == 0; a binary conflict has no Conflicts entries.
 	Clean bool `json:"clean"`
 	// Binary reports that an input was binary (see IsBinary), so the merge
 	// was taken per file: clean only when at most one side changed, or both

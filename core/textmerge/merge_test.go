@@ -176,7 +176,7 @@ func TestConflictsDescribeEachSideAndTheMarkerBlock(t *testing.T) {
 		{
 			Merged: Span{Start: 2, Count: 6},
 			Base:   Region{Span{2, 1}, []string{"b"}},
-			Ours:   Region{Span{2, 0}, nil},
+			Ours:   Region{Span{2, 0}, []string{}},
 			Theirs: Region{Span{2, 1}, []string{"B"}},
 		},
 		{
@@ -198,7 +198,7 @@ func TestConflictsDescribeEachSideAndTheMarkerBlock(t *testing.T) {
 			t.Errorf("span %+v covers %q .. %q, want the marker lines", c.Merged, first, last)
 		}
 	}
-	if !strings.Contains(string(mustJSON(t, res)), `"ours":{"start":2,"count":0,"lines":null}`) {
+	if !strings.Contains(string(mustJSON(t, res)), `"ours":{"start":2,"count":0,"lines":[]}`) {
 		t.Errorf("JSON form: %s", mustJSON(t, res))
 	}
 }

@@ -64,7 +64,7 @@ func Unified(old, new []byte, context int) (FileDiff, error) {
 		return FileDiff{}, fmt.Errorf("%w: negative diff context %d", ErrBadOption, context)
 	}
 	if IsBinary(old) || IsBinary(new) {
-		return FileDiff{Binary: !bytes.Equal(old, new)}, nil
+		return FileDiff{Binary: !bytes.Equal(old, new), Hunks: []Hunk{}}, nil
 	}
 	a, b := splitLines(old), splitLines(new)
 	return FileDiff{Hunks: buildHunks(a, b, diffLines(a, b), context)}, nil
