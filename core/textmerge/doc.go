@@ -112,7 +112,7 @@
 //     choice can then differ: one may conflict where the other merges. The
 //     tests check that such a diff costs exactly what git's does. This is
 //     rare on real text; on the random few-line texts of the property tests
-//     it is a few cases in a hundred.
+//     about one merge in a hundred differs for it.
 //   - xdiff gives up on a minimal diff when one would cost too much (large,
 //     heavily edited files), and returns a longer one; this package always
 //     searches to the end. The hunks can then differ from git's, and the
