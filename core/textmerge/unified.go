@@ -54,19 +54,20 @@ type FileDiff struct {
 	Hunks  []Hunk `json:"hunks"`
 }
 
-// Unified diffs old against new by lines, with context unchanged lines
-// around each change; changes closer than twice that share a hunk. The
-// hunks are those `git diff --no-index -U<context> --no-indent-heuristic`
-// prints, wherever the two diff engines pick the same alignment (see the
-// package doc). A negative context is ErrBadOption.
-func Unified(old, new []byte, context int) (FileDiff, error) {
+// Unified diffs oldText against newText by lines, with context unchanged
+// lines around each change; changes closer than twice that share a hunk.
+// The hunks are those `git diff --no-index -U<context>
+// --no-indent-heuristic` prints, wherever the two diff engines pick the
+// same alignment (see the package doc). A negative context is
+// ErrBadOption.
+func Unified(oldText, newText []byte, context int) (FileDiff, error) {
 	if context < 0 {
 		return FileDiff{}, fmt.Errorf("%w: negative diff context %d", ErrBadOption, context)
 	}
-	if IsBinary(old) || IsBinary(new) {
-		return FileDiff{Binary: !bytes.Equal(old, new), Hunks: []Hunk{}}, nil
+	if IsBinary(oldText) || IsBinary(newText) {
+		return FileDiff{Binary: !bytes.Equal(oldText, newText), Hunks: []Hunk{}}, nil
 	}
-	a, b := splitLines(old), splitLines(new)
+	a, b := splitLines(oldText), splitLines(newText)
 	return FileDiff{Hunks: buildHunks(a, b, diffLines(a, b), context)}, nil
 }
 
