@@ -10,7 +10,12 @@ import (
 
 	"github.com/swarmops/swarmops/core"
 	"github.com/swarmops/swarmops/core/objects"
+	"github.com/swarmops/swarmops/worktree"
 )
+
+// defaultStoreName is the store's directory when neither --store nor
+// SWARMOPS_STORE names one.
+const defaultStoreName = ".swarmops"
 
 // The change-list format read by `swarmops commit -F FILE` (docs/cli.md has
 // the user's version). One statement per line; blank lines and lines whose
@@ -21,6 +26,7 @@ import (
 //	put    PATH = "TEXT"     regular file, inline content
 //	exec   PATH < SOURCE     executable file (0755)
 //	exec   PATH = "TEXT"
+//	link   PATH = "TARGET"   symbolic link (120000) to TARGET (or < SOURCE: the file's bytes)
 //	delete PATH
 //
 // PATH and SOURCE are bare tokens (no whitespace, not starting with '"' or
@@ -34,6 +40,7 @@ type changeLine struct {
 	Path   string
 	Delete bool
 	Exec   bool
+	Link   bool
 	Inline bool   // content is Text; otherwise it is read from Source
 	Text   []byte // inline content
 	Source string // local file
@@ -193,14 +200,16 @@ func parseStatement(toks []token, lineLen, lineNo int, seen map[string]int, errA
 	cl := changeLine{Line: lineNo}
 	switch {
 	case verb.quoted:
-		return cl, errAt(verb.col, "expected put, exec or delete, got a quoted string")
+		return cl, errAt(verb.col, "expected put, exec, link or delete, got a quoted string")
 	case verb.text == "put":
 	case verb.text == "exec":
 		cl.Exec = true
+	case verb.text == "link":
+		cl.Link = true
 	case verb.text == "delete":
 		cl.Delete = true
 	default:
-		return cl, errAt(verb.col, "unknown statement %q (expected put, exec or delete)", verb.text)
+		return cl, errAt(verb.col, "unknown statement %q (expected put, exec, link or delete)", verb.text)
 	}
 	if len(toks) < 2 {
 		return cl, errAt(lineLen+1, "%s needs a path", verb.text)
@@ -208,6 +217,12 @@ func parseStatement(toks []token, lineLen, lineNo int, seen map[string]int, errA
 	pt := toks[1]
 	if err := checkPath(pt.text); err != nil {
 		return cl, errAt(pt.col, "%v", err)
+	}
+	// No change may reach into .git, a work tree's metadata directory or
+	// a store in its default place: a later checkout of the tree would
+	// write there.
+	if err := worktree.ValidatePath(pt.text, defaultStoreName); err != nil {
+		return cl, errAt(pt.col, "%s", plainText(err))
 	}
 	cl.Path = pt.text
 	if prev, dup := seen[cl.Path]; dup {
@@ -263,7 +278,10 @@ func loadChanges(name string, lines []changeLine, readFile func(string) ([]byte,
 	out := make([]core.Change, 0, len(lines))
 	for _, cl := range lines {
 		c := core.Change{Path: cl.Path, Delete: cl.Delete}
-		if cl.Exec {
+		switch {
+		case cl.Link:
+			c.Mode = objects.ModeSymlink
+		case cl.Exec:
 			c.Mode = objects.ModeExec
 		}
 		switch {

@@ -186,7 +186,7 @@ var _ = Describe("swarmops", func() {
 			Entry("cat without a path", "E_USAGE", "want REV:PATH", "cat", "main"),
 			Entry("a bad ref name", "E_USAGE", "ref name", "ref", "create", "bad..name", "main"),
 			Entry("a negative -n", "E_USAGE", "-n -1", "log", "-n", "-1"),
-			Entry("commit with neither -F nor --dir", "E_USAGE", "exactly one of", "commit"),
+			Entry("commit with neither -F nor --dir outside a work tree", "E_USAGE", "run it inside a work tree", "commit"),
 			Entry("ref set without --expect", "E_USAGE", "--expect OLD is required", "ref", "set", "main", "main~1"),
 			Entry("land without --onto", "E_USAGE", "--onto REF is required", "land", "main~1"),
 			Entry("a zero --lock-timeout", "E_USAGE", "--lock-timeout 0s", "info", "--lock-timeout", "0s"),
@@ -458,7 +458,7 @@ var _ = Describe("swarmops", func() {
 	})
 
 	Describe("checkout", func() {
-		It("writes the tree, refuses a non-empty directory without --force, and draws no bar when piped", func() {
+		It("writes the tree, switches a work tree, refuses a non-empty plain directory without --force, and draws no bar when piped", func() {
 			wt := filepath.Join(e.root, "wt")
 			r := e.run("", "checkout", "main", wt)
 			Expect(r.Exit).To(Equal(0), r.Stderr)
@@ -467,10 +467,19 @@ var _ = Describe("swarmops", func() {
 			b, err := os.ReadFile(filepath.Join(wt, "dir", "b.txt"))
 			Expect(err).NotTo(HaveOccurred())
 			Expect(string(b)).To(Equal("beta\n"))
-			er := e.run("", "checkout", "main~1", wt, "--json").Err()
-			Expect(er["message"]).To(ContainSubstring("is not empty"))
-			e.ok("", "checkout", "main~1", wt, "--force")
+			// A work tree switches: main~1 has a.txt and no c.txt.
+			d := e.ok("", "checkout", "main~1", wt).(map[string]any)
+			Expect(d["files"]).To(BeNumerically("==", 1))
+			Expect(d["removed"]).To(BeNumerically("==", 1))
 			b, _ = os.ReadFile(filepath.Join(wt, "a.txt"))
+			Expect(string(b)).To(Equal("alpha\n"))
+			Expect(filepath.Join(wt, "c.txt")).NotTo(BeAnExistingFile())
+			plain := filepath.Join(e.root, "plain")
+			e.write("plain/x.txt", "x")
+			er := e.run("", "checkout", "main~1", plain, "--json").Err()
+			Expect(er["message"]).To(ContainSubstring("is not empty"))
+			e.ok("", "checkout", "main~1", plain, "--force")
+			b, _ = os.ReadFile(filepath.Join(plain, "a.txt"))
 			Expect(string(b)).To(Equal("alpha\n"))
 		})
 	})

@@ -3,107 +3,222 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
-	"sort"
 
 	"github.com/spf13/cobra"
 
 	"github.com/swarmops/swarmops/core"
-	"github.com/swarmops/swarmops/core/objects"
+	"github.com/swarmops/swarmops/worktree"
 )
 
-// checkoutCmd is `swarmops checkout`: write a tree into a directory.
+// checkoutCmd is `swarmops checkout`: make DIR a work tree of REV, or
+// switch the work tree DIR to REV.
 func (a *app) checkoutCmd() *cobra.Command {
-	var force bool
+	var force, sync bool
 	cmd := &cobra.Command{
-		Use:   "checkout REV DIR [--force]",
-		Short: "Write a revision's tree into DIR (refuses a non-empty DIR without --force)",
-		Args:  cobra.ExactArgs(2),
+		Use:   "checkout REV DIR [--force] [--sync]",
+		Short: "Make DIR a work tree of REV, or switch the work tree DIR to REV",
+		Long: `Make DIR a work tree of REV: every file, executable bit and symbolic link of
+REV's tree is written into DIR (created if missing; refused if it holds
+anything, unless --force), and DIR/.swarmops-tree records what was written,
+so status and commit --dir cost what changed.
+
+When DIR is already a work tree, checkout switches it: only the paths that
+differ between its base and REV are written or removed, and local changes
+in their way are refused (E_CONFLICT with "paths") unless --force. Nothing
+is ever created, written or removed outside DIR (docs/security.md).
+--sync makes every file durable before the command returns (git's
+core.fsync=all); without it a power loss may tear files, which status then
+reports as changed.`,
+		Args: cobra.ExactArgs(2),
 		RunE: runE(func(cmd *cobra.Command, args []string) error {
 			if err := checkRev(args[0]); err != nil {
 				return usagef("%w", err)
 			}
 			dir := args[1]
-			if err := checkoutTarget(a.path(dir), force); err != nil {
-				return err
+			if st, err := os.Stat(a.path(dir)); err == nil && !st.IsDir() {
+				return usagef("checkout: %q is a file where a directory is expected", dir)
 			}
 			return a.withStore(func(s *core.Store, sn *core.Snapshot) error {
 				id, err := resolve(sn, args[0])
 				if err != nil {
 					return err
 				}
-				n, bytes, err := checkout(sn, id, a.path(dir), a.progress("checkout"))
+				opts, err := a.treeOptions()
 				if err != nil {
 					return err
 				}
-				a.ok(map[string]any{"changeset": id.String(), "dir": dir, "files": n, "bytes": bytes},
-					lines(fmt.Sprintf("checked out %s into %s: %d files, %d bytes", short(id), dir, n, bytes)))
+				opts.Force, opts.Sync, opts.Progress = force, sync, a.progress("checkout")
+				res, err := worktree.Checkout(sn, id, a.path(dir), opts)
+				if err != nil {
+					return treeErr("checkout", dir, err)
+				}
+				a.ok(map[string]any{"changeset": id.String(), "dir": dir, "files": res.Written,
+					"removed": res.Removed, "bytes": res.Bytes},
+					lines(fmt.Sprintf("checked out %s into %s: %d files written, %d removed, %d bytes",
+						short(id), dir, res.Written, res.Removed, res.Bytes)))
 				return nil
 			})
 		}),
 	}
-	cmd.Flags().BoolVar(&force, "force", false, "write into a non-empty directory, overwriting files")
+	cmd.Flags().BoolVar(&force, "force", false, "write into a non-empty directory, or overwrite local changes in a work tree")
+	cmd.Flags().BoolVar(&sync, "sync", false, "make every file durable before returning (fsync, as git's core.fsync=all)")
 	return cmd
 }
 
-// checkoutTarget refuses a DIR that is a file, or non-empty without force.
-func checkoutTarget(dir string, force bool) error {
-	st, err := os.Stat(dir)
-	switch {
-	case errors.Is(err, os.ErrNotExist):
-		return nil
-	case err != nil:
-		return usagef("checkout: %w", err)
-	case !st.IsDir():
-		return usagef("checkout: %q is a file where a directory is expected", dir)
+// statusCmd is `swarmops status`: what changed in a work tree against its
+// base.
+func (a *app) statusCmd() *cobra.Command {
+	var noIgnore bool
+	cmd := &cobra.Command{
+		Use:   "status [DIR]",
+		Short: "List the paths of a work tree that differ from its base (default: the work tree around the current directory)",
+		Long: `List what changed in a work tree against the changeset it was checked out
+from or last committed: added (A), modified (M), deleted (D), type-changed
+(T: a file became a link, or the reverse) and conflicted (U) paths, one a
+line as in git status --short. Untracked paths that .gitignore files or the
+store's exclude file match are left out (--no-ignore keeps them). Only files
+whose size, times or inode changed since they were recorded are read, and
+status needs no store.`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: runE(func(cmd *cobra.Command, args []string) error {
+			t, err := a.openTree(args, noIgnore)
+			if err != nil {
+				return err
+			}
+			defer t.Close()
+			st, err := t.Status()
+			if err != nil {
+				return treeErr("status", t.Dir(), err)
+			}
+			// Stat data re-hashed clean is recorded, so the next status
+			// need not read those files again; a failure here costs only
+			// that, so it is not the command's.
+			t.Refresh(st)
+			a.ok(statusJSON(st), func(w io.Writer) { writeStatus(w, st) })
+			return nil
+		}),
 	}
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		return usagef("checkout: %w", err)
-	}
-	if len(ents) > 0 && !force {
-		return usagef("checkout: %q is not empty (use --force to write into it)", dir)
-	}
-	return nil
+	cmd.Flags().BoolVar(&noIgnore, "no-ignore", false, "report untracked paths that ignore rules match, too")
+	return cmd
 }
 
-// checkout writes every file of id's tree under dir.
-func checkout(sn *core.Snapshot, id core.ID, dir string, progress func(done, total int)) (int, int64, error) {
-	flat, err := sn.Flatten(id)
+// statusJSON renders a status.
+func statusJSON(st *worktree.Status) map[string]any {
+	changes := make([]map[string]any, len(st.Changes))
+	for i, c := range st.Changes {
+		m := map[string]any{"path": c.Path, "kind": c.Kind.String()}
+		if c.Old.Mode != 0 {
+			m["old"] = entryJSON(c.Old)
+		}
+		if c.New.Mode != 0 && !c.New.ID.IsZero() {
+			m["new"] = entryJSON(c.New)
+		}
+		changes[i] = m
+	}
+	skipped := make([]map[string]any, len(st.Skipped))
+	for i, s := range st.Skipped {
+		skipped[i] = map[string]any{"path": s.Path, "reason": s.Reason}
+	}
+	return map[string]any{"base": idOrNull(st.Base), "changes": changes, "skipped": skipped, "clean": len(st.Changes) == 0}
+}
+
+// statusLetter is git status --short's letter for a kind.
+func statusLetter(k worktree.Kind) string {
+	switch k {
+	case worktree.Added:
+		return "A"
+	case worktree.Modified:
+		return "M"
+	case worktree.Deleted:
+		return "D"
+	case worktree.TypeChanged:
+		return "T"
+	case worktree.Conflicted:
+		return "U"
+	}
+	return "?"
+}
+
+func writeStatus(w io.Writer, st *worktree.Status) {
+	for _, c := range st.Changes {
+		fmt.Fprintf(w, "%s %s\n", statusLetter(c.Kind), c.Path)
+	}
+	for _, s := range st.Skipped {
+		fmt.Fprintf(w, "! %s (%s)\n", s.Path, s.Reason)
+	}
+}
+
+// treeOptions are the work-tree options every command shares: the store's
+// directory, which a tree never writes into nor records.
+func (a *app) treeOptions() (worktree.Options, error) {
+	dir := a.storeDir()
+	if a.shared != nil {
+		dir = a.sharedDir
+	}
+	abs, err := filepath.Abs(dir)
 	if err != nil {
-		return 0, 0, err
+		return worktree.Options{}, err
 	}
-	paths := make([]string, 0, len(flat))
-	for p := range flat {
-		paths = append(paths, p)
+	return worktree.Options{StoreDir: abs}, nil
+}
+
+// openTree opens the work tree named by args (one directory) or, without
+// one, the work tree around the current directory.
+func (a *app) openTree(args []string, noIgnore bool) (*worktree.Tree, error) {
+	dir := "."
+	if len(args) == 1 {
+		dir = args[0]
 	}
-	sort.Strings(paths)
-	var total int64
-	for i, p := range paths {
-		e := flat[p]
-		data, err := sn.Blob(e.ID)
-		if err != nil {
-			return i, total, fmt.Errorf("checkout %q: %w", p, err)
-		}
-		dst := filepath.Join(dir, filepath.FromSlash(p))
-		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-			return i, total, fmt.Errorf("%w: checkout %q: %w", core.ErrIO, p, err)
-		}
-		perm := os.FileMode(0o644)
-		if e.Mode == objects.ModeExec {
-			perm = 0o755
-		}
-		if err := os.WriteFile(dst, data, perm); err != nil {
-			return i, total, fmt.Errorf("%w: checkout %q: %w", core.ErrIO, p, err)
-		}
-		if err := os.Chmod(dst, perm); err != nil {
-			return i, total, fmt.Errorf("%w: checkout %q: %w", core.ErrIO, p, err)
-		}
-		total += int64(len(data))
-		if progress != nil {
-			progress(i+1, len(paths))
-		}
+	root, err := worktree.FindRoot(nil, a.path(dir))
+	if err != nil {
+		return nil, treeErr("", dir, err)
 	}
-	return len(paths), total, nil
+	opts, err := a.treeOptions()
+	if err != nil {
+		return nil, err
+	}
+	opts.NoIgnore = noIgnore
+	t, err := worktree.Open(root, opts)
+	if err != nil {
+		return nil, treeErr("", dir, err)
+	}
+	return t, nil
+}
+
+// treeErr places a work-tree error in the table.
+func treeErr(verb, dir string, err error) error {
+	var (
+		local  *worktree.LocalChangesError
+		unsafe *worktree.UnsafeTreeError
+	)
+	prefix := dir
+	if verb != "" {
+		prefix = verb + " " + dir
+	}
+	switch {
+	case errors.As(err, &local):
+		return &cliError{kind: kindConflict, err: err, extra: map[string]any{"paths": local.Paths},
+			msg:  fmt.Sprintf("%s: local changes would be overwritten", prefix),
+			hint: "commit them, or use --force to overwrite them"}
+	case errors.As(err, &unsafe):
+		return &cliError{kind: kindUnsafe, err: err, extra: map[string]any{"path": unsafe.Path},
+			msg: fmt.Sprintf("%s: the tree holds a path no checkout writes: %q: %s", prefix, unsafe.Path, unsafe.Reason)}
+	case errors.Is(err, worktree.ErrReservedPath):
+		return &cliError{kind: kindUnsafe, err: err, msg: fmt.Sprintf("%s: %s", prefix, plainText(err))}
+	case errors.Is(err, worktree.ErrNotEmpty):
+		return usageHint(nil, nil, "%s: %q is not empty and not a work tree (use --force to write into it)", verb, dir)
+	case errors.Is(err, worktree.ErrNotWorkTree):
+		return &cliError{kind: kindNotFound, err: err, subject: map[string]any{"dir": dir},
+			msg:  fmt.Sprintf("%q is not inside a work tree (no %s at or above it)", dir, worktree.MetaDir),
+			hint: "make one with 'swarmops checkout REV DIR'"}
+	case errors.Is(err, worktree.ErrIndexCorrupt):
+		return &cliError{kind: kindCorrupt, err: err, msg: fmt.Sprintf("%s: %s", prefix, plainText(err)),
+			hint: "check the tree out again with 'swarmops checkout REV DIR --force'"}
+	case errors.Is(err, worktree.ErrSpecialFile):
+		return usagef("%s: %w", prefix, err)
+	}
+	return err
 }

@@ -9,26 +9,43 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/swarmops/swarmops/core"
+	"github.com/swarmops/swarmops/worktree"
 )
 
 // commitFlags are the flags of one `swarmops commit`.
 type commitFlags struct {
 	listFile, dir, agent, msg, advance string
 	parents                            []string
+	allowEmpty, root, create           bool
+	// advanceParent: without --parent, --advance REF's value is the first
+	// parent (not for a work tree, whose parent is its base).
+	advanceParent bool
 }
 
 // commitCmd is `swarmops commit`: record a changeset from a change list or a
-// directory snapshot.
+// work tree.
 func (a *app) commitCmd() *cobra.Command {
-	var c commitFlags
+	c := commitFlags{advanceParent: true}
 	cmd := &cobra.Command{
-		Use:   "commit (-F FILE | --dir DIR) [--parent REV]... [--advance REF] [--agent NAME] [-m MSG]",
-		Short: "Record a changeset from a change list or a directory snapshot; prints its id",
+		Use:   "commit [-F FILE | --dir DIR] [--parent REV]... [--advance REF [--create]] [--agent NAME] [-m MSG]",
+		Short: "Record a changeset from a change list or a work tree; prints its id",
 		Long: `Record a changeset. The changes come from a change list (-F FILE, "-" for
-stdin; the format is in docs/cli.md) or from a directory snapshot (--dir DIR,
-diffed against the first parent). --advance REF moves REF to the new
-changeset in the same journal frame (compare-and-swap against the first
-parent); without --parent, the first parent is REF's current value.`,
+stdin; the format is in docs/cli.md) or from a directory (--dir DIR; without
+either, the work tree around the current directory).
+
+A work tree (made by checkout) records its own changes against its base:
+only files whose stat data changed are read, the parent is the base, and
+the work tree's base moves to the new changeset. A --parent other than the
+base is refused (E_STALE): switch the tree first. A plain directory is
+diffed against the first parent and becomes a work tree of the new
+changeset; it needs a parent (--parent, or --advance of an existing ref),
+or --root for a first changeset.
+
+--advance REF moves REF to the new changeset in the same journal frame
+(compare-and-swap against the first parent); without --parent or a work
+tree, the first parent is REF's current value. --create creates REF when it
+does not exist yet. A commit that changes nothing is refused (E_EMPTY)
+unless --allow-empty.`,
 		Args: cobra.NoArgs,
 		RunE: runE(func(cmd *cobra.Command, args []string) error {
 			if err := c.check(); err != nil {
@@ -42,26 +59,38 @@ parent); without --parent, the first parent is REF's current value.`,
 				if changes, err = a.readChangeList(c.listFile); err != nil {
 					return err
 				}
+			} else if c.dir == "" {
+				root, err := worktree.FindRoot(nil, a.path("."))
+				if err != nil {
+					return usageHint(nil, nil, "commit: give -F FILE or --dir DIR, or run it inside a work tree")
+				}
+				c.dir = root
 			}
 			return a.withStore(func(s *core.Store, sn *core.Snapshot) error {
+				if c.dir != "" {
+					return a.commitDir(s, sn, c)
+				}
 				return a.commit(s, sn, c, changes)
 			})
 		}),
 	}
 	f := cmd.Flags()
 	f.StringVarP(&c.listFile, "changes", "F", "", "change list file (\"-\" = stdin)")
-	f.StringVar(&c.dir, "dir", "", "snapshot this directory (diffed against the first parent)")
+	f.StringVar(&c.dir, "dir", "", "record this directory (a work tree, or a plain directory diffed against the first parent)")
 	f.StringArrayVar(&c.parents, "parent", nil, "parent revision (repeatable; the first is the diff base)")
 	f.StringVar(&c.agent, "agent", "", "agent name recorded in the changeset")
 	f.StringVarP(&c.msg, "message", "m", "", "message")
 	f.StringVar(&c.advance, "advance", "", "move this ref to the new changeset in the same transaction")
+	f.BoolVar(&c.create, "create", false, "with --advance: create the ref if it does not exist")
+	f.BoolVar(&c.allowEmpty, "allow-empty", false, "record a changeset even if it changes nothing")
+	f.BoolVar(&c.root, "root", false, "allow a changeset without parents from a plain directory")
 	return cmd
 }
 
 // check refuses flags that can never make a commit, before anything is read.
 func (c commitFlags) check() error {
-	if (c.listFile == "") == (c.dir == "") {
-		return usagef("commit: give exactly one of -F/--changes FILE and --dir DIR")
+	if c.listFile != "" && c.dir != "" {
+		return usagef("commit: give one of -F/--changes FILE and --dir DIR, not both")
 	}
 	for _, p := range c.parents {
 		if err := checkRev(p); err != nil {
@@ -72,6 +101,12 @@ func (c commitFlags) check() error {
 		if err := checkRefName(c.advance); err != nil {
 			return usagef("--advance: %w", err)
 		}
+	}
+	if c.create && c.advance == "" {
+		return usagef("commit: --create goes with --advance REF")
+	}
+	if c.root && len(c.parents) > 0 {
+		return usagef("commit: --root makes a changeset without parents; it cannot go with --parent")
 	}
 	return nil
 }
@@ -95,42 +130,175 @@ func (a *app) readChangeList(name string) ([]core.Change, error) {
 	return loadChanges(name, parsed, func(p string) ([]byte, error) { return os.ReadFile(a.path(p)) })
 }
 
-// commit resolves the parents, snapshots --dir if given, and commits.
-// Without --parent, --advance REF takes REF's value as the first parent, or
-// none when REF does not exist yet.
-func (a *app) commit(s *core.Store, sn *core.Snapshot, c commitFlags, changes []core.Change) error {
+// parentsOf resolves --parent, or without it --advance REF's value (none
+// when REF does not exist yet).
+func parentsOf(sn *core.Snapshot, c commitFlags) ([]core.ID, error) {
 	var ps []core.ID
 	for _, p := range c.parents {
 		id, err := resolve(sn, p)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		ps = append(ps, id)
 	}
-	if len(ps) == 0 && c.advance != "" {
+	if len(ps) == 0 && c.advance != "" && c.advanceParent {
 		id, err := sn.Ref(c.advance)
 		switch {
 		case err == nil:
 			ps = append(ps, id)
 		case !errors.Is(err, core.ErrNotFound):
-			return err
+			return nil, err
 		}
 	}
-	if c.dir != "" {
-		var err error
-		if changes, err = snapshotDir(sn, a.path(c.dir), ps, a.storeDir()); err != nil {
-			return err
-		}
-	}
-	id, err := s.Commit(core.CommitRequest{Parents: ps, Changes: changes, Agent: c.agent, Message: c.msg, Advance: c.advance})
+	return ps, nil
+}
+
+// commit records a change list on the resolved parents.
+func (a *app) commit(s *core.Store, sn *core.Snapshot, c commitFlags, changes []core.Change) error {
+	ps, err := parentsOf(sn, c)
 	if err != nil {
-		return fmt.Errorf("commit: %w", err)
+		return err
 	}
+	if len(changes) == 0 && !c.allowEmpty {
+		return emptyCommit()
+	}
+	id, err := a.commitChanges(s, sn, c, ps, changes)
+	if err != nil {
+		return err
+	}
+	a.committed(id, ps, len(changes), c, nil)
+	return nil
+}
+
+// commitChanges commits changes on parents ps, creating --advance's ref
+// with --create when it does not exist.
+func (a *app) commitChanges(s *core.Store, sn *core.Snapshot, c commitFlags, ps []core.ID, changes []core.Change) (core.ID, error) {
+	req := core.CommitRequest{Parents: ps, Changes: changes, Agent: c.agent, Message: c.msg, Advance: c.advance}
+	if c.create && len(ps) > 0 && !hasRef(sn, c.advance) {
+		// The ref does not exist: the changeset and the ref's creation
+		// travel in two transactions, the second a compare-and-swap from
+		// absence, so a racing creator wins or loses cleanly.
+		req.Advance = ""
+		id, err := s.Commit(req)
+		if err != nil {
+			return core.ID{}, fmt.Errorf("commit: %w", err)
+		}
+		if err := s.UpdateRefs(core.RefUpdate{Name: c.advance, New: id}); err != nil {
+			return core.ID{}, fmt.Errorf("commit %s: create ref %q: %w", short(id), c.advance, err)
+		}
+		return id, nil
+	}
+	id, err := s.Commit(req)
+	if err != nil {
+		return core.ID{}, fmt.Errorf("commit: %w", err)
+	}
+	return id, nil
+}
+
+// committed records a commit's success.
+func (a *app) committed(id core.ID, ps []core.ID, n int, c commitFlags, extra map[string]any) {
 	pstr := make([]string, len(ps))
 	for i, p := range ps {
 		pstr[i] = p.String()
 	}
-	a.ok(map[string]any{"id": id.String(), "parents": pstr, "changes": len(changes), "advanced": nullIfEmpty(c.advance)},
-		lines(id.String()))
+	data := map[string]any{"id": id.String(), "parents": pstr, "changes": n, "advanced": nullIfEmpty(c.advance)}
+	for k, v := range extra {
+		data[k] = v
+	}
+	a.ok(data, lines(id.String()))
+}
+
+func emptyCommit() error {
+	return &cliError{kind: kindEmpty, err: errors.New("nothing to commit"),
+		msg: "nothing to commit: the changes leave the tree as it is", hint: "use --allow-empty to record it anyway"}
+}
+
+// commitDir records a directory: a work tree's own changes against its
+// base, or a plain directory against the first parent, which then becomes
+// a work tree of the new changeset.
+func (a *app) commitDir(s *core.Store, sn *core.Snapshot, c commitFlags) error {
+	dir := a.path(c.dir)
+	if st, err := os.Stat(dir); err != nil {
+		return usagef("--dir: %w", err)
+	} else if !st.IsDir() {
+		return usagef("--dir %q is a file where a directory is expected", c.dir)
+	}
+	opts, err := a.treeOptions()
+	if err != nil {
+		return err
+	}
+	t, err := worktree.Open(dir, opts)
+	inTree := err == nil
+	if inTree {
+		// A work tree's parent is its base: --advance alone names the
+		// ref to move, not where the changes are from.
+		c.advanceParent = false
+	}
+	ps, perr := parentsOf(sn, c)
+	if perr != nil {
+		if inTree {
+			t.Close()
+		}
+		return perr
+	}
+	switch {
+	case errors.Is(err, worktree.ErrNotWorkTree):
+		if len(ps) == 0 && !c.root && !(c.advance != "" && !hasRef(sn, c.advance)) {
+			return usageHint(nil, nil, "commit --dir %q: no parent: give --parent REV (or --advance of an existing ref), or --root for a first changeset", c.dir)
+		}
+		var base core.ID
+		if len(ps) > 0 {
+			base = ps[0]
+		}
+		if t, err = worktree.Adopt(sn, dir, base, opts); err != nil {
+			return treeErr("commit --dir", c.dir, err)
+		}
+	case err != nil:
+		return treeErr("commit --dir", c.dir, err)
+	default:
+		if len(ps) > 0 && ps[0] != t.Base() {
+			return &cliError{kind: kindStale, err: errors.New("stale base"),
+				extra: map[string]any{"base": idOrNull(t.Base())},
+				msg: fmt.Sprintf("commit --dir %q: the work tree is at %s, not at the parent %s: its changes are against its own base",
+					c.dir, idText(t.Base()), short(ps[0])),
+				hint: fmt.Sprintf("commit without --parent, or switch it first: swarmops checkout %s %s", short(ps[0]), c.dir)}
+		}
+		if len(ps) == 0 && !t.Base().IsZero() {
+			ps = []core.ID{t.Base()}
+		}
+	}
+	defer t.Close()
+	snap, err := t.Snapshot()
+	if err != nil {
+		return treeErr("commit --dir", c.dir, err)
+	}
+	if len(snap.Changes) == 0 && !c.allowEmpty {
+		return emptyCommit()
+	}
+	id, err := a.commitChanges(s, sn, c, ps, snap.Changes)
+	if err != nil {
+		return err
+	}
+	extra := map[string]any{"dir": c.dir}
+	if len(snap.Skipped) > 0 {
+		sk := make([]map[string]any, len(snap.Skipped))
+		for i, k := range snap.Skipped {
+			sk[i] = map[string]any{"path": k.Path, "reason": k.Reason}
+			fmt.Fprintf(a.stderr, "swarmops: warning: skipped %s (%s)\n", k.Path, k.Reason)
+		}
+		extra["skipped"] = sk
+	}
+	// The commit is durable now. Recording it as the tree's new base can
+	// fail only on the tree's own files; the commit stands either way, so
+	// that is a warning, not a failure a caller would retry.
+	if after, err := s.Snapshot(); err != nil {
+		extra["warning"] = err.Error()
+	} else if err := t.Record(after, id, snap); err != nil {
+		extra["warning"] = fmt.Sprintf("committed, but the work tree still records its old base: %v", plainText(err))
+	}
+	if w, ok := extra["warning"]; ok {
+		fmt.Fprintf(a.stderr, "swarmops: warning: %s\n", w)
+	}
+	a.committed(id, ps, len(snap.Changes), c, extra)
 	return nil
 }

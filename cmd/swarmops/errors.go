@@ -4,12 +4,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
 	"sort"
 	"strings"
+	"syscall"
 	"text/tabwriter"
 
 	"github.com/swarmops/swarmops/core"
 	"github.com/swarmops/swarmops/core/objects"
+	"github.com/swarmops/swarmops/worktree"
 )
 
 // errorKind is one row of the CLI's error table: a stable code for programs,
@@ -39,6 +43,9 @@ var (
 	kindRepaired  = errorKind{"E_REPAIRED", 12, false, "recover cut a torn tail (unacknowledged bytes); the store is consistent now"}
 	kindGone      = errorKind{"E_UNAVAILABLE", 13, true, "the store's server went away during the command (it may or may not have taken effect; look, then run it again), or SWARMOPS_SERVER=required and none runs"}
 	kindRunning   = errorKind{"E_SERVER_RUNNING", 14, false, "serve found another server running for the store (\"pid\")"}
+	kindEmpty     = errorKind{"E_EMPTY", 15, false, "commit found nothing to record (--allow-empty records it anyway)"}
+	kindUnsafe    = errorKind{"E_UNSAFE", 16, false, "a path would leave the work tree, go through a symbolic link, or name .git, .swarmops-tree or the store (\"path\")"}
+	kindStale     = errorKind{"E_STALE", 17, false, "the work tree's base is not the parent asked for (\"base\"); switch or update it first"}
 	kindInternal  = errorKind{"E_INTERNAL", 70, false, "a bug: an error the table does not know"}
 	kindCrashed   = errorKind{"E_CRASHED", crashExitStatus, false, "a simulated crash (SWARMOPS_TEST_CRASH_AT); tests only"}
 )
@@ -46,7 +53,7 @@ var (
 // errorTable lists every row, ordered by exit status.
 func errorTable() []errorKind {
 	t := []errorKind{kindUsage, kindNotFound, kindConflict, kindBusy, kindCorrupt, kindIO,
-		kindNoSpace, kindAmbiguous, kindExists, kindNotStore, kindRepaired, kindGone, kindRunning, kindInternal, kindCrashed}
+		kindNoSpace, kindAmbiguous, kindExists, kindNotStore, kindRepaired, kindGone, kindRunning, kindEmpty, kindUnsafe, kindStale, kindInternal, kindCrashed}
 	sort.Slice(t, func(i, j int) bool { return t[i].Exit < t[j].Exit })
 	return t
 }
@@ -113,7 +120,9 @@ func usageHint(suggestions []string, show func(string) string, format string, ar
 var layerNames = []error{core.ErrConflict, core.ErrNotFound, core.ErrAmbiguous, core.ErrCorrupt,
 	core.ErrInvalid, core.ErrNoSpace, core.ErrIO, core.ErrExist, core.ErrNotStore, core.ErrClosed,
 	core.ErrBusy, core.ErrCrashed, objects.ErrBadID, objects.ErrBadPath, objects.ErrBadPrefix,
-	objects.ErrMalformed, objects.ErrInvalid}
+	objects.ErrMalformed, objects.ErrInvalid, worktree.ErrLocalChanges, worktree.ErrUnsafeTree,
+	worktree.ErrReservedPath, worktree.ErrNotWorkTree, worktree.ErrNotEmpty, worktree.ErrIndexCorrupt,
+	worktree.ErrSpecialFile, worktree.ErrBaseMismatch}
 
 // plainText is err's text with the layer names taken out: "core: not
 // found: " before a detail is dropped, and a bare "core: not found" keeps
@@ -207,10 +216,24 @@ func classify(err error) *cliError {
 		out.kind = kindNoSpace
 	case errors.Is(err, core.ErrIO), errors.Is(err, core.ErrClosed):
 		out.kind = kindIO
+	case errors.Is(err, syscall.ENOSPC):
+		out.kind = kindNoSpace
+	case isOSError(err):
+		// A work tree's files are the user's, reached through the OS
+		// directly: their errors are I/O errors like the store's.
+		out.kind = kindIO
 	default:
 		out.kind = kindInternal
 	}
 	return out
+}
+
+// isOSError reports whether err comes from a system call on a path.
+func isOSError(err error) bool {
+	var pe *fs.PathError
+	var le *os.LinkError
+	var errno syscall.Errno
+	return errors.As(err, &pe) || errors.As(err, &le) || errors.As(err, &errno)
 }
 
 // idOrNull renders an id for JSON, null when absent.

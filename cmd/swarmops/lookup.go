@@ -214,6 +214,8 @@ func (e *storeError) message() string {
 		from = "from --store " + e.dir
 	case "SWARMOPS_STORE":
 		from = "from SWARMOPS_STORE=" + e.dir
+	case "worktree":
+		from = "recorded by the work tree around the current directory"
 	}
 	what := map[string]string{
 		"missing": "it does not exist",

@@ -59,6 +59,7 @@ func (a *app) rootCmd() *cobra.Command {
 		a.lsCmd(),
 		a.diffCmd(),
 		a.checkoutCmd(),
+		a.statusCmd(),
 		a.infoCmd(),
 		a.verifyCmd(),
 		a.recoverCmd(),

@@ -155,6 +155,9 @@ func storeArg(args []string, getenv func(string) string, cwd string) string {
 		dir = getenv("SWARMOPS_STORE")
 	}
 	if dir == "" {
+		dir = treeStore(cwd)
+	}
+	if dir == "" {
 		dir = ".swarmops"
 	}
 	if !filepath.IsAbs(dir) {

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/swarmops/swarmops/core"
+	"github.com/swarmops/swarmops/worktree"
 )
 
 // storeDir returns the store directory: --store, else SWARMOPS_STORE, else
@@ -20,7 +21,8 @@ func (a *app) storeDir() string {
 }
 
 // storeChoice returns the store directory and where it came from:
-// "--store", "SWARMOPS_STORE", or "" for the default.
+// "--store", "SWARMOPS_STORE", "worktree" (the store a work tree around
+// the current directory records), or "" for the default.
 func (a *app) storeChoice() (dir, from string) {
 	if a.storeFlag != "" {
 		return a.path(a.storeFlag), "--store"
@@ -28,7 +30,26 @@ func (a *app) storeChoice() (dir, from string) {
 	if v := a.getenv("SWARMOPS_STORE"); v != "" {
 		return a.path(v), "SWARMOPS_STORE"
 	}
+	if d := treeStore(a.path(".")); d != "" {
+		return d, "worktree"
+	}
 	return a.path(".swarmops"), ""
+}
+
+// treeStore returns the store recorded by the work tree around dir, or ""
+// when dir is in no work tree or the tree records none. Like git finding
+// .git, it lets an agent run commands inside its tree without naming the
+// store.
+func treeStore(dir string) string {
+	root, err := worktree.FindRoot(nil, dir)
+	if err != nil {
+		return ""
+	}
+	p, err := worktree.StorePath(nil, root)
+	if err != nil {
+		return ""
+	}
+	return p
 }
 
 // notStore wraps an error of opening or creating the store: an ErrNotStore

@@ -1,0 +1,152 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+)
+
+// The work-tree commands as an agent uses them: check out, edit with
+// ordinary tools, look at status, commit from inside the tree.
+var _ = Describe("work trees", func() {
+	var (
+		e  *env
+		wt string
+	)
+	BeforeEach(func() {
+		e = newEnv()
+		e.ok("", "init")
+		e.commit(list1, "--advance", "main", "-m", "first")
+		wt = filepath.Join(e.root, "wt")
+		e.ok("", "checkout", "main", wt)
+	})
+
+	It("status lists what changed, and a commit from inside the tree records exactly that and moves its base", func() {
+		st := e.ok("", "status", wt).(map[string]any)
+		Expect(st["clean"]).To(BeTrue())
+		Expect(os.WriteFile(filepath.Join(wt, "a.txt"), []byte("ALPHA\n"), 0o644)).To(Succeed())
+		Expect(os.Remove(filepath.Join(wt, "dir", "b.txt"))).To(Succeed())
+		Expect(os.WriteFile(filepath.Join(wt, "new.txt"), []byte("n\n"), 0o755)).To(Succeed())
+		Expect(os.Symlink("a.txt", filepath.Join(wt, "ln"))).To(Succeed())
+		r := e.run("", "status", wt)
+		Expect(r.Exit).To(Equal(0), r.Stderr)
+		Expect(r.Stdout).To(Equal("M a.txt\nD dir/b.txt\nA ln\nA new.txt\n"))
+
+		// Inside the tree, commit needs neither --dir nor a store: the tree
+		// records both.
+		c := e.cmd("", "commit", "-m", "edit", "--advance", "main", "--json")
+		c.Dir = wt
+		c.Env = append(baseEnv(), e.extra...)
+		if e.server != nil {
+			c.Env = append(c.Env, "SWARMOPS_SERVER=required")
+		}
+		out, err := c.Output()
+		Expect(err).NotTo(HaveOccurred(), "%s", out)
+		Expect(e.ok("", "status", wt).(map[string]any)["clean"]).To(BeTrue())
+		Expect(e.run("", "cat", "main:ln").Stdout).To(Equal("a.txt"))
+		ls := e.ok("", "ls", "main").([]any)
+		modes := map[string]any{}
+		for _, x := range ls {
+			m := x.(map[string]any)
+			modes[m["name"].(string)] = m["mode"]
+		}
+		Expect(modes).To(Equal(map[string]any{"a.txt": "100644", "ln": "120000", "new.txt": "100755"}))
+	})
+
+	It("refuses an empty commit unless --allow-empty, and a --parent other than the tree's base", func() {
+		er := e.run("", "commit", "--dir", wt, "--advance", "main", "--json").Err()
+		Expect(er["code"]).To(Equal("E_EMPTY"))
+		e.ok("", "commit", "--dir", wt, "--advance", "main", "--allow-empty")
+		e.commit("put z.txt = \"z\\n\"\n", "--advance", "main")
+		Expect(os.WriteFile(filepath.Join(wt, "a.txt"), []byte("changed\n"), 0o644)).To(Succeed())
+		er = e.run("", "commit", "--dir", wt, "--parent", "main", "--advance", "main", "--json").Err()
+		Expect(er["code"]).To(Equal("E_STALE"))
+		Expect(er).To(HaveKey("base"))
+		// Committing on its own base against a main that moved is a lost
+		// compare-and-swap, never a silent revert of z.txt.
+		er = e.run("", "commit", "--dir", wt, "--advance", "main", "--json").Err()
+		Expect(er["code"]).To(Equal("E_CONFLICT"))
+		Expect(e.run("", "cat", "main:z.txt").Stdout).To(Equal("z\n"))
+	})
+
+	It("refuses to switch over local changes without --force, and removes what the new revision deleted", func() {
+		e.commit("put a.txt = \"two\\n\"\nput gone.txt = \"g\\n\"\n", "--advance", "main")
+		e.ok("", "checkout", "main", wt)
+		Expect(filepath.Join(wt, "gone.txt")).To(BeARegularFile())
+		Expect(os.WriteFile(filepath.Join(wt, "a.txt"), []byte("local\n"), 0o644)).To(Succeed())
+		er := e.run("", "checkout", "main~1", wt, "--json").Err()
+		Expect(er["code"]).To(Equal("E_CONFLICT"))
+		Expect(er["paths"]).To(ConsistOf("a.txt"))
+		b, _ := os.ReadFile(filepath.Join(wt, "a.txt"))
+		Expect(string(b)).To(Equal("local\n"), "a refused switch writes nothing")
+		e.ok("", "checkout", "main~1", wt, "--force")
+		Expect(filepath.Join(wt, "gone.txt")).NotTo(BeAnExistingFile())
+		b, _ = os.ReadFile(filepath.Join(wt, "a.txt"))
+		Expect(string(b)).To(Equal("alpha\n"))
+	})
+
+	It("never commits .git, the store or ignored files, and a plain directory needs a parent or --root", func() {
+		plain := filepath.Join(e.root, "plain")
+		e.write("plain/keep.txt", "k\n")
+		e.write("plain/.gitignore", "*.o\nbuild/\n")
+		e.write("plain/x.o", "obj")
+		e.write("plain/build/out", "bin")
+		e.write("plain/.git/config", "[core]")
+		er := e.run("", "commit", "--dir", plain, "--json").Err()
+		Expect(er["message"]).To(ContainSubstring("--root"))
+		d := e.ok("", "commit", "--dir", plain, "--root").(map[string]any)
+		ls := e.ok("", "ls", d["id"].(string)).([]any)
+		var names []string
+		for _, x := range ls {
+			names = append(names, x.(map[string]any)["name"].(string))
+		}
+		Expect(names).To(ConsistOf(".gitignore", "keep.txt"))
+	})
+
+	It("refuses change-list paths into .git, the metadata directory or a store in its default place", func() {
+		for _, p := range []string{".git/config", "a/.GIT/x", ".swarmops-tree/index", ".swarmops/checkpoint"} {
+			er := e.run("put "+p+" = \"x\"\n", "commit", "-F", "-", "--advance", "main", "--json").Err()
+			Expect(er["code"]).To(Equal("E_USAGE"), p)
+		}
+	})
+
+	It("records a link from a change list", func() {
+		e.commit("link l = \"a.txt\"\n", "--advance", "main")
+		e.ok("", "checkout", "main", wt)
+		target, err := os.Readlink(filepath.Join(wt, "l"))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(target).To(Equal("a.txt"))
+	})
+
+	It("round-trips a tree with links, executables, odd names and ignored junk", func() {
+		if _, err := exec.LookPath("diff"); err != nil {
+			Skip("needs diff(1)")
+		}
+		src := filepath.Join(e.root, "src")
+		e.write("src/plain.txt", "p\n")
+		e.write("src/empty", "")
+		e.write("src/with space/ünïcode.txt", "u\n")
+		e.write("src/deep/a/b/c/d/e/f.txt", "deep\n")
+		e.write("src/.gitignore", "node_modules/\n*.o\n")
+		e.write("src/node_modules/x.js", "junk")
+		e.write("src/m.o", "junk")
+		Expect(os.WriteFile(filepath.Join(src, "run.sh"), []byte("#!/bin/sh\n"), 0o755)).To(Succeed())
+		Expect(os.Symlink("plain.txt", filepath.Join(src, "rel"))).To(Succeed())
+		Expect(os.Symlink("/etc/hostname", filepath.Join(src, "abs"))).To(Succeed())
+		Expect(os.Symlink("nowhere", filepath.Join(src, "dangling"))).To(Succeed())
+		Expect(os.Symlink("deep/a", filepath.Join(src, "todir"))).To(Succeed())
+		e.ok("", "commit", "--dir", src, "--parent", "main", "--advance", "main")
+		out := filepath.Join(e.root, "out")
+		e.ok("", "checkout", "main", out)
+		cmd := exec.Command("diff", "-r", "--no-dereference", "-x", ".swarmops-tree", "-x", "node_modules", "-x", "*.o", src, out)
+		b, err := cmd.CombinedOutput()
+		Expect(err).NotTo(HaveOccurred(), "%s", b)
+		fi, err := os.Stat(filepath.Join(out, "run.sh"))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(fi.Mode().Perm() & 0o100).NotTo(BeZero())
+		Expect(filepath.Join(out, "node_modules")).NotTo(BeAnExistingFile())
+	})
+})
