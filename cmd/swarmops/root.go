@@ -64,6 +64,7 @@ func (a *app) rootCmd() *cobra.Command {
 		a.verifyCmd(),
 		a.recoverCmd(),
 		a.serveCmd(),
+		a.mcpCmd(),
 	)
 	return root
 }

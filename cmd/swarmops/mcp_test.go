@@ -1,0 +1,133 @@
+package main
+
+import (
+	"context"
+	"io"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// mcpSession connects the SDK's own client to the MCP server in process,
+// over a store in a temp dir.
+func mcpSession(t *testing.T) (*mcp.ClientSession, string) {
+	t.Helper()
+	store := filepath.Join(t.TempDir(), "store")
+	getenv := func(k string) string {
+		switch k {
+		case "SWARMOPS_STORE":
+			return store
+		case "SWARMOPS_JSON":
+			return "1"
+		case serverModeEnv:
+			return modeOff
+		}
+		return ""
+	}
+	if code := run([]string{"init"}, strings.NewReader(""), io.Discard, io.Discard, getenv); code != 0 {
+		t.Fatalf("init: exit %d", code)
+	}
+	runCmd := func(args []string, stdin string) []byte {
+		var out strings.Builder
+		run(args, strings.NewReader(stdin), &out, io.Discard, getenv)
+		return []byte(out.String())
+	}
+	ct, st := mcp.NewInMemoryTransports()
+	srv := newMCPServer(runCmd, "mcp-agent", nil)
+	ctx := context.Background()
+	ss, err := srv.Connect(ctx, st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ss.Close() })
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test"}, nil).Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs, store
+}
+
+// callTool calls a tool and returns its envelope.
+func callTool(t *testing.T, cs *mcp.ClientSession, name string, args map[string]any) (map[string]any, bool) {
+	t.Helper()
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: name, Arguments: args})
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	env, ok := res.StructuredContent.(map[string]any)
+	if !ok {
+		t.Fatalf("%s: structured content %T: %v", name, res.StructuredContent, res.Content)
+	}
+	if (env["ok"] == true) == res.IsError {
+		t.Fatalf("%s: isError %v disagrees with the envelope %v", name, res.IsError, env)
+	}
+	return env, !res.IsError
+}
+
+func TestMCPToolsCommitLandAndReportConflictsLikeTheCLI(t *testing.T) {
+	cs, _ := mcpSession(t)
+	tools, err := cs.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tl := range tools.Tools {
+		names = append(names, tl.Name)
+		if tl.InputSchema == nil {
+			t.Errorf("tool %s has no input schema", tl.Name)
+		}
+	}
+	sort.Strings(names)
+	want := "cat checkout commit diff land log ls ref_get ref_list ref_set show status"
+	if got := strings.Join(names, " "); got != want {
+		t.Fatalf("tools: %s, want %s", got, want)
+	}
+
+	env, ok := callTool(t, cs, "commit", map[string]any{"changes": "put f.txt = \"base\\n\"\n", "advance": "main", "message": "base"})
+	if !ok {
+		t.Fatalf("commit: %v", env)
+	}
+	base := env["data"].(map[string]any)["id"].(string)
+	// Two agents change f.txt from the same base; the first lands, the
+	// second conflicts with the path named, as the CLI reports it.
+	a, _ := callTool(t, cs, "commit", map[string]any{"changes": "put f.txt = \"one\\n\"\n", "parents": []any{base}})
+	b, _ := callTool(t, cs, "commit", map[string]any{"changes": "put f.txt = \"two\\n\"\n", "parents": []any{base}})
+	if env, ok := callTool(t, cs, "land", map[string]any{"change": a["data"].(map[string]any)["id"], "onto": "main"}); !ok {
+		t.Fatalf("land a: %v", env)
+	}
+	env, ok = callTool(t, cs, "land", map[string]any{"change": b["data"].(map[string]any)["id"], "onto": "main"})
+	if ok {
+		t.Fatalf("land b succeeded: %v", env)
+	}
+	e := env["error"].(map[string]any)
+	if e["code"] != "E_CONFLICT" || e["retryable"] != false {
+		t.Fatalf("land b: %v, want E_CONFLICT, not retryable", e)
+	}
+	if paths, _ := e["paths"].([]any); len(paths) != 1 || paths[0] != "f.txt" {
+		t.Fatalf("land b: paths %v, want [f.txt]", e["paths"])
+	}
+	// The agent given to the server is recorded when a call names none.
+	env, _ = callTool(t, cs, "log", map[string]any{"n": 1, "rev": base})
+	if got := env["data"].([]any)[0].(map[string]any)["agent"]; got != "mcp-agent" {
+		t.Errorf("agent %v, want mcp-agent", got)
+	}
+	env, ok = callTool(t, cs, "cat", map[string]any{"rev": "main", "path": "f.txt"})
+	if !ok || env["data"].(map[string]any)["content"] != "one\n" {
+		t.Errorf("cat: %v", env)
+	}
+}
+
+func TestMCPArgumentsAreNeverTakenForFlags(t *testing.T) {
+	cs, _ := mcpSession(t)
+	env, ok := callTool(t, cs, "show", map[string]any{"rev": "--help"})
+	if ok {
+		t.Fatalf("show --help as a revision succeeded: %v", env)
+	}
+	if code := env["error"].(map[string]any)["code"]; code != "E_USAGE" {
+		t.Errorf("code %v, want E_USAGE", code)
+	}
+}
