@@ -16,8 +16,10 @@ import (
 // logCmd is `swarmops log`: first-parent history.
 func (a *app) logCmd() *cobra.Command {
 	var n int
+	var oneline bool
+	var format string
 	cmd := &cobra.Command{
-		Use:   "log [-n N] [REV]",
+		Use:   "log [-n N] [--oneline | --format FMT] [REV]",
 		Short: "List changesets along the first-parent chain from REV (default main)",
 		Args:  cobra.MaximumNArgs(1),
 		RunE: runE(func(cmd *cobra.Command, args []string) error {
@@ -27,6 +29,15 @@ func (a *app) logCmd() *cobra.Command {
 			}
 			if n < 0 {
 				return usagef("log: -n %d: want 0 (all) or more", n)
+			}
+			if oneline {
+				if format != "" {
+					return usagef("log: --oneline and --format: give one")
+				}
+				format = "%h %s"
+			}
+			if err := checkFormat(format); err != nil {
+				return err
 			}
 			return a.withStore(func(s *core.Store, sn *core.Snapshot) error {
 				if len(args) == 0 && !hasRef(sn, rev) {
@@ -56,6 +67,10 @@ func (a *app) logCmd() *cobra.Command {
 				}
 				a.ok(out, func(w io.Writer) {
 					for i, id := range ids {
+						if format != "" {
+							fmt.Fprintln(w, formatChangeset(format, id, css[i]))
+							continue
+						}
 						if i > 0 {
 							fmt.Fprintln(w)
 						}
@@ -67,16 +82,78 @@ func (a *app) logCmd() *cobra.Command {
 		}),
 	}
 	cmd.Flags().IntVarP(&n, "max-count", "n", 0, "at most N changesets (0: all)")
+	cmd.Flags().BoolVar(&oneline, "oneline", false, "one line a changeset: short id and subject")
+	cmd.Flags().StringVar(&format, "format", "", "one line a changeset: %H id, %h short id, %s subject, %B message, %a agent, %t time, %P parents, %g generation, %n newline, %% percent")
 	return cmd
+}
+
+// checkFormat refuses a --format with an unknown placeholder, so a typo is
+// an error rather than text printed as is.
+func checkFormat(f string) error {
+	for i := 0; i < len(f); i++ {
+		if f[i] != '%' {
+			continue
+		}
+		if i+1 == len(f) || !strings.ContainsRune("HhsBatPgn%", rune(f[i+1])) {
+			return usagef("log --format %q: unknown placeholder at byte %d (want %%H %%h %%s %%B %%a %%t %%P %%g %%n %%%%)", f, i)
+		}
+		i++
+	}
+	return nil
+}
+
+// formatChangeset renders a changeset with a checked --format.
+func formatChangeset(f string, id core.ID, cs *objects.Changeset) string {
+	var b strings.Builder
+	for i := 0; i < len(f); i++ {
+		if f[i] != '%' {
+			b.WriteByte(f[i])
+			continue
+		}
+		i++
+		switch f[i] {
+		case 'H':
+			b.WriteString(id.String())
+		case 'h':
+			b.WriteString(short(id))
+		case 's':
+			subject, _, _ := strings.Cut(cs.Message, "\n")
+			b.WriteString(subject)
+		case 'B':
+			b.WriteString(cs.Message)
+		case 'a':
+			b.WriteString(cs.Agent)
+		case 't':
+			b.WriteString(fmtTime(cs.Time))
+		case 'P':
+			for j, p := range cs.Parents {
+				if j > 0 {
+					b.WriteByte(' ')
+				}
+				b.WriteString(short(p))
+			}
+		case 'g':
+			fmt.Fprint(&b, cs.Generation)
+		case 'n':
+			b.WriteByte('\n')
+		case '%':
+			b.WriteByte('%')
+		}
+	}
+	return b.String()
 }
 
 // showCmd is `swarmops show`: one changeset and its changes.
 func (a *app) showCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:   "show REV",
+	var f diffFormat
+	cmd := &cobra.Command{
+		Use:   "show REV [--stat | --name-status] [-U N]",
 		Short: "Show a changeset and its changes against its first parent",
 		Args:  cobra.ExactArgs(1),
 		RunE: runE(func(cmd *cobra.Command, args []string) error {
+			if err := f.check(); err != nil {
+				return err
+			}
 			return a.withStore(func(s *core.Store, sn *core.Snapshot) error {
 				id, err := resolve(sn, args[0])
 				if err != nil {
@@ -90,21 +167,23 @@ func (a *app) showCmd() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				data := changesetJSON(id, cs)
-				ch := make([]map[string]any, len(pcs))
-				for i, pc := range pcs {
-					ch[i] = pathChangeJSON(pc)
+				fds, err := contentDiffs(storeBlobs(sn), pcs, f)
+				if err != nil {
+					return err
 				}
-				data["changes"] = ch
+				data := changesetJSON(id, cs)
+				data["changes"] = diffsJSON(fds, f)
 				a.ok(data, func(w io.Writer) {
 					writeChangeset(w, id, cs)
 					fmt.Fprintln(w)
-					writeDiff(w, pcs)
+					writeDiffs(w, fds, f)
 				})
 				return nil
 			})
 		}),
 	}
+	f.flags(cmd)
+	return cmd
 }
 
 // catCmd is `swarmops cat`: one file's bytes.
@@ -195,11 +274,31 @@ func entryType(m objects.Mode) string {
 
 // diffCmd is `swarmops diff`: the path changes between two revisions.
 func (a *app) diffCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:   "diff A B",
-		Short: "List the path changes from revision A to revision B",
-		Args:  cobra.ExactArgs(2),
+	var f diffFormat
+	var work bool
+	cmd := &cobra.Command{
+		Use:   "diff (A B | --work [DIR]) [--stat | --name-status] [-U N]",
+		Short: "Show the changes from revision A to revision B, or of a work tree against its base",
+		Long: `Show the changes from revision A to revision B as a unified diff (git's
+format; --stat for changed lines per path, --name-status for the paths
+only). With --work, show what a work tree (DIR, or the one around the
+current directory) changed against its base: the same changes status lists,
+with their content. JSON carries each path's op, entries, line counts and
+structured hunks.`,
+		Args: cobra.MaximumNArgs(2),
 		RunE: runE(func(cmd *cobra.Command, args []string) error {
+			if err := f.check(); err != nil {
+				return err
+			}
+			if work {
+				if len(args) > 1 {
+					return usagef("diff --work takes at most one DIR")
+				}
+				return a.diffWork(args, f)
+			}
+			if len(args) != 2 {
+				return usagef("diff: give two revisions A B, or --work [DIR]")
+			}
 			return a.withStore(func(s *core.Store, sn *core.Snapshot) error {
 				x, err := resolve(sn, args[0])
 				if err != nil {
@@ -213,15 +312,61 @@ func (a *app) diffCmd() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				out := make([]map[string]any, len(pcs))
-				for i, pc := range pcs {
-					out[i] = pathChangeJSON(pc)
+				fds, err := contentDiffs(storeBlobs(sn), pcs, f)
+				if err != nil {
+					return err
 				}
-				a.ok(out, func(w io.Writer) { writeDiff(w, pcs) })
+				a.ok(diffsJSON(fds, f), func(w io.Writer) { writeDiffs(w, fds, f) })
 				return nil
 			})
 		}),
 	}
+	f.flags(cmd)
+	cmd.Flags().BoolVar(&work, "work", false, "diff a work tree against its base")
+	return cmd
+}
+
+// diffWork diffs a work tree against its base: the base's side from the
+// store the tree records, the work side from its files.
+func (a *app) diffWork(args []string, f diffFormat) error {
+	t, err := a.openTree(args, false)
+	if err != nil {
+		return err
+	}
+	defer t.Close()
+	if a.storeFlag == "" && a.getenv("SWARMOPS_STORE") == "" && a.shared == nil {
+		if d := treeStore(t.Dir()); d != "" {
+			a.storeFlag = d
+		}
+	}
+	chs, err := t.Diff()
+	if err != nil {
+		return treeErr("diff --work", t.Dir(), err)
+	}
+	pcs := make([]core.PathChange, len(chs))
+	for i, c := range chs {
+		op := "modify"
+		switch {
+		case c.Old.Mode == 0:
+			op = "add"
+		case c.New.Mode == 0:
+			op = "delete"
+		}
+		pcs[i] = core.PathChange{Path: c.Path, Op: op, Old: c.Old, New: c.New}
+	}
+	return a.withStore(func(s *core.Store, sn *core.Snapshot) error {
+		src := storeBlobs(sn)
+		src.new = func(_ objects.Entry, p string) ([]byte, error) {
+			data, _, err := t.ReadWork(p)
+			return data, err
+		}
+		fds, err := contentDiffs(src, pcs, f)
+		if err != nil {
+			return err
+		}
+		a.ok(diffsJSON(fds, f), func(w io.Writer) { writeDiffs(w, fds, f) })
+		return nil
+	})
 }
 
 // revPath parses REV:PATH (path required if needPath).

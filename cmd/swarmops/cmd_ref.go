@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -94,14 +95,20 @@ func (a *app) refDeleteCmd() *cobra.Command {
 // refListCmd is `swarmops ref list`: every ref, sorted by name.
 func (a *app) refListCmd() *cobra.Command {
 	return &cobra.Command{
-		Use:   "list",
-		Short: "List every ref",
-		Args:  cobra.NoArgs,
+		Use:   "list [PREFIX]",
+		Short: "List every ref, or those whose name starts with PREFIX",
+		Args:  cobra.MaximumNArgs(1),
 		RunE: runE(func(cmd *cobra.Command, args []string) error {
 			return a.withStore(func(s *core.Store, sn *core.Snapshot) error {
-				refs, err := sn.Refs()
+				all, err := sn.Refs()
 				if err != nil {
 					return err
+				}
+				refs := all[:0:0]
+				for _, r := range all {
+					if len(args) == 0 || strings.HasPrefix(r.Name, args[0]) {
+						refs = append(refs, r)
+					}
 				}
 				out := make([]map[string]any, len(refs))
 				for i, r := range refs {
