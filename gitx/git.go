@@ -108,13 +108,14 @@ func (r *repo) run(stdin []byte, args ...string) ([]byte, error) {
 // it ended, and what it said.
 func gitFailed(args []string, err error, stderr string) error {
 	name := "git"
-	if len(args) > 0 {
-		name = "git " + args[0]
-		for _, a := range args {
-			if !strings.HasPrefix(a, "-") {
-				name = "git " + a
-				break
-			}
+	for i := 0; i < len(args); i++ {
+		if args[i] == "-c" {
+			i++ // a configuration value, not the subcommand
+			continue
+		}
+		if !strings.HasPrefix(args[i], "-") {
+			name = "git " + args[i]
+			break
 		}
 	}
 	msg := strings.TrimSpace(stderr)
