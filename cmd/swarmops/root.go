@@ -63,6 +63,8 @@ func (a *app) rootCmd() *cobra.Command {
 		a.verifyCmd(),
 		a.recoverCmd(),
 		a.serveCmd(),
+		a.exportCmd(),
+		a.importCmd(),
 	)
 	return root
 }
