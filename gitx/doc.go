@@ -57,8 +57,9 @@
 //
 // # The mapping file
 //
-// GITDIR/swarmops-export.map records which commit each exported changeset
-// became:
+// swarmops-export.map, in the git directory (the common one of a linked
+// work tree, beside the objects and refs), records which commit each
+// exported changeset became:
 //
 //	swarmops-export-map 1 ident=1\n        header: file version, mapping version
 //	<changeset id, 64 hex> <commit id, hex>\n  one line per changeset

@@ -38,7 +38,9 @@ type ExportedRef struct {
 
 // ExportResult says what an export did.
 type ExportResult struct {
-	GitDir string // the repository's git directory (absolute)
+	// GitDir is the repository's git directory (absolute; for a linked
+	// work tree, the main one's, which holds the objects and refs).
+	GitDir string
 	// Created says the export created the repository.
 	Created bool
 	Refs    []ExportedRef
@@ -78,13 +80,13 @@ func Export(sn *core.Snapshot, dir string, o ExportOptions) (*ExportResult, erro
 	if err != nil {
 		return nil, err
 	}
-	unlock, err := lockRepo(r.gitDir)
+	unlock, err := lockRepo(r.commonDir)
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
-	res := &ExportResult{GitDir: r.gitDir, Created: created}
-	m := loadMap(r.gitDir)
+	res := &ExportResult{GitDir: r.commonDir, Created: created}
+	m := loadMap(r.commonDir)
 	res.MapNote = m.note
 	dirty := m.note != ""
 	order, frontier, err := planExport(sn, r, m, refs, res)
@@ -93,7 +95,7 @@ func Export(sn *core.Snapshot, dir string, o ExportOptions) (*ExportResult, erro
 	}
 	dirty = dirty || res.MapNote != m.note
 	res.CommitsReused = len(frontier)
-	before, err := packFiles(r.gitDir)
+	before, err := packFiles(r.packDir)
 	if err != nil {
 		return nil, err
 	}
@@ -103,10 +105,10 @@ func Export(sn *core.Snapshot, dir string, o ExportOptions) (*ExportResult, erro
 	}
 	res.CommitsWritten, res.BlobsWritten = st.commits, st.blobs
 	if st.commits > 0 || dirty {
-		if err := syncNewPacks(r.gitDir, before); err != nil {
+		if err := syncNewPacks(r.packDir, before); err != nil {
 			return nil, err
 		}
-		if err := m.save(r.gitDir); err != nil {
+		if err := m.save(r.commonDir); err != nil {
 			return nil, err
 		}
 	}
@@ -265,7 +267,7 @@ var testHookStreamed func(commits int, p *os.Process)
 // resets, then records the new commits in m.
 func (r *repo) fastImport(sn *core.Snapshot, m *exportMap, order []core.ID, refs []ExportedRef,
 	progress func(done, total int)) (*streamer, error) {
-	marks, err := os.CreateTemp(r.gitDir, "swarmops-export.marks-*")
+	marks, err := os.CreateTemp(r.commonDir, "swarmops-export.marks-*")
 	if err != nil {
 		return nil, fmt.Errorf("%w: marks file: %w", core.ErrIO, err)
 	}

@@ -431,6 +431,17 @@ func TestExportWritesIntoAnExistingWorkTreesRepository(t *testing.T) {
 		t.Fatalf("export into a work tree: git dir %s (created %v)", res.GitDir, res.Created)
 	}
 	git(t, env, wt, "", "rev-parse", "--verify", "refs/swarm/main")
+
+	// A linked work tree: the objects, refs and mapping are the main
+	// repository's, so a second export from there writes nothing.
+	git(t, env, wt, "", "commit", "-q", "--allow-empty", "-m", "base")
+	linked := filepath.Join(t.TempDir(), "linked")
+	git(t, env, wt, "", "worktree", "add", "-q", linked)
+	again := mustExport(t, snap(t, s), linked, ExportOptions{Refs: []string{"main"}, Prefix: "refs/swarm/"})
+	if again.GitDir != res.GitDir || again.CommitsWritten != 0 || again.MapNote != "" {
+		t.Fatalf("export into a linked work tree: git dir %s, %d commits written, note %q; want %s, 0", again.GitDir,
+			again.CommitsWritten, again.MapNote, res.GitDir)
+	}
 }
 
 func evalSymlinks(tb testing.TB, p string) string {
@@ -496,6 +507,33 @@ func TestExportKeepsOddPathBytes(t *testing.T) {
 	res := mustExport(t, sn, filepath.Join(t.TempDir(), "out.git"), ExportOptions{})
 	if d := diffTrees(storeTree(t, sn, id), gitTree(t, res.GitDir, res.Refs[0].Commit)); d != "" {
 		t.Fatal(d)
+	}
+	fsck(t, res.GitDir)
+}
+
+func TestExportIntoASHA256RepositoryWorksTheSame(t *testing.T) {
+	requireGit(t)
+	dir := filepath.Join(t.TempDir(), "sha256.git")
+	cmd := exec.Command("git", "init", "-q", "--bare", "--object-format=sha256", dir)
+	cmd.Env = testGitEnv(t)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Skipf("this git cannot make a SHA-256 repository: %v %s", err, out)
+	}
+	s := memStore(t)
+	genHistory(t, s, 60, 9)
+	sn := snap(t, s)
+	res := mustExport(t, sn, dir, ExportOptions{})
+	for _, r := range res.Refs {
+		if len(r.Commit) != 64 {
+			t.Fatalf("ref %s: commit id %q is not SHA-256", r.Name, r.Commit)
+		}
+		if d := diffTrees(storeTree(t, sn, r.Changeset), gitTree(t, res.GitDir, r.Commit)); d != "" {
+			t.Fatal(d)
+		}
+	}
+	checkMapComplete(t, res.GitDir)
+	if again := mustExport(t, sn, dir, ExportOptions{}); again.CommitsWritten != 0 || again.MapNote != "" {
+		t.Fatalf("second export: %d commits, note %q", again.CommitsWritten, again.MapNote)
 	}
 	fsck(t, res.GitDir)
 }

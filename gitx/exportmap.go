@@ -16,7 +16,7 @@ import (
 	"github.com/swarmops/swarmops/core/objects"
 )
 
-// File names in the git directory.
+// File names in the (common) git directory.
 const (
 	mapName  = "swarmops-export.map"
 	lockName = "swarmops-export.lock"
@@ -209,8 +209,8 @@ func lockRepo(gitDir string) (func(), error) {
 }
 
 // packFiles lists the file names in the repository's pack directory.
-func packFiles(gitDir string) (map[string]bool, error) {
-	ents, err := os.ReadDir(filepath.Join(gitDir, "objects", "pack"))
+func packFiles(packDir string) (map[string]bool, error) {
+	ents, err := os.ReadDir(packDir)
 	if err != nil && !os.IsNotExist(err) {
 		return nil, fmt.Errorf("%w: %w", core.ErrIO, err)
 	}
@@ -225,18 +225,17 @@ func packFiles(gitDir string) (map[string]bool, error) {
 // before, then the directory: the objects an export wrote are durable
 // before the mapping names them, whatever the repository's core.fsync
 // says.
-func syncNewPacks(gitDir string, before map[string]bool) error {
-	after, err := packFiles(gitDir)
+func syncNewPacks(packDir string, before map[string]bool) error {
+	after, err := packFiles(packDir)
 	if err != nil {
 		return err
 	}
-	dir := filepath.Join(gitDir, "objects", "pack")
 	n := 0
 	for name := range after {
 		if before[name] || strings.HasPrefix(name, "tmp_") {
 			continue
 		}
-		if err := syncFile(filepath.Join(dir, name)); err != nil {
+		if err := syncFile(filepath.Join(packDir, name)); err != nil {
 			return err
 		}
 		n++
@@ -244,5 +243,5 @@ func syncNewPacks(gitDir string, before map[string]bool) error {
 	if n == 0 {
 		return nil
 	}
-	return syncDir(dir)
+	return syncDir(packDir)
 }

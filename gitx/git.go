@@ -40,8 +40,14 @@ const stderrLimit = 4 << 10
 
 // repo is a git repository, found by its git directory.
 type repo struct {
-	gitDir string // absolute
-	env    []string
+	gitDir string // absolute; what git commands are given
+	// commonDir is the directory a linked work tree shares with the main
+	// one (gitDir itself otherwise): the export's mapping and lock live
+	// there, beside the refs and objects every work tree sees.
+	commonDir string
+	// packDir is where the repository's pack files are.
+	packDir string
+	env     []string
 }
 
 // keptGitEnv lists the GIT_* variables a git command still sees: they
@@ -159,7 +165,7 @@ func findRepo(dir string) (*repo, error) {
 		return nil, err
 	}
 	env := gitEnv()
-	cmd := exec.Command(git, "rev-parse", "--absolute-git-dir")
+	cmd := exec.Command(git, "rev-parse", "--absolute-git-dir", "--git-common-dir", "--git-path", "objects/pack")
 	cmd.Dir = abs
 	cmd.Env = append(env, "GIT_CEILING_DIRECTORIES="+filepath.Dir(abs))
 	var errOut bytes.Buffer
@@ -172,7 +178,19 @@ func findRepo(dir string) (*repo, error) {
 		}
 		return nil, gitFailed([]string{"rev-parse"}, err, errOut.String())
 	}
-	return &repo{gitDir: strings.TrimRight(string(out), "\n"), env: env}, nil
+	lines := strings.Split(strings.TrimSuffix(string(out), "\n"), "\n")
+	if len(lines) != 3 {
+		return nil, gitFailed([]string{"rev-parse"}, fmt.Errorf("unexpected output %q", out), errOut.String())
+	}
+	// The common directory and the pack path may come relative to the
+	// directory git ran in.
+	rel := func(p string) string {
+		if filepath.IsAbs(p) {
+			return filepath.Clean(p)
+		}
+		return filepath.Join(abs, p)
+	}
+	return &repo{gitDir: lines[0], commonDir: rel(lines[1]), packDir: rel(lines[2]), env: env}, nil
 }
 
 // openOrInit returns the repository at dir, creating a bare one there if
@@ -211,15 +229,6 @@ func openOrInit(dir string) (r *repo, created bool, err error) {
 func isNotDir(err error) bool {
 	var pe *os.PathError
 	return errors.As(err, &pe) && strings.Contains(pe.Err.Error(), "not a directory")
-}
-
-// objectFormat returns the repository's hash ("sha1" or "sha256").
-func (r *repo) objectFormat() (string, error) {
-	out, err := r.run(nil, "rev-parse", "--show-object-format")
-	if err != nil {
-		return "", err
-	}
-	return strings.TrimSpace(string(out)), nil
 }
 
 // closeAndWait closes w (a command's stdin) and waits for cmd, returning
