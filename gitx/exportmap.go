@@ -48,6 +48,12 @@ func loadMap(gitDir string) *exportMap {
 		m.note = "mapping file unreadable, rebuilt: " + err.Error()
 		return m
 	}
+	return parseMap(data)
+}
+
+// parseMap decodes a mapping file's content; see loadMap.
+func parseMap(data []byte) *exportMap {
+	m := &exportMap{commits: map[core.ID]string{}}
 	if !bytes.HasPrefix(data, []byte(mapHeader)) {
 		m.note = "mapping file from another version, rebuilt"
 		return m
