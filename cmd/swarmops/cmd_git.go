@@ -21,13 +21,16 @@ func (a *app) exportCmd() *cobra.Command {
 		Long: `Write every changeset the refs reach (default: every ref) into the git
 repository DIR as commits, and set git ref PREFIX+REF to each ref's commit.
 DIR is created as a bare repository if it is missing or empty. Only
-changesets not exported before are written (DIR/swarmops-export.map, or
-DIR/.git/... in a work tree); the same history always gives the same
-commit ids. The export reads one snapshot, so agents may keep committing.`,
+changesets no earlier export wrote are written (swarmops-export.map in the
+git directory says which); the same history always gives the same commit
+ids. The export reads one snapshot, so agents may keep committing.`,
 		Args: cobra.ArbitraryArgs,
 		RunE: runE(func(cmd *cobra.Command, args []string) error {
 			if gitDir == "" {
 				return usagef("export: --git DIR is required (the git repository to write)")
+			}
+			if prefix == "" {
+				return usagef("export: --prefix is empty (want refs/.../, default %s)", gitx.DefaultPrefix)
 			}
 			for _, r := range args {
 				if err := checkRefName(r); err != nil {

@@ -155,6 +155,7 @@ var _ = Describe("export --git and import --git", func() {
 		Expect(e.run("", "export", "--git", "notrepo", "--json").Err()).To(SatisfyAll(HaveKeyWithValue("code", "E_USAGE"),
 			HaveKeyWithValue("message", ContainSubstring("holds files but no git repository"))))
 		Expect(e.run("", "export", "--git", "out.git", "--prefix", "heads/", "--json").Err()).To(HaveKeyWithValue("code", "E_USAGE"))
+		Expect(e.run("", "export", "--git", "out.git", "--prefix", "", "--json").Err()).To(HaveKeyWithValue("code", "E_USAGE"))
 		Expect(e.run("", "export", "--git", "out.git", "mian", "--json").Err()).To(SatisfyAll(
 			HaveKeyWithValue("code", "E_NOT_FOUND"), HaveKeyWithValue("message", `ref "mian" does not exist`)))
 		Expect(e.run("", "import", "--git", "src", "nosuch", "--json").Err()).To(HaveKeyWithValue("code", "E_NOT_FOUND"))
