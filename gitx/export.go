@@ -267,7 +267,7 @@ var testHookStreamed func(commits int, p *os.Process)
 // resets, then records the new commits in m.
 func (r *repo) fastImport(sn *core.Snapshot, m *exportMap, order []core.ID, refs []ExportedRef,
 	progress func(done, total int)) (*streamer, error) {
-	marks, err := os.CreateTemp(r.commonDir, "swarmops-export.marks-*")
+	marks, err := os.CreateTemp(r.commonDir, marksPrefix+"*")
 	if err != nil {
 		return nil, fmt.Errorf("%w: marks file: %w", core.ErrIO, err)
 	}

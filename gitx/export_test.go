@@ -299,11 +299,21 @@ func TestAnInterruptedExportNeverLeavesAMappingNamingAMissingCommit(t *testing.T
 		if tmps, _ := filepath.Glob(filepath.Join(dir, mapName+".tmp-*")); len(tmps) != 0 {
 			t.Fatalf("temporary mapping files left: %v", tmps)
 		}
+		// A process killed at that point leaves its temporary files; the
+		// next export removes them.
+		for _, n := range []string{mapName + ".tmp-123", marksPrefix + "456"} {
+			os.WriteFile(filepath.Join(dir, n), []byte("left"), 0o644)
+		}
 		res := mustExport(t, sn, dir, ExportOptions{})
 		if fmt.Sprint(refCommits(res)) != fmt.Sprint(clean) {
 			t.Fatalf("after the failed export:\n%v\nwant\n%v", refCommits(res), clean)
 		}
 		checkMapComplete(t, res.GitDir)
+		for _, pat := range leftoverPatterns {
+			if left, _ := filepath.Glob(filepath.Join(dir, pat)); len(left) != 0 {
+				t.Fatalf("leftovers after the next export: %v", left)
+			}
+		}
 	})
 	t.Run("a mapping naming commits the repository lacks", func(t *testing.T) {
 		dir := filepath.Join(t.TempDir(), "out.git")

@@ -18,8 +18,9 @@ import (
 
 // File names in the (common) git directory.
 const (
-	mapName  = "swarmops-export.map"
-	lockName = "swarmops-export.lock"
+	mapName     = "swarmops-export.map"
+	lockName    = "swarmops-export.lock"
+	marksPrefix = "swarmops-export.marks-"
 )
 
 // mapHeader is the first line of the mapping file.
@@ -211,7 +212,23 @@ func lockRepo(gitDir string) (func(), error) {
 		f.Close()
 		return nil, fmt.Errorf("%w: export lock: %w", core.ErrIO, err)
 	}
+	removeLeftovers(gitDir)
 	return func() { f.Close() }, nil
+}
+
+// leftoverPatterns match the temporary files of an export. Only an export
+// that died leaves them, and none can be running while the lock is held.
+var leftoverPatterns = []string{mapName + ".tmp-*", marksPrefix + "*"}
+
+// removeLeftovers removes what exports that died left in gitDir. It is
+// best effort: a leftover costs space, never correctness.
+func removeLeftovers(gitDir string) {
+	for _, pat := range leftoverPatterns {
+		names, _ := filepath.Glob(filepath.Join(gitDir, pat))
+		for _, n := range names {
+			os.Remove(n)
+		}
+	}
 }
 
 // packFiles lists the file names in the repository's pack directory.
