@@ -65,6 +65,8 @@ func (a *app) rootCmd() *cobra.Command {
 		a.recoverCmd(),
 		a.serveCmd(),
 		a.mcpCmd(),
+		a.exportCmd(),
+		a.importCmd(),
 	)
 	return root
 }

@@ -1,0 +1,360 @@
+package gitx
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/swarmops/swarmops/core"
+	"github.com/swarmops/swarmops/core/objects"
+	"github.com/swarmops/swarmops/worktree"
+)
+
+// ImportOptions configure Import.
+type ImportOptions struct {
+	// Rev is the git revision to import (a branch, tag, commit id, HEAD,
+	// ...). It may not start with '-'.
+	Rev string
+	// As is the store ref to move; "": the branch Rev names (refs/heads/X
+	// gives X, HEAD its branch). A Rev that names no branch needs As.
+	As string
+	// History imports every ancestor of Rev, each commit as a changeset
+	// with its parents; without it Rev's tree becomes one changeset
+	// without parents.
+	History bool
+	// CheckRef, if set, checks the store ref's name before anything is
+	// imported (the store checks it again when it moves the ref).
+	CheckRef func(name string) error
+	// Progress, if set, is called after each changeset committed, with the
+	// number committed and the number to commit.
+	Progress func(done, total int)
+}
+
+// ImportResult says what an import did.
+type ImportResult struct {
+	GitDir    string
+	GitCommit string // the commit Rev resolved to
+	Ref       string // the store ref moved
+	// Old is the ref's value when the import started (zero: it did not
+	// exist), New the changeset imported from GitCommit. Moved says the
+	// ref was set; it is false when it already held New.
+	Old, New core.ID
+	Moved    bool
+	// Changesets counts the commits imported as changesets.
+	Changesets int
+	// Skipped lists, sorted, the paths of submodules (gitlinks) left out.
+	Skipped []string
+}
+
+// gitlinkMode is a submodule entry's mode.
+const gitlinkMode = "160000"
+
+// Import brings git revision o.Rev of the repository at dir into the store
+// (see the package doc) and moves the store ref by compare-and-swap from
+// the value it had when the import started. Errors: core.ErrNotFound (with
+// ErrNotRepository) when dir is not a repository or the revision does not
+// exist; core.ErrInvalid for a bad revision, a revision that names no
+// branch without As, or (with ErrUnrepresentable) a path, mode or header
+// the store cannot hold; *core.ConflictError when the ref moved during the
+// import (the changesets are in the store, the ref is left alone); and the
+// store's and git's errors.
+func Import(s *core.Store, dir string, o ImportOptions) (*ImportResult, error) {
+	if o.Rev == "" || strings.HasPrefix(o.Rev, "-") || strings.ContainsAny(o.Rev, "\x00\n") {
+		return nil, fmt.Errorf("%w: git revision %q: empty, starting with '-', or holding a NUL or newline", core.ErrInvalid, o.Rev)
+	}
+	r, err := findRepo(dir)
+	if err != nil {
+		return nil, err
+	}
+	res := &ImportResult{GitDir: r.gitDir}
+	if res.GitCommit, res.Ref, err = r.resolve(o.Rev, o.As); err != nil {
+		return nil, err
+	}
+	if o.CheckRef != nil {
+		if err := o.CheckRef(res.Ref); err != nil {
+			return nil, err
+		}
+	}
+	sn, err := s.Snapshot()
+	if err != nil {
+		return nil, err
+	}
+	if res.Old, err = sn.Ref(res.Ref); err != nil && !errors.Is(err, core.ErrNotFound) {
+		return nil, err
+	}
+	commits := [][]string{{res.GitCommit}}
+	if o.History {
+		if commits, err = r.revList(res.GitCommit); err != nil {
+			return nil, err
+		}
+	}
+	im := &importer{r: r, s: s, ids: map[string]core.ID{}, skipped: map[string]bool{}}
+	if im.cat, err = r.startCatFile(); err != nil {
+		return nil, err
+	}
+	defer im.cat.close()
+	for i, c := range commits {
+		if res.New, err = im.commit(c[0], c[1:]); err != nil {
+			return nil, err
+		}
+		if o.Progress != nil {
+			o.Progress(i+1, len(commits))
+		}
+	}
+	res.Changesets = len(commits)
+	for p := range im.skipped {
+		res.Skipped = append(res.Skipped, p)
+	}
+	sort.Strings(res.Skipped)
+	if res.Old == res.New {
+		return res, nil
+	}
+	if err := s.UpdateRefs(core.RefUpdate{Name: res.Ref, Old: res.Old, New: res.New}); err != nil {
+		return nil, fmt.Errorf("import: %s is imported as changeset %s, but ref %q was not moved: %w",
+			res.GitCommit, res.New, res.Ref, err)
+	}
+	res.Moved = true
+	return res, nil
+}
+
+// resolve returns the commit rev names and the store ref to move: as, or
+// the branch rev names.
+func (r *repo) resolve(rev, as string) (sha, ref string, err error) {
+	out, err := r.run(nil, "rev-parse", "--verify", "--quiet", rev+"^{commit}")
+	if err != nil {
+		return "", "", fmt.Errorf("%w: git revision %q is not a commit in %s", core.ErrNotFound, rev, r.gitDir)
+	}
+	sha = strings.TrimSpace(string(out))
+	if as != "" {
+		return sha, as, nil
+	}
+	out, err = r.run(nil, "rev-parse", "--verify", "--quiet", "--symbolic-full-name", rev)
+	full := strings.TrimSpace(string(out))
+	if err != nil || !strings.HasPrefix(full, "refs/heads/") {
+		return "", "", fmt.Errorf("%w: git revision %q names no branch: give the store ref to move with --as", core.ErrInvalid, rev)
+	}
+	return sha, strings.TrimPrefix(full, "refs/heads/"), nil
+}
+
+// revList returns every ancestor of sha, itself included, parents first,
+// each as its id followed by its parents' ids.
+func (r *repo) revList(sha string) ([][]string, error) {
+	out, err := r.run(nil, "rev-list", "--topo-order", "--reverse", "--parents", sha)
+	if err != nil {
+		return nil, err
+	}
+	var list [][]string
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		list = append(list, strings.Fields(line))
+	}
+	return list, nil
+}
+
+// importer turns git commits into changesets.
+type importer struct {
+	r       *repo
+	s       *core.Store
+	cat     *catFile
+	ids     map[string]core.ID // git commit -> changeset imported
+	skipped map[string]bool
+}
+
+// commit imports git commit sha with the given parents (already imported;
+// none: sha's whole tree, as a changeset without parents).
+func (im *importer) commit(sha string, parents []string) (core.ID, error) {
+	raw, err := im.cat.read(sha, "commit")
+	if err != nil {
+		return core.ID{}, err
+	}
+	c, err := parseCommit(sha, raw)
+	if err != nil {
+		return core.ID{}, err
+	}
+	var ps []core.ID
+	seen := map[core.ID]bool{}
+	for _, p := range parents {
+		id, ok := im.ids[p]
+		if !ok {
+			return core.ID{}, fmt.Errorf("%w: git commit %s: parent %s was not imported before it", core.ErrIO, sha, p)
+		}
+		if !seen[id] {
+			seen[id] = true
+			ps = append(ps, id)
+		}
+	}
+	var changes []core.Change
+	if len(parents) == 0 {
+		changes, err = im.treeChanges(sha)
+	} else {
+		changes, err = im.diffChanges(parents[0], sha)
+	}
+	if err != nil {
+		return core.ID{}, err
+	}
+	id, err := im.s.Commit(core.CommitRequest{Parents: ps, Changes: changes, Agent: c.author,
+		Message: c.message, Time: c.time})
+	if err != nil {
+		return core.ID{}, fmt.Errorf("import: git commit %s: %w", sha, err)
+	}
+	im.ids[sha] = id
+	return id, nil
+}
+
+// gitCommit is what a changeset takes from a git commit.
+type gitCommit struct {
+	author  string
+	time    time.Time
+	message string
+}
+
+// parseCommit reads the author and message of a raw commit object.
+func parseCommit(sha string, raw []byte) (*gitCommit, error) {
+	head, msg, _ := bytes.Cut(raw, []byte("\n\n"))
+	c := &gitCommit{message: string(msg)}
+	for _, line := range strings.Split(string(head), "\n") {
+		rest, ok := strings.CutPrefix(line, "author ")
+		if !ok {
+			continue
+		}
+		lt := strings.IndexByte(rest, '<')
+		gt := strings.LastIndexByte(rest, '>')
+		f := strings.Fields(rest[max(gt+1, 0):])
+		if lt < 0 || gt < lt || len(f) < 1 {
+			return nil, fmt.Errorf("%w: %w: git commit %s: malformed author %q", core.ErrInvalid, ErrUnrepresentable, sha, rest)
+		}
+		sec, err := strconv.ParseInt(f[0], 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w: git commit %s: author time %q", core.ErrInvalid, ErrUnrepresentable, sha, f[0])
+		}
+		c.author = strings.TrimSpace(rest[:lt])
+		c.time = time.Unix(sec, 0).UTC()
+		return c, nil
+	}
+	return nil, fmt.Errorf("%w: %w: git commit %s has no author", core.ErrInvalid, ErrUnrepresentable, sha)
+}
+
+// treeChanges lists every file of commit sha's tree as a put.
+func (im *importer) treeChanges(sha string) ([]core.Change, error) {
+	out, err := im.r.run(nil, "ls-tree", "-r", "-z", "--full-tree", sha)
+	if err != nil {
+		return nil, err
+	}
+	blobs := map[string][]byte{}
+	var changes []core.Change
+	for _, rec := range strings.Split(strings.TrimSuffix(string(out), "\x00"), "\x00") {
+		if rec == "" {
+			continue
+		}
+		meta, path, ok := strings.Cut(rec, "\t")
+		f := strings.Fields(meta)
+		if !ok || len(f) != 3 {
+			return nil, fmt.Errorf("%w: %w: git ls-tree: unexpected record %q", core.ErrIO, ErrGitFailed, rec)
+		}
+		c, keep, err := im.put(sha, path, f[0], f[2], blobs)
+		if err != nil {
+			return nil, err
+		}
+		if keep {
+			changes = append(changes, c)
+		}
+	}
+	return changes, nil
+}
+
+// diffChanges lists what commit sha changes against its first parent,
+// deletions first.
+func (im *importer) diffChanges(parent, sha string) ([]core.Change, error) {
+	out, err := im.r.run(nil, "diff-tree", "-r", "-z", "--no-renames", "--no-ext-diff", parent, sha)
+	if err != nil {
+		return nil, err
+	}
+	blobs := map[string][]byte{}
+	var dels, puts []core.Change
+	recs := strings.Split(strings.TrimSuffix(string(out), "\x00"), "\x00")
+	for i := 0; i+1 < len(recs); i += 2 {
+		f := strings.Fields(strings.TrimPrefix(recs[i], ":"))
+		path := recs[i+1]
+		if len(f) != 5 {
+			return nil, fmt.Errorf("%w: %w: git diff-tree: unexpected record %q", core.ErrIO, ErrGitFailed, recs[i])
+		}
+		oldMode, newMode, newSha, status := f[0], f[1], f[3], f[4]
+		if status == "D" || newMode == gitlinkMode {
+			if newMode == gitlinkMode {
+				im.skipped[path] = true
+			}
+			if oldMode != gitlinkMode && oldMode != "000000" {
+				dels = append(dels, core.Change{Path: path, Delete: true})
+			}
+			continue
+		}
+		c, keep, err := im.put(sha, path, newMode, newSha, blobs)
+		if err != nil {
+			return nil, err
+		}
+		if keep {
+			puts = append(puts, c)
+		}
+	}
+	if err := checkNoDirToFile(sha, dels, puts); err != nil {
+		return nil, err
+	}
+	return append(dels, puts...), nil
+}
+
+// checkNoDirToFile refuses a commit that replaces a directory with a file:
+// core.Store.Commit applies changes to the first parent's tree and refuses
+// a file where that tree has a directory, even when every file below it
+// is deleted in the same change list, so such a commit has no changeset.
+func checkNoDirToFile(sha string, dels, puts []core.Change) error {
+	if len(dels) == 0 {
+		return nil
+	}
+	gone := make([]string, len(dels))
+	for i, d := range dels {
+		gone[i] = d.Path
+	}
+	sort.Strings(gone)
+	for _, p := range puts {
+		i := sort.SearchStrings(gone, p.Path+"/")
+		if i < len(gone) && strings.HasPrefix(gone[i], p.Path+"/") {
+			return fmt.Errorf("%w: %w: git commit %s replaces directory %q with a file, which a store changeset cannot do in one commit",
+				core.ErrInvalid, ErrUnrepresentable, sha, p.Path)
+		}
+	}
+	return nil
+}
+
+// put makes the change that sets path to blob bsha with git mode mode,
+// reading each blob once per commit; keep is false for a submodule, which
+// is skipped and remembered.
+func (im *importer) put(commit, path, mode, bsha string, blobs map[string][]byte) (c core.Change, keep bool, err error) {
+	var m objects.Mode
+	switch mode {
+	case "100644":
+		m = objects.ModeFile
+	case "100755":
+		m = objects.ModeExec
+	case "120000":
+		m = objects.ModeSymlink
+	case gitlinkMode:
+		im.skipped[path] = true
+		return c, false, nil
+	default:
+		return c, false, fmt.Errorf("%w: %w: git commit %s: path %q has mode %s", core.ErrInvalid, ErrUnrepresentable, commit, path, mode)
+	}
+	if err := worktree.ValidatePath(path); err != nil {
+		return c, false, fmt.Errorf("%w: %w: git commit %s: %w", core.ErrInvalid, ErrUnrepresentable, commit, err)
+	}
+	data, ok := blobs[bsha]
+	if !ok {
+		if data, err = im.cat.read(bsha, "blob"); err != nil {
+			return c, false, err
+		}
+		blobs[bsha] = data
+	}
+	return core.Change{Path: path, Data: data, Mode: m}, true, nil
+}

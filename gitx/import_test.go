@@ -1,0 +1,372 @@
+package gitx
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/swarmops/swarmops/core"
+)
+
+// gitRepo is a work tree with a repository the tests commit to with git.
+type gitRepo struct {
+	tb  testing.TB
+	dir string
+	env []string
+	n   int // commits made, which sets their dates
+}
+
+func newGitRepo(tb testing.TB) *gitRepo {
+	tb.Helper()
+	g := &gitRepo{tb: tb, dir: tb.TempDir(), env: testGitEnv(tb)}
+	g.git("", "init", "-q")
+	g.git("", "symbolic-ref", "HEAD", "refs/heads/main")
+	return g
+}
+
+func (g *gitRepo) git(stdin string, args ...string) string {
+	g.tb.Helper()
+	return git(g.tb, g.env, g.dir, stdin, args...)
+}
+
+func (g *gitRepo) write(p, content string, mode os.FileMode) {
+	g.tb.Helper()
+	full := filepath.Join(g.dir, p)
+	if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+		g.tb.Fatal(err)
+	}
+	os.Remove(full)
+	if err := os.WriteFile(full, []byte(content), mode); err != nil {
+		g.tb.Fatal(err)
+	}
+	os.Chmod(full, mode)
+}
+
+func (g *gitRepo) symlink(p, target string) {
+	g.tb.Helper()
+	full := filepath.Join(g.dir, p)
+	os.MkdirAll(filepath.Dir(full), 0o755)
+	os.Remove(full)
+	if err := os.Symlink(target, full); err != nil {
+		g.tb.Fatal(err)
+	}
+}
+
+// commit commits everything in the work tree, dated by its number.
+func (g *gitRepo) commit(msg string) string {
+	g.tb.Helper()
+	g.n++
+	date := fmt.Sprintf("@%d +0200", 1700000000+g.n*60)
+	g.git("", "add", "-A")
+	g.git("", "-c", "user.name=unused", "commit", "-q", "--allow-empty", "-m", msg,
+		"--date", date, "--no-verify")
+	return g.head()
+}
+
+func (g *gitRepo) head() string { return strings.TrimSpace(g.git("", "rev-parse", "HEAD")) }
+
+// copyStrings copies Go's strings package into the work tree under dir.
+func (g *gitRepo) copyStrings(dir string) {
+	g.tb.Helper()
+	for name, data := range seedFiles(g.tb) {
+		g.write(filepath.Join(dir, name), string(data), 0o644)
+	}
+}
+
+func mustImport(tb testing.TB, s *core.Store, dir string, o ImportOptions) *ImportResult {
+	tb.Helper()
+	res, err := Import(s, dir, o)
+	if err != nil {
+		tb.Fatalf("import %s from %s: %v", o.Rev, dir, err)
+	}
+	return res
+}
+
+// treeOf is the tree id of a commit.
+func treeOf(tb testing.TB, gitDir, commit string) string {
+	tb.Helper()
+	return strings.TrimSpace(git(tb, testGitEnv(tb), gitDir, "", "--git-dir="+gitDir, "rev-parse", commit+"^{tree}"))
+}
+
+func TestImportThenExportOfABranchGivesTheSameTreeID(t *testing.T) {
+	requireGit(t)
+	g := newGitRepo(t)
+	g.copyStrings("src/strings")
+	g.write("bin/build.sh", "#!/bin/sh\ngo build ./...\n", 0o755)
+	g.symlink("strings.go", "src/strings/strings.go")
+	g.symlink("dangling", "../nowhere")
+	g.write("docs/odd name \"quoted\".md", "odd\n", 0o644)
+	tip := g.commit("a real tree")
+
+	s := memStore(t)
+	res := mustImport(t, s, g.dir, ImportOptions{Rev: "main"})
+	if res.Ref != "main" || !res.Moved || !res.Old.IsZero() || res.GitCommit != tip || res.Changesets != 1 {
+		t.Fatalf("import: %+v", res)
+	}
+	sn := snap(t, s)
+	cs, err := sn.Changeset(res.New)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cs.Agent != "Ada Lovelace" || cs.Message != "a real tree\n" || cs.Time.Unix() != 1700000060 || len(cs.Parents) != 0 {
+		t.Fatalf("changeset: agent %q, message %q, time %v, parents %v", cs.Agent, cs.Message, cs.Time, cs.Parents)
+	}
+	if d := diffTrees(gitTree(t, filepath.Join(g.dir, ".git"), tip), storeTree(t, sn, res.New)); d != "" {
+		t.Fatalf("the imported tree differs from git's:\n%s", d)
+	}
+	out := mustExport(t, sn, filepath.Join(t.TempDir(), "out.git"), ExportOptions{})
+	if got, want := treeOf(t, out.GitDir, out.Refs[0].Commit), treeOf(t, filepath.Join(g.dir, ".git"), tip); got != want {
+		t.Fatalf("exported tree %s, git's tree %s", got, want)
+	}
+}
+
+// buildHistory makes a git history with what import must carry: edits,
+// deletions of files and whole directories, a file that becomes a
+// directory, executable bits switched, symbolic links retargeted, a side
+// branch merged with a two-parent merge, and an empty commit.
+func buildHistory(g *gitRepo) {
+	g.copyStrings("strings")
+	g.write("run.sh", "#!/bin/sh\n", 0o644)
+	g.symlink("link", "strings/strings.go")
+	g.write("gone/a", "a\n", 0o644)
+	g.write("gone/b", "b\n", 0o644)
+	g.write("becomes-dir", "file\n", 0o644)
+	g.commit("root")
+	g.write("run.sh", "#!/bin/sh\necho hi\n", 0o755)
+	g.commit("make run.sh executable")
+	g.git("", "checkout", "-q", "-b", "side")
+	g.write("side/one", "1\n", 0o644)
+	g.commit("side one")
+	g.write("strings/strings.go", "package strings // side\n", 0o644)
+	g.commit("side rewrites strings.go")
+	g.git("", "checkout", "-q", "main")
+	os.RemoveAll(filepath.Join(g.dir, "gone"))
+	g.commit("delete a directory")
+	os.Remove(filepath.Join(g.dir, "becomes-dir"))
+	g.write("becomes-dir/inside", "now a dir\n", 0o644)
+	g.symlink("link", "run.sh")
+	g.commit("a file becomes a directory; the link moves")
+	g.git("", "-c", "user.name=unused", "merge", "-q", "--no-ff", "--no-edit", "side")
+	g.n++
+	g.write("run.sh", "#!/bin/sh\necho merged\n", 0o644)
+	g.commit("after the merge, not executable")
+	g.commit("empty")
+}
+
+// shapes describes every commit of a history by its tree, its parents'
+// trees, its author time and its subject, sorted: two histories with the
+// same shapes have the same trees in the same graph.
+func shapes(tb testing.TB, gitDir, rev string) []string {
+	tb.Helper()
+	out := git(tb, testGitEnv(tb), gitDir, "", "--git-dir="+gitDir, "log", "--format=%H %T %at %s", rev)
+	trees := map[string]string{}
+	var lines []string
+	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+		f := strings.SplitN(l, " ", 4)
+		trees[f[0]] = f[1]
+		lines = append(lines, l)
+	}
+	parents := git(tb, testGitEnv(tb), gitDir, "", "--git-dir="+gitDir, "rev-list", "--parents", rev)
+	ps := map[string][]string{}
+	for _, l := range strings.Split(strings.TrimSpace(parents), "\n") {
+		f := strings.Fields(l)
+		for _, p := range f[1:] {
+			ps[f[0]] = append(ps[f[0]], trees[p])
+		}
+	}
+	var shapes []string
+	for _, l := range lines {
+		f := strings.SplitN(l, " ", 4)
+		shapes = append(shapes, fmt.Sprintf("%s parents=%v %s %s", f[1], ps[f[0]], f[2], f[3]))
+	}
+	sort.Strings(shapes)
+	return shapes
+}
+
+func TestImportOfAHistoryThenExportGivesTheSameTreesInTheSameGraph(t *testing.T) {
+	requireGit(t)
+	g := newGitRepo(t)
+	buildHistory(g)
+	s := memStore(t)
+	res := mustImport(t, s, g.dir, ImportOptions{Rev: "main", History: true})
+	if res.Changesets != 9 {
+		t.Fatalf("imported %d changesets, want 9", res.Changesets)
+	}
+	sn := snap(t, s)
+	log, _ := sn.Log(res.New, 0)
+	if len(log) != 7 {
+		t.Fatalf("first-parent history of %d changesets, want 7", len(log))
+	}
+	out := mustExport(t, sn, filepath.Join(t.TempDir(), "out.git"), ExportOptions{})
+	want, got := shapes(t, filepath.Join(g.dir, ".git"), "main"), shapes(t, out.GitDir, out.Refs[0].Commit)
+	if strings.Join(want, "\n") != strings.Join(got, "\n") {
+		t.Fatalf("exported history:\n%s\nwant (git's):\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	fsck(t, out.GitDir)
+}
+
+func TestReimportingAHistoryGivesTheSameChangesetIDs(t *testing.T) {
+	requireGit(t)
+	g := newGitRepo(t)
+	buildHistory(g)
+	a, b := memStore(t), memStore(t)
+	ra := mustImport(t, a, g.dir, ImportOptions{Rev: "main", History: true})
+	rb := mustImport(t, b, g.dir, ImportOptions{Rev: "main", History: true})
+	if ra.New != rb.New {
+		t.Fatalf("two imports of one history: %s and %s", ra.New, rb.New)
+	}
+	again := mustImport(t, a, g.dir, ImportOptions{Rev: "main", History: true})
+	if again.New != ra.New || again.Moved || again.Old != ra.New {
+		t.Fatalf("re-import into the same store: %+v, want the same id and no move", again)
+	}
+	tip := mustImport(t, a, g.dir, ImportOptions{Rev: "side", As: "side-tip"})
+	tip2 := mustImport(t, b, g.dir, ImportOptions{Rev: "side", As: "side-tip"})
+	if tip.New != tip2.New || !tip.Moved {
+		t.Fatalf("tip imports: %+v and %+v", tip, tip2)
+	}
+}
+
+// crafted returns a repository whose main holds, besides a.txt, the
+// entries fast-import is given in extra (lines of the form
+// "M MODE DATAREF PATH", where :1 is a blob).
+func crafted(tb testing.TB, extra string) string {
+	tb.Helper()
+	dir := filepath.Join(tb.TempDir(), "crafted.git")
+	env := testGitEnv(tb)
+	git(tb, env, tb.TempDir(), "", "init", "-q", "--bare", dir)
+	stream := "blob\nmark :1\ndata 2\nx\n\n" +
+		"commit refs/heads/main\nauthor A <a@x> 1700000000 +0000\ncommitter A <a@x> 1700000000 +0000\ndata 2\nm\n" +
+		"M 100644 :1 a.txt\n" + extra + "\ndone\n"
+	git(tb, env, dir, stream, "--git-dir="+dir, "fast-import", "--quiet", "--done")
+	return dir
+}
+
+func TestImportSkipsSubmodulesAndSaysWhich(t *testing.T) {
+	requireGit(t)
+	dir := crafted(t, "M 160000 0123456789012345678901234567890123456789 vendor/lib\n")
+	s := memStore(t)
+	res := mustImport(t, s, dir, ImportOptions{Rev: "main"})
+	if fmt.Sprint(res.Skipped) != "[vendor/lib]" {
+		t.Fatalf("skipped %v, want [vendor/lib]", res.Skipped)
+	}
+	if got := storeTree(t, snap(t, s), res.New); len(got) != 1 || got["a.txt"].data != "x\n" {
+		t.Fatalf("imported tree %v, want a.txt alone", got)
+	}
+}
+
+func TestImportRefusesPathsTheStoreCannotHoldAndMovesNothing(t *testing.T) {
+	requireGit(t)
+	for name, line := range map[string]string{
+		"a .git directory":        "M 100644 :1 sub/.git/config\n",
+		"a .GIT directory":        "M 100644 :1 .GIT/hooks/x\n",
+		"the work-tree metadata":  "M 100644 :1 .swarmops-tree/index\n",
+		"a name that is not UTF8": "M 100644 :1 \"bad\\377name\"\n",
+		"a name over 255 bytes":   "M 100644 :1 " + strings.Repeat("n", 256) + "\n",
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := crafted(t, line)
+			s := memStore(t)
+			_, err := Import(s, dir, ImportOptions{Rev: "main"})
+			if !errors.Is(err, ErrUnrepresentable) || !errors.Is(err, core.ErrInvalid) {
+				t.Fatalf("import: %v, want ErrUnrepresentable (core.ErrInvalid)", err)
+			}
+			if refs, _ := snap(t, s).Refs(); len(refs) != 0 {
+				t.Fatalf("refs after a refused import: %v", refs)
+			}
+		})
+	}
+}
+
+func TestImportRefusesBadRevisionsAndDirectories(t *testing.T) {
+	requireGit(t)
+	g := newGitRepo(t)
+	g.write("f", "f\n", 0o644)
+	tip := g.commit("one")
+	g.git("", "tag", "v1")
+	s := memStore(t)
+	for _, c := range []struct {
+		o    ImportOptions
+		dir  string
+		want error
+	}{
+		{ImportOptions{Rev: "nosuch"}, g.dir, core.ErrNotFound},
+		{ImportOptions{Rev: "-x"}, g.dir, core.ErrInvalid},
+		{ImportOptions{Rev: ""}, g.dir, core.ErrInvalid},
+		{ImportOptions{Rev: "v1"}, g.dir, core.ErrInvalid},
+		{ImportOptions{Rev: tip}, g.dir, core.ErrInvalid},
+		{ImportOptions{Rev: "main"}, t.TempDir(), ErrNotRepository},
+		{ImportOptions{Rev: "main"}, filepath.Join(g.dir, "missing"), core.ErrNotFound},
+		{ImportOptions{Rev: "main", As: "bad..name"}, g.dir, core.ErrInvalid},
+	} {
+		if _, err := Import(s, c.dir, c.o); !errors.Is(err, c.want) {
+			t.Errorf("import %+v from %s: %v, want %v", c.o, c.dir, err, c.want)
+		}
+	}
+	res := mustImport(t, s, g.dir, ImportOptions{Rev: "v1", As: "release"})
+	if res.Ref != "release" || res.GitCommit != tip {
+		t.Fatalf("import of a tag with --as: %+v", res)
+	}
+	sub := filepath.Join(g.dir, "sub")
+	os.Mkdir(sub, 0o755)
+	if _, err := Import(s, sub, ImportOptions{Rev: "main"}); !errors.Is(err, ErrNotRepository) {
+		t.Fatalf("a directory inside a work tree is not its repository: %v", err)
+	}
+}
+
+func TestImportLeavesARefThatMovedMeanwhileAndSaysSo(t *testing.T) {
+	requireGit(t)
+	g := newGitRepo(t)
+	buildHistory(g)
+	s := memStore(t)
+	other, err := s.Commit(core.CommitRequest{Changes: []core.Change{{Path: "x", Data: []byte("x")}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	moved := false
+	_, err = Import(s, g.dir, ImportOptions{Rev: "main", History: true, Progress: func(done, total int) {
+		if done == 3 && !moved {
+			moved = true
+			if err := s.UpdateRefs(core.RefUpdate{Name: "main", New: other}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}})
+	var ce *core.ConflictError
+	if !errors.As(err, &ce) || ce.Current != other {
+		t.Fatalf("import while main moved: %v, want a conflict naming %s", err, other)
+	}
+	if got, _ := snap(t, s).Ref("main"); got != other {
+		t.Fatalf("main is %s, want %s (left alone)", got, other)
+	}
+}
+
+// TestImportOfADirectoryReplacedByAFileIsRefusedNamingTheCommit pins a
+// limit of the store, not of import: a changeset's changes apply to its
+// first parent's tree, where a file cannot take a directory's place in one
+// commit, so the git commit that does it is refused with a message that
+// names it, and nothing moves.
+func TestImportOfADirectoryReplacedByAFileIsRefusedNamingTheCommit(t *testing.T) {
+	requireGit(t)
+	g := newGitRepo(t)
+	g.write("d/x", "x\n", 0o644)
+	g.commit("one")
+	os.RemoveAll(filepath.Join(g.dir, "d"))
+	g.write("d", "now a file\n", 0o644)
+	two := g.commit("two")
+	s := memStore(t)
+	_, err := Import(s, g.dir, ImportOptions{Rev: "main", History: true})
+	if !errors.Is(err, ErrUnrepresentable) || !strings.Contains(err.Error(), two) || !strings.Contains(err.Error(), `directory "d"`) {
+		t.Fatalf("import: %v, want ErrUnrepresentable naming commit %s and directory d", err, two)
+	}
+	if refs, _ := snap(t, s).Refs(); len(refs) != 0 {
+		t.Fatalf("refs after a refused import: %v", refs)
+	}
+	// Its tree alone imports: the changeset has no parent to conflict with.
+	if res := mustImport(t, s, g.dir, ImportOptions{Rev: "main"}); storeTree(t, snap(t, s), res.New)["d"].data != "now a file\n" {
+		t.Fatal("the tip's tree is not imported")
+	}
+}
