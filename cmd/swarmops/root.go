@@ -65,6 +65,7 @@ func (a *app) rootCmd() *cobra.Command {
 		a.recoverCmd(),
 		a.serveCmd(),
 		a.mcpCmd(),
+		a.hookCmd(),
 		a.exportCmd(),
 		a.importCmd(),
 	)

@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -148,5 +149,20 @@ var _ = Describe("work trees", func() {
 		Expect(err).NotTo(HaveOccurred())
 		Expect(fi.Mode().Perm() & 0o100).NotTo(BeZero())
 		Expect(filepath.Join(out, "node_modules")).NotTo(BeAnExistingFile())
+	})
+
+	It("hands an agent a work tree through the WorktreeCreate and WorktreeRemove hooks, losing nothing it wrote", func() {
+		r := e.run(`{"hook_event_name":"WorktreeCreate","name":"a7","cwd":"`+e.root+`"}`, "hook", "worktree-create")
+		Expect(r.Exit).To(Equal(0), r.Stderr)
+		dir := strings.TrimSpace(r.Stdout)
+		Expect(dir).To(Equal(filepath.Join(e.root, ".claude", "worktrees", "a7")))
+		Expect(e.ok("", "ref", "get", "agent/a7").(map[string]any)["id"]).To(Equal(e.ok("", "ref", "get", "main").(map[string]any)["id"]))
+		Expect(os.WriteFile(filepath.Join(dir, "work.txt"), []byte("done\n"), 0o644)).To(Succeed())
+		r = e.run(`{"hook_event_name":"WorktreeRemove","worktree_path":"`+dir+`"}`, "hook", "worktree-remove")
+		Expect(r.Exit).To(Equal(0), r.Stderr)
+		Expect(dir).NotTo(BeAnExistingFile())
+		Expect(e.run("", "cat", "agent/a7:work.txt").Stdout).To(Equal("done\n"))
+		er := e.run(`{"name":"../x"}`, "hook", "worktree-create", "--json").Err()
+		Expect(er["code"]).To(Equal("E_USAGE"))
 	})
 })

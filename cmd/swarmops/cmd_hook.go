@@ -1,0 +1,190 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+)
+
+// hookCmd is `swarmops hook`: handlers for agent frameworks' work-tree
+// hooks, so an orchestrator can hand each agent a SwarmOps work tree
+// instead of a git worktree.
+func (a *app) hookCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "hook (worktree-create | worktree-remove)",
+		Short: "Work-tree hooks for agent frameworks (Claude Code's WorktreeCreate and WorktreeRemove)",
+		Long: `Handle an agent framework's work-tree hook: the event arrives as JSON on
+stdin, the answer is what the framework expects on stdout.
+
+worktree-create reads {"name", "base_commit" or "base_ref", "cwd"} (the
+aliases "worktree_name" and "branch_name" are taken for "name"), checks out
+the base (a revision in the store; default main) into
+$SWARMOPS_WORKTREES/NAME (default CWD/.claude/worktrees/NAME), creates the
+ref agent/NAME at the base if it does not exist, and prints the work tree's
+absolute path.
+
+worktree-remove reads {"worktree_path"}: any changes left in the tree are
+first committed onto agent/NAME (nothing an agent wrote is lost), then the
+directory is removed.`,
+		Args: noSubcommand,
+	}
+	cmd.AddCommand(&cobra.Command{
+		Use:  "worktree-create",
+		Args: cobra.NoArgs,
+		RunE: runE(func(cmd *cobra.Command, args []string) error { return a.hookCreate() }),
+	}, &cobra.Command{
+		Use:  "worktree-remove",
+		Args: cobra.NoArgs,
+		RunE: runE(func(cmd *cobra.Command, args []string) error { return a.hookRemove() }),
+	})
+	return cmd
+}
+
+// hookEvent is the union of the fields the work-tree hooks read.
+type hookEvent struct {
+	Name         string `json:"name"`
+	WorktreeName string `json:"worktree_name"`
+	BranchName   string `json:"branch_name"`
+	BaseCommit   string `json:"base_commit"`
+	BaseRef      string `json:"base_ref"`
+	Cwd          string `json:"cwd"`
+	WorktreePath string `json:"worktree_path"`
+}
+
+func (a *app) readHookEvent() (*hookEvent, error) {
+	b, err := io.ReadAll(io.LimitReader(a.stdin, 1<<20))
+	if err != nil {
+		return nil, usagef("hook: reading the event: %w", err)
+	}
+	var ev hookEvent
+	if err := json.Unmarshal(b, &ev); err != nil {
+		return nil, usagef("hook: the event on stdin is not a JSON object: %v", err)
+	}
+	return &ev, nil
+}
+
+// sub runs another swarmops command line in this process with JSON
+// output, and returns its data or its failure.
+func (a *app) sub(stdin string, args ...string) (any, error) {
+	var out, errb bytes.Buffer
+	getenv := func(k string) string {
+		if k == "SWARMOPS_JSON" {
+			return "1"
+		}
+		return a.getenv(k)
+	}
+	c := &app{stdin: strings.NewReader(stdin), stdout: &out, stderr: &errb, getenv: getenv,
+		cwd: a.cwd, shared: a.shared, sharedDir: a.sharedDir, start: a.start}
+	c.run(append(args, a.globalArgs()...))
+	var env struct {
+		OK    bool            `json:"ok"`
+		Data  any             `json:"data"`
+		Error json.RawMessage `json:"error"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &env); err != nil {
+		return nil, fmt.Errorf("swarmops %s: no envelope: %q", strings.Join(args, " "), out.String())
+	}
+	if !env.OK {
+		return nil, &cliError{kind: kindOf(env.Error), err: errors.New(string(env.Error)),
+			msg: fmt.Sprintf("swarmops %s: %s", strings.Join(args, " "), messageOf(env.Error))}
+	}
+	return env.Data, nil
+}
+
+func (a *app) hookCreate() error {
+	ev, err := a.readHookEvent()
+	if err != nil {
+		return err
+	}
+	name := firstOf(ev.Name, ev.WorktreeName, ev.BranchName)
+	if name == "" || strings.ContainsAny(name, "/\x00") || name == "." || name == ".." {
+		return usagef("hook worktree-create: the event needs a plain \"name\" (got %q)", name)
+	}
+	if err := checkRefName("agent/" + name); err != nil {
+		return usagef("hook worktree-create: %q cannot name a ref: %w", name, err)
+	}
+	base := firstOf(ev.BaseCommit, ev.BaseRef, "main")
+	dir := filepath.Join(firstOf(a.getenv("SWARMOPS_WORKTREES"), filepath.Join(firstOf(ev.Cwd, a.path(".")), ".claude", "worktrees")), name)
+	if !filepath.IsAbs(dir) {
+		dir = a.path(dir)
+	}
+	if _, err := a.sub("", "checkout", base, dir); err != nil {
+		return err
+	}
+	if _, err := a.sub("", "ref", "create", "agent/"+name, base); err != nil {
+		var ce *cliError
+		if !errors.As(err, &ce) || ce.kind != kindConflict {
+			return err
+		}
+	}
+	a.flushed = true
+	fmt.Fprintln(a.stdout, dir)
+	return nil
+}
+
+func (a *app) hookRemove() error {
+	ev, err := a.readHookEvent()
+	if err != nil {
+		return err
+	}
+	dir := ev.WorktreePath
+	if dir == "" || !filepath.IsAbs(dir) {
+		return usagef("hook worktree-remove: the event needs an absolute \"worktree_path\" (got %q)", dir)
+	}
+	if _, err := os.Stat(filepath.Join(dir, ".swarmops-tree")); err != nil {
+		return usagef("hook worktree-remove: %q is not a SwarmOps work tree", dir)
+	}
+	ref := "agent/" + filepath.Base(dir)
+	st, err := a.sub("", "status", dir)
+	if err != nil {
+		return err
+	}
+	if clean, _ := st.(map[string]any)["clean"].(bool); !clean {
+		if _, err := a.sub("", "commit", "--dir", dir, "--advance", ref, "--create", "-m", "work left in "+filepath.Base(dir)); err != nil {
+			return err
+		}
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return fmt.Errorf("hook worktree-remove: %w", err)
+	}
+	a.flushed = true
+	return nil
+}
+
+func firstOf(vs ...string) string {
+	for _, v := range vs {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+// kindOf finds the table row of an error envelope's code.
+func kindOf(raw json.RawMessage) errorKind {
+	var e struct {
+		Code string `json:"code"`
+	}
+	json.Unmarshal(raw, &e)
+	for _, k := range errorTable() {
+		if k.Code == e.Code {
+			return k
+		}
+	}
+	return kindInternal
+}
+
+func messageOf(raw json.RawMessage) string {
+	var e struct {
+		Message string `json:"message"`
+	}
+	json.Unmarshal(raw, &e)
+	return e.Message
+}
