@@ -1,0 +1,171 @@
+package core
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/swarmops/swarmops/core/index"
+	"github.com/swarmops/swarmops/core/objects"
+	"github.com/swarmops/swarmops/faultfs"
+)
+
+// tailFrame is one frame's index records as a small commit makes them: a
+// changeset with its delta hash, two trees and a blob.
+type tailFrame struct {
+	cs, t1, t2, blob ID
+	delta            objects.Hash
+}
+
+func tailFrames(n int) []tailFrame {
+	rng := rand.New(rand.NewPCG(7, 11))
+	id := func() (x ID) {
+		for i := 0; i < len(x); i += 8 {
+			v := rng.Uint64()
+			for j := 0; j < 8; j++ {
+				x[i+j] = byte(v >> (8 * j))
+			}
+		}
+		return x
+	}
+	out := make([]tailFrame, n)
+	for i := range out {
+		out[i] = tailFrame{cs: id(), t1: id(), t2: id(), blob: id(), delta: objects.Hash(id())}
+	}
+	return out
+}
+
+// memIndexFrom adds the frames to a memIndex as the projection does.
+func memIndexFrom(frames []tailFrame) *memIndex {
+	m := newMemIndex()
+	for i, f := range frames {
+		seq := uint64(i + 1)
+		m.put(f.cs, objLoc{Seq: seq, Seg: 1, Off: 4096, Size: 200, Kind: objects.KindChangeset})
+		m.addDelta(f.delta, f.cs)
+		m.put(f.t1, objLoc{Seq: seq, Seg: 1, Off: 4300, Size: 60, Kind: objects.KindTree})
+		m.put(f.t2, objLoc{Seq: seq, Seg: 1, Off: 4400, Size: 60, Kind: objects.KindTree})
+		m.put(f.blob, objLoc{Seq: seq, Seg: 1, Off: 4500, Size: 10, Kind: objects.KindBlob})
+	}
+	return m
+}
+
+// tailBatch is one frame as a core/index batch.
+func tailBatch(i int, f tailFrame) index.Batch {
+	loc := func(off int64, n uint32) index.Loc { return index.Loc{Segment: 1, Offset: off, Length: n} }
+	return index.Batch{
+		Changesets: []index.CSRecord{{ID: f.cs, Generation: uint64(i + 1), Delta: f.delta, Loc: loc(4096, 200)}},
+		Objects: []index.ObjRecord{{ID: f.t1, Kind: objects.KindTree, Loc: loc(4300, 60)},
+			{ID: f.t2, Kind: objects.KindTree, Loc: loc(4400, 60)}, {ID: f.blob, Kind: objects.KindBlob, Loc: loc(4500, 10)}},
+	}
+}
+
+// BenchmarkTailIndex compares the two in-memory indexes of the frames past
+// a checkpoint on one workload: the projection's memIndex (maps) and
+// core/index's Tail (immutable sorted chunks behind a View), at K, 2K (the
+// most a reader's tail holds before it adopts a checkpoint) and 8K frames
+// of a small commit each. add is one frame's records; get and miss are
+// lookups by id, prefix a unique 12-digit changeset prefix, delta a lookup
+// by delta hash.
+func BenchmarkTailIndex(b *testing.B) {
+	for _, n := range []int{256, 2048, 8192} {
+		frames := tailFrames(n)
+		miss := tailFrames(n + 1)[n].cs
+		prefixes := make([]objects.Prefix, n)
+		for i, f := range frames {
+			p, err := objects.ParsePrefix(f.cs.String()[:12])
+			if err != nil {
+				b.Fatal(err)
+			}
+			prefixes[i] = p
+		}
+		m := memIndexFrom(frames)
+		x := index.New(faultfs.NewMem())
+		for i, f := range frames {
+			if err := x.Add(tailBatch(i, f)); err != nil {
+				b.Fatal(err)
+			}
+		}
+		v := x.View()
+		b.Run(fmt.Sprintf("index=mem/frames=%d/add", n), func(b *testing.B) {
+			var m *memIndex
+			for i := 0; b.Loop(); i++ {
+				if i%n == 0 {
+					m = newMemIndex()
+				}
+				f, seq := frames[i%n], uint64(i+1)
+				m.put(f.cs, objLoc{Seq: seq, Seg: 1, Off: 4096, Size: 200, Kind: objects.KindChangeset})
+				m.addDelta(f.delta, f.cs)
+				m.put(f.t1, objLoc{Seq: seq, Seg: 1, Off: 4300, Size: 60, Kind: objects.KindTree})
+				m.put(f.t2, objLoc{Seq: seq, Seg: 1, Off: 4400, Size: 60, Kind: objects.KindTree})
+				m.put(f.blob, objLoc{Seq: seq, Seg: 1, Off: 4500, Size: 10, Kind: objects.KindBlob})
+			}
+		})
+		b.Run(fmt.Sprintf("index=tail/frames=%d/add", n), func(b *testing.B) {
+			var x *index.Index
+			for i := 0; b.Loop(); i++ {
+				if i%n == 0 {
+					x = index.New(faultfs.NewMem())
+				}
+				if err := x.Add(tailBatch(i, frames[i%n])); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(fmt.Sprintf("index=mem/frames=%d/get", n), func(b *testing.B) {
+			for i := 0; b.Loop(); i++ {
+				if _, ok := m.get(frames[(i*7919)%n].cs); !ok {
+					b.Fatal("not found")
+				}
+			}
+		})
+		b.Run(fmt.Sprintf("index=tail/frames=%d/get", n), func(b *testing.B) {
+			for i := 0; b.Loop(); i++ {
+				if _, ok, err := v.Changeset(frames[(i*7919)%n].cs); !ok || err != nil {
+					b.Fatal("not found", err)
+				}
+			}
+		})
+		b.Run(fmt.Sprintf("index=mem/frames=%d/miss", n), func(b *testing.B) {
+			for b.Loop() {
+				if _, ok := m.get(miss); ok {
+					b.Fatal("found")
+				}
+			}
+		})
+		b.Run(fmt.Sprintf("index=tail/frames=%d/miss", n), func(b *testing.B) {
+			for b.Loop() {
+				if _, ok, err := v.Changeset(miss); ok || err != nil {
+					b.Fatal("found", err)
+				}
+			}
+		})
+		b.Run(fmt.Sprintf("index=mem/frames=%d/prefix", n), func(b *testing.B) {
+			for i := 0; b.Loop(); i++ {
+				if len(m.prefix(prefixes[(i*7919)%n])) != 1 {
+					b.Fatal("not unique")
+				}
+			}
+		})
+		b.Run(fmt.Sprintf("index=tail/frames=%d/prefix", n), func(b *testing.B) {
+			for i := 0; b.Loop(); i++ {
+				if ms, err := v.Prefix(prefixes[(i*7919)%n], 2); len(ms) != 1 || err != nil {
+					b.Fatal("not unique", err)
+				}
+			}
+		})
+		b.Run(fmt.Sprintf("index=mem/frames=%d/delta", n), func(b *testing.B) {
+			for i := 0; b.Loop(); i++ {
+				if len(m.byDelta(frames[(i*7919)%n].delta)) != 1 {
+					b.Fatal("not found")
+				}
+			}
+		})
+		b.Run(fmt.Sprintf("index=tail/frames=%d/delta", n), func(b *testing.B) {
+			for i := 0; b.Loop(); i++ {
+				if ids, err := v.ByDelta(frames[(i*7919)%n].delta); len(ids) != 1 || err != nil {
+					b.Fatal("not found", err)
+				}
+			}
+		})
+	}
+}
