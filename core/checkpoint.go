@@ -14,6 +14,7 @@ import (
 
 	"github.com/swarmops/swarmops/core/index"
 	"github.com/swarmops/swarmops/core/internal/b3"
+	"github.com/swarmops/swarmops/core/internal/errs"
 	"github.com/swarmops/swarmops/core/journal"
 	"github.com/swarmops/swarmops/core/refs"
 	"github.com/swarmops/swarmops/core/vfs"
@@ -190,12 +191,12 @@ func openRuns(fsys vfs.FS, dir string, names []string) (*index.Index, error) {
 	if err != nil {
 		var ce *index.CorruptError
 		if errors.As(err, &ce) {
-			return nil, corrupt(ce.File, ce.Offset, "index run named by the checkpoint: %s", ce.Reason)
+			return nil, errs.Corrupt(ce.File, ce.Offset, "index run named by the checkpoint: %s", ce.Reason)
 		}
 		if errors.Is(err, fs.ErrNotExist) {
-			return nil, &missingRunError{corrupt(dir+"/"+ckptName, 0, "%v: %v", errRunMissing, err)}
+			return nil, &missingRunError{errs.Corrupt(dir+"/"+ckptName, 0, "%v: %v", errRunMissing, err)}
 		}
-		return nil, ioErr("open index runs", err)
+		return nil, errs.IO("open index runs", err)
 	}
 	return x, nil
 }
@@ -235,14 +236,14 @@ func readCheckpointFile(fsys vfs.FS, dir string) (*checkpoint, error) {
 		return nil, fmt.Errorf("%w: %s has no checkpoint file %s", ErrNotStore, dir, p)
 	}
 	if err != nil {
-		return nil, ioErr("stat checkpoint", err)
+		return nil, errs.IO("stat checkpoint", err)
 	}
 	if !st.Mode().IsRegular() {
-		return nil, corrupt(p, 0, "checkpoint is not a regular file")
+		return nil, errs.Corrupt(p, 0, "checkpoint is not a regular file")
 	}
 	f, err := fsys.OpenFile(p, os.O_RDONLY, 0)
 	if err != nil {
-		return nil, ioErr("open checkpoint", err)
+		return nil, errs.IO("open checkpoint", err)
 	}
 	defer f.Close()
 	// The size comes from the open file, not from the Stat above: another
@@ -250,15 +251,15 @@ func readCheckpointFile(fsys vfs.FS, dir string) (*checkpoint, error) {
 	// file with the old one's size made a sound store look corrupt
 	// (props' TestRefCASIsLinearizablePerRefOnRealFiles, about 1 run in 60).
 	if st, err = f.Stat(); err != nil {
-		return nil, ioErr("stat checkpoint", err)
+		return nil, errs.IO("stat checkpoint", err)
 	}
 	b := make([]byte, st.Size())
 	if err := vfs.ReadFull(f, b, 0); err != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
-		return nil, ioErr("read checkpoint", err)
+		return nil, errs.IO("read checkpoint", err)
 	}
 	c, err := decodeCheckpoint(b)
 	if err != nil {
-		return nil, corrupt(p, 0, "%v", err)
+		return nil, errs.Corrupt(p, 0, "%v", err)
 	}
 	return c, nil
 }
@@ -268,25 +269,25 @@ func writeCheckpoint(fsys vfs.FS, dir string, b []byte, skipDirSync bool) error 
 	tmp := path.Join(dir, ckptTemp)
 	f, err := fsys.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
-		return ioErr("create checkpoint temp", err)
+		return errs.IO("create checkpoint temp", err)
 	}
 	if _, err := f.WriteAt(b, 0); err != nil {
 		f.Close()
-		return ioErr("write checkpoint temp", err)
+		return errs.IO("write checkpoint temp", err)
 	}
 	if err := vfs.Datasync(f); err != nil {
 		f.Close()
-		return ioErr("sync checkpoint temp", err)
+		return errs.IO("sync checkpoint temp", err)
 	}
 	if err := f.Close(); err != nil {
-		return ioErr("close checkpoint temp", err)
+		return errs.IO("close checkpoint temp", err)
 	}
 	if err := fsys.Rename(tmp, path.Join(dir, ckptName)); err != nil {
-		return ioErr("rename checkpoint", err)
+		return errs.IO("rename checkpoint", err)
 	}
 	if !skipDirSync {
 		if err := fsys.SyncDir(dir); err != nil {
-			return ioErr("sync store directory", err)
+			return errs.IO("sync store directory", err)
 		}
 	}
 	return nil

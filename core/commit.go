@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/swarmops/swarmops/core/internal/errs"
+	"github.com/swarmops/swarmops/core/internal/txn"
 	"github.com/swarmops/swarmops/core/journal"
 	"github.com/swarmops/swarmops/core/objects"
 	"github.com/swarmops/swarmops/core/refs"
@@ -42,7 +44,7 @@ func (s *Store) Commit(req CommitRequest) (ID, error) {
 	}
 	if req.Advance != "" {
 		if err := refs.ValidateName(req.Advance); err != nil {
-			return ID{}, refErr(err)
+			return ID{}, errs.Ref(err)
 		}
 	}
 	for attempt := 0; ; attempt++ {
@@ -103,7 +105,7 @@ func (s *Store) commitOnce(req CommitRequest) (ID, error) {
 	if err := b.writeLoose(); err != nil {
 		return ID{}, err
 	}
-	tx := &txn{Time: t.UTC(), Objs: b.objs, Moves: moves, builtEpoch: epoch}
+	tx := &txn.Txn{Time: t.UTC(), Objs: b.objs, Moves: moves, BuiltEpoch: epoch}
 	if err := s.transact(tx, req.Parents); err != nil {
 		return ID{}, err
 	}
@@ -117,7 +119,7 @@ func (s *Store) commitOnce(req CommitRequest) (ID, error) {
 // reused: an object is still looked up in the projection first (recent
 // never makes an object visible), and bytes that were hashed to their id
 // when they were built are the object's content whatever the disk holds.
-func (s *Store) remember(objs []txnObj) {
+func (s *Store) remember(objs []txn.Obj) {
 	m := make(map[ID][]byte, len(objs))
 	for _, o := range objs {
 		if o.Kind != objects.KindBlob && !o.Loose && o.Data != nil {
@@ -163,7 +165,7 @@ func (s *Store) UpdateRefs(u ...RefUpdate) error {
 	seen := map[string]bool{}
 	for i, x := range u {
 		if err := refs.ValidateName(x.Name); err != nil {
-			return refErr(err)
+			return errs.Ref(err)
 		}
 		if seen[x.Name] {
 			return fmt.Errorf("%w: ref %q updated twice", ErrInvalid, x.Name)
@@ -177,7 +179,7 @@ func (s *Store) UpdateRefs(u ...RefUpdate) error {
 			need = append(need, x.New)
 		}
 	}
-	return s.transact(&txn{Time: s.o.Now().UTC(), Moves: moves}, need)
+	return s.transact(&txn.Txn{Time: s.o.Now().UTC(), Moves: moves}, need)
 }
 
 // transact appends t as one frame and returns once it is durable. need
@@ -192,8 +194,8 @@ func (s *Store) UpdateRefs(u ...RefUpdate) error {
 // one queue turn and one fdatasync per batch instead of one each, the way
 // Pebble's commit pipeline batches its writers; across processes, the sync
 // step groups the same way (syncTo).
-func (s *Store) transact(t *txn, need []ID) error {
-	payload := encodeTxn(t)
+func (s *Store) transact(t *txn.Txn, need []ID) error {
+	payload := txn.Encode(t)
 	if len(payload) > journal.MaxPayload {
 		return fmt.Errorf("%w: transaction of %d bytes exceeds the frame limit", ErrInvalid, len(payload))
 	}
@@ -238,7 +240,7 @@ func (s *Store) transact(t *txn, need []ID) error {
 
 // commitReq is one transaction in the commit pipeline.
 type commitReq struct {
-	t       *txn
+	t       *txn.Txn
 	payload []byte
 	digest  [32]byte
 	need    []ID
@@ -291,7 +293,7 @@ func (s *Store) earlyConflicts(batch []*commitReq, st *stateRead) (live int, err
 		}
 		var c *refs.Conflict
 		if err := s.p.refs.Check(r.t.Moves); errors.As(err, &c) {
-			r.early, r.err = true, refErr(err)
+			r.early, r.err = true, errs.Ref(err)
 			r.seq, r.epoch = end.NextSeq-1, end.Epoch
 			live--
 		}
@@ -515,7 +517,7 @@ func (s *Store) catchUpTo(end stateRec, ok bool) error {
 
 // appendLocked is the critical section: read the tail state, catch up,
 // check, append, publish the end. Caller holds LOCK.
-func (s *Store) appendLocked(t *txn, payload []byte, digest [32]byte, need []ID) (uint64, uint64, error) {
+func (s *Store) appendLocked(t *txn.Txn, payload []byte, digest [32]byte, need []ID) (uint64, uint64, error) {
 	end, eok, dur, dok, err := s.st.readBoth()
 	if err != nil {
 		return 0, 0, err
@@ -528,7 +530,7 @@ func (s *Store) appendLocked(t *txn, payload []byte, digest [32]byte, need []ID)
 			return 0, 0, err
 		}
 		if !eok || !dok {
-			return 0, 0, corrupt(s.st.path, 0, "state unreadable after recovery")
+			return 0, 0, errs.Corrupt(s.st.path, 0, "state unreadable after recovery")
 		}
 	}
 	s.mu.Lock()
@@ -543,14 +545,14 @@ func (s *Store) appendLocked(t *txn, payload []byte, digest [32]byte, need []ID)
 			return 0, 0, err
 		}
 	}
-	if len(t.Objs) > 0 && s.epoch != t.builtEpoch {
+	if len(t.Objs) > 0 && s.epoch != t.BuiltEpoch {
 		return 0, 0, errRebuild
 	}
 	if err := s.catchUp(end.NextSeq); err != nil {
 		return 0, 0, err
 	}
 	if s.p.nextSeq != end.NextSeq || s.p.pos != end.Pos {
-		return 0, 0, corrupt(s.st.path, 0, "published end %s/%d does not match the journal (%s/%d)",
+		return 0, 0, errs.Corrupt(s.st.path, 0, "published end %s/%d does not match the journal (%s/%d)",
 			end.Pos, end.NextSeq, s.p.pos, s.p.nextSeq)
 	}
 	for _, id := range need {
@@ -565,21 +567,21 @@ func (s *Store) appendLocked(t *txn, payload []byte, digest [32]byte, need []ID)
 		// The conflict reports a value from the projection up to end,
 		// which may include frames not yet durable: the caller makes
 		// end durable before reporting it (see transact).
-		return end.NextSeq - 1, end.Epoch, refErr(err)
+		return end.NextSeq - 1, end.Epoch, errs.Ref(err)
 	}
 	// Whether any changeset of t is in the store already: the check replay
 	// would make, made once here and recorded in the frame's kind.
-	kind := byte(frameTxnFresh)
+	kind := byte(txn.FrameFresh)
 	for _, o := range t.Objs {
 		if o.Kind == objects.KindChangeset && s.p.idx.has(o.ID, o.Kind) {
-			kind = frameTxn
+			kind = txn.FrameTxn
 		}
 	}
 	if err := s.p.idx.takeErr(); err != nil {
 		return 0, 0, err
 	}
 	if s.o.Weaken&WeakFalseFresh != 0 {
-		kind = frameTxnFresh
+		kind = txn.FrameFresh
 	}
 	seq := end.NextSeq
 	s.durBehind = dur.NextSeq != end.NextSeq
@@ -595,7 +597,7 @@ func (s *Store) appendLocked(t *txn, payload []byte, digest [32]byte, need []ID)
 	at, err := s.w.Append(end.Pos, seq, frame)
 	if err != nil {
 		s.w.Close()
-		return 0, 0, ioErr(fmt.Sprintf("append frame %d to %s", seq, journal.SegName(at.Seg)), err)
+		return 0, 0, errs.IO(fmt.Sprintf("append frame %d to %s", seq, journal.SegName(at.Seg)), err)
 	}
 	s.mu.Lock()
 	locked = true
@@ -650,7 +652,7 @@ func (s *Store) syncTo(seq, epoch uint64, peek bool) error {
 		if errors.Is(err, ErrBusy) {
 			return fmt.Errorf("sync lock of %s: %w", s.dir, err)
 		}
-		return ioErr("sync lock", err)
+		return errs.IO("sync lock", err)
 	}
 	defer l.Unlock()
 	// One read for both records. Durable is written only under SYNCLOCK,
@@ -698,7 +700,7 @@ func (s *Store) syncLocked(seq, epoch uint64, end stateRec, eok bool, dur stateR
 			s.poisoned.Store(true)
 			dur.Flags |= flagPoisoned
 			_ = s.st.write(recDurable, dur)
-			return ioErr(fmt.Sprintf("sync journal for frame %d", seq), err)
+			return errs.IO(fmt.Sprintf("sync journal for frame %d", seq), err)
 		}
 	}
 	return s.st.write(recDurable, newDur)
@@ -720,7 +722,7 @@ func (s *Store) syncOrphaned(seq, epoch uint64) error {
 		return nil
 	}
 	if err != nil {
-		return ioErr("sync lock", err)
+		return errs.IO("sync lock", err)
 	}
 	defer l.Unlock()
 	end, eok, dur, dok, err := s.st.readBoth()
@@ -774,9 +776,9 @@ func (s *Store) closeSyncLocked() {
 // builder collects the objects of one commit, outside any lock.
 type builder struct {
 	s     *Store
-	objs  []txnObj
+	objs  []txn.Obj
 	seen  map[ID]bool
-	loose []txnObj // with Data, written by writeLoose
+	loose []txn.Obj // with Data, written by writeLoose
 }
 
 // known reports whether the store already holds the object id of kind k,
@@ -801,7 +803,7 @@ func (b *builder) add(k objects.Kind, id ID, enc []byte) {
 		return
 	}
 	b.seen[id] = true
-	o := txnObj{Kind: k, ID: id, Data: enc, Size: int64(len(enc))}
+	o := txn.Obj{Kind: k, ID: id, Data: enc, Size: int64(len(enc))}
 	if k == objects.KindBlob && len(enc) > b.s.o.InlineThreshold {
 		b.loose = append(b.loose, o)
 		o.Loose, o.Data = true, nil
@@ -1003,14 +1005,14 @@ func (b *builder) writeLoose() error {
 		created := false
 		if _, err := s.fs.Stat(dir); errors.Is(err, fs.ErrNotExist) {
 			if err := s.fs.Mkdir(dir, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
-				return ioErr("create "+dir, err)
+				return errs.IO("create "+dir, err)
 			}
 			created = true
 		}
 		tmp := path.Join(s.dir, "objects", fmt.Sprintf("tmp-%s-%d", o.ID.String()[:16], time.Now().UnixNano()))
 		f, err := s.fs.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
 		if err != nil {
-			return ioErr("create loose object temp", err)
+			return errs.IO("create loose object temp", err)
 		}
 		_, werr := f.WriteAt(o.Data, 0)
 		if werr == nil {
@@ -1027,18 +1029,18 @@ func (b *builder) writeLoose() error {
 		}
 		rerr := s.fs.Remove(tmp)
 		if werr != nil {
-			return ioErr("write loose object "+o.ID.String(), werr)
+			return errs.IO("write loose object "+o.ID.String(), werr)
 		}
 		if rerr != nil {
-			return ioErr("remove loose object temp", rerr)
+			return errs.IO("remove loose object temp", rerr)
 		}
 		if s.o.Weaken&WeakSkipDirSync == 0 {
 			if err := s.fs.SyncDir(dir); err != nil {
-				return ioErr("sync "+dir, err)
+				return errs.IO("sync "+dir, err)
 			}
 			if created {
 				if err := s.fs.SyncDir(path.Join(s.dir, "objects")); err != nil {
-					return ioErr("sync objects directory", err)
+					return errs.IO("sync objects directory", err)
 				}
 			}
 		}

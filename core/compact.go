@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/swarmops/swarmops/core/index"
+	"github.com/swarmops/swarmops/core/internal/errs"
 )
 
 // Compaction merges index runs, apart from the checkpoint that writes
@@ -52,11 +53,11 @@ func (s *Store) compactOnce() (merged bool, err error) {
 		return false, nil
 	}
 	if err != nil {
-		return false, ioErr("merge lock", err)
+		return false, errs.IO("merge lock", err)
 	}
 	defer func() {
 		if uerr := ml.Unlock(); uerr != nil && err == nil {
-			err = ioErr("merge unlock", uerr)
+			err = errs.IO("merge unlock", uerr)
 		}
 	}()
 	cur, err := readCheckpoint(s.fs, s.dir)
@@ -83,7 +84,7 @@ func (s *Store) compactOnce() (merged bool, err error) {
 	}
 	m, err := index.MergeRuns(s.fs, path.Join(s.dir, indexDir, mname), runs[0].Meta(), runs[:n])
 	if err != nil {
-		return false, indexErr("compact index runs", err)
+		return false, errs.Index("compact index runs", err)
 	}
 	m.Close()
 	installed, err := s.installMerge(inputs, mname)
@@ -107,7 +108,7 @@ func (s *Store) installMerge(inputs []string, mname string) (bool, error) {
 		if errors.Is(err, ErrBusy) {
 			return false, fmt.Errorf("checkpoint lock of %s not taken within %v to install a merged index run: %w", s.dir, s.o.LockTimeout, err)
 		}
-		return false, ioErr("checkpoint lock", err)
+		return false, errs.IO("checkpoint lock", err)
 	}
 	defer l.Unlock()
 	now, err := readCheckpointFile(s.fs, s.dir)
@@ -115,7 +116,7 @@ func (s *Store) installMerge(inputs []string, mname string) (bool, error) {
 		return false, err
 	}
 	if now.Store != s.id {
-		return false, corrupt(s.dir+"/"+ckptName, 0, "checkpoint names another store")
+		return false, errs.Corrupt(s.dir+"/"+ckptName, 0, "checkpoint names another store")
 	}
 	// Checkpoints only add runs in front, and only the holder of
 	// MERGELOCK removes any, so the inputs are still there, in order.
@@ -174,12 +175,12 @@ func (s *Store) removeLeftovers(cur *checkpoint) error {
 	dir := path.Join(s.dir, indexDir)
 	d, err := s.fs.Open(dir)
 	if err != nil {
-		return ioErr("open index directory", err)
+		return errs.IO("open index directory", err)
 	}
 	names, err := d.Readdirnames(-1)
 	d.Close()
 	if err != nil && len(names) == 0 && !isEOF(err) {
-		return ioErr("list index directory", err)
+		return errs.IO("list index directory", err)
 	}
 	for _, n := range names {
 		if slices.Contains(cur.Runs, n) {
@@ -193,7 +194,7 @@ func (s *Store) removeLeftovers(cur *checkpoint) error {
 			continue
 		}
 		if err := s.fs.Remove(path.Join(dir, n)); err != nil {
-			return ioErr("remove leftover index run", err)
+			return errs.IO("remove leftover index run", err)
 		}
 	}
 	return nil

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/swarmops/swarmops/core/internal/errs"
 	"github.com/swarmops/swarmops/core/objects"
 )
 
@@ -64,7 +65,7 @@ func (s *Store) Land(change ID, onto string, o LandOptions) (*LandResult, error)
 		maxAttempts = DefaultLandAttempts
 	}
 	fail := func(err error) (*LandResult, error) {
-		return nil, fmt.Errorf("land %s onto %q: %w", short(change), onto, err)
+		return nil, fmt.Errorf("land %s onto %q: %w", errs.Short(change), onto, err)
 	}
 	sn, err := s.Snapshot()
 	if err != nil {
@@ -85,7 +86,7 @@ func (s *Store) Land(change ID, onto string, o LandOptions) (*LandResult, error)
 	}
 	msg := o.Message
 	if msg == "" {
-		msg = fmt.Sprintf("land %s onto %s", short(change), onto)
+		msg = fmt.Sprintf("land %s onto %s", errs.Short(change), onto)
 	}
 
 	var (
@@ -265,7 +266,7 @@ func (s *Store) snapshotWith(id ID) (*Snapshot, error) {
 		case !errors.Is(err, ErrNotFound):
 			return nil, err
 		case time.Now().After(deadline):
-			return nil, fmt.Errorf("%w: changeset %s, the target's new head, is not durable after %v", ErrBusy, short(id), s.o.LockTimeout)
+			return nil, fmt.Errorf("%w: changeset %s, the target's new head, is not durable after %v", ErrBusy, errs.Short(id), s.o.LockTimeout)
 		}
 		time.Sleep(delay)
 	}

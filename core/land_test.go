@@ -11,6 +11,7 @@ import (
 
 	"pgregory.net/rapid"
 
+	"github.com/swarmops/swarmops/core/internal/errs"
 	"github.com/swarmops/swarmops/core/objects"
 	"github.com/swarmops/swarmops/faultfs"
 )
@@ -357,7 +358,7 @@ func TestLandMergesAChangeWhoseBranchForkedEarlier(t *testing.T) {
 		}
 	}
 	if base, _ := mergeBase(sn, r.Changeset, change); base != change {
-		t.Errorf("mergeBase(merge, change) = %s, want change itself", short(base))
+		t.Errorf("mergeBase(merge, change) = %s, want change itself", errs.Short(base))
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/swarmops/swarmops/core/internal/errs"
 	"github.com/swarmops/swarmops/core/objects"
 	"github.com/swarmops/swarmops/core/vfs"
 	"github.com/swarmops/swarmops/faultfs"
@@ -93,7 +94,7 @@ func placeRaceWith(t *testing.T, m vfs.FS, retryPlace time.Duration, lose func(l
 	ahead.Leave()
 	var ce *ConflictError
 	if err := <-lost; !errors.As(err, &ce) || ce.Current != b {
-		t.Fatalf("the queued writer's advance from a: %v; want a conflict with current %s", err, short(b))
+		t.Fatalf("the queued writer's advance from a: %v; want a conflict with current %s", err, errs.Short(b))
 	}
 	return holder, loser, b
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/swarmops/swarmops/core/internal/errs"
+	"github.com/swarmops/swarmops/core/internal/txn"
 	"github.com/swarmops/swarmops/core/journal"
 	"github.com/swarmops/swarmops/core/objects"
 	"github.com/swarmops/swarmops/core/refs"
@@ -130,7 +132,7 @@ type proj struct {
 	// before refs.Base() (see reflog.go).
 	reflogLen int64
 	// scratch is the transaction apply decodes each frame into.
-	scratch txn
+	scratch txn.Txn
 }
 
 func newProj(pos journal.Pos, nextSeq uint64) *proj {
@@ -142,11 +144,11 @@ func newProj(pos journal.Pos, nextSeq uint64) *proj {
 // (journal.ScanBorrowed): what the projection keeps of a frame (locations,
 // ref moves, delta hashes) is copied out of it.
 func (p *proj) apply(fr *journal.Frame, segPath string) error {
-	if fr.Kind != frameTxn && fr.Kind != frameTxnFresh {
-		return corrupt(segPath, fr.Pos.Off, "unknown frame kind %d", fr.Kind)
+	if fr.Kind != txn.FrameTxn && fr.Kind != txn.FrameFresh {
+		return errs.Corrupt(segPath, fr.Pos.Off, "unknown frame kind %d", fr.Kind)
 	}
-	if err := decodeTxnInto(&p.scratch, fr.Payload); err != nil {
-		return corrupt(segPath, fr.Pos.Off, "frame %d: %v", fr.Seq, err)
+	if err := txn.DecodeInto(&p.scratch, fr.Payload); err != nil {
+		return errs.Corrupt(segPath, fr.Pos.Off, "frame %d: %v", fr.Seq, err)
 	}
 	return p.applyTxn(fr, &p.scratch, segPath)
 }
@@ -155,7 +157,7 @@ func (p *proj) apply(fr *journal.Frame, segPath string) error {
 // The writer applies its own frame this way, from the transaction it
 // encoded (encodeTxn sets each object's offset), so it hashes nothing under
 // the writer lock.
-func (p *proj) applyTxn(fr *journal.Frame, t *txn, segPath string) error {
+func (p *proj) applyTxn(fr *journal.Frame, t *txn.Txn, segPath string) error {
 	base := fr.Pos.Off + journal.FrameHeaderSize
 	// A changeset already indexed (two writers made the same one) keeps
 	// its first record, whose seq decides which snapshots see it; that
@@ -169,10 +171,10 @@ func (p *proj) applyTxn(fr *journal.Frame, t *txn, segPath string) error {
 	// Duplicates are found before anything is added, so a run read that
 	// fails leaves the projection as it was (and the error reaches the
 	// caller: it is not "absent").
-	// A fresh frame's writer checked this already (frameTxnFresh).
+	// A fresh frame's writer checked this already (txn.FrameFresh).
 	dup := make([]bool, len(t.Objs))
 	for i, o := range t.Objs {
-		if o.Kind == objects.KindChangeset && fr.Kind != frameTxnFresh {
+		if o.Kind == objects.KindChangeset && fr.Kind != txn.FrameFresh {
 			dup[i] = p.idx.has(o.ID, o.Kind)
 		}
 	}
@@ -182,7 +184,7 @@ func (p *proj) applyTxn(fr *journal.Frame, t *txn, segPath string) error {
 	for i, o := range t.Objs {
 		loc := objLoc{Seq: fr.Seq, Seg: fr.Pos.Seg, Size: o.Size, Kind: o.Kind, Loose: o.Loose}
 		if !o.Loose {
-			loc.Off = base + int64(o.off)
+			loc.Off = base + int64(o.Off)
 		}
 		if _, again := p.idx.mem.get(o.ID); dup[i] || again {
 			continue
@@ -191,7 +193,7 @@ func (p *proj) applyTxn(fr *journal.Frame, t *txn, segPath string) error {
 		if o.Kind == objects.KindChangeset {
 			cs, err := objects.DecodeChangeset(o.Data)
 			if err != nil {
-				return corrupt(segPath, loc.Off, "frame %d: changeset %s: %v", fr.Seq, o.ID, err)
+				return errs.Corrupt(segPath, loc.Off, "frame %d: changeset %s: %v", fr.Seq, o.ID, err)
 			}
 			p.idx.addDelta(cs.Delta, o.ID)
 		}

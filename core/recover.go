@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/swarmops/swarmops/core/index"
+	"github.com/swarmops/swarmops/core/internal/errs"
 	"github.com/swarmops/swarmops/core/journal"
 )
 
@@ -33,7 +34,7 @@ func (s *Store) recoverLocked(explicit bool) (*RecoverReport, error) {
 		if errors.Is(err, ErrBusy) {
 			return nil, fmt.Errorf("sync lock of %s: %w", s.dir, err)
 		}
-		return nil, ioErr("sync lock", err)
+		return nil, errs.IO("sync lock", err)
 	}
 	defer l.Unlock()
 	rep := &RecoverReport{}
@@ -55,7 +56,7 @@ func (s *Store) recoverLocked(explicit bool) (*RecoverReport, error) {
 		return rep, err
 	}
 	if c.Store != s.id {
-		return rep, corrupt(s.dir+"/checkpoint", 0, "checkpoint names another store")
+		return rep, errs.Corrupt(s.dir+"/checkpoint", 0, "checkpoint names another store")
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -92,27 +93,27 @@ func (s *Store) recoverLocked(explicit bool) (*RecoverReport, error) {
 		return rep, s.failClosed(rep, aerr)
 	}
 	if err != nil {
-		return rep, s.failClosed(rep, ioErr("scan journal", err))
+		return rep, s.failClosed(rep, errs.IO("scan journal", err))
 	}
 	rep.FramesReplayed = res.Frames
 	if limit != 0 && res.NextSeq < limit {
-		return rep, s.failClosed(rep, corrupt(s.jcfg.SegPath(res.End.Seg), res.End.Off,
+		return rep, s.failClosed(rep, errs.Corrupt(s.jcfg.SegPath(res.End.Seg), res.End.Off,
 			"frame %d is missing or damaged before the published position (frame %d)", res.NextSeq, limit-1))
 	}
 	if limit == 0 {
 		if err := s.r.Classify(res.End, res.NextSeq, durableSeq); err != nil {
-			return rep, s.failClosed(rep, ioErr("classify journal tail", err))
+			return rep, s.failClosed(rep, errs.IO("classify journal tail", err))
 		}
 	}
 	if cut {
 		n, err := s.r.CutTail(res.End)
 		rep.TornBytesCut = n
 		if err != nil {
-			return rep, ioErr("cut torn tail", err)
+			return rep, errs.IO("cut torn tail", err)
 		}
 	}
 	if err := s.jcfg.Sync(c.Pos.Seg, res.End.Seg); err != nil {
-		return rep, ioErr("sync journal after recovery", err)
+		return rep, errs.IO("sync journal after recovery", err)
 	}
 	if cut {
 		// A power loss or a crashed init may have left entries of the
@@ -120,10 +121,10 @@ func (s *Store) recoverLocked(explicit bool) (*RecoverReport, error) {
 		// only in the page cache; the state published below tells later
 		// openers the store is sound, so they are made durable first.
 		if err := s.fs.SyncDir(s.dir); err != nil {
-			return rep, ioErr("sync store directory after recovery", err)
+			return rep, errs.IO("sync store directory after recovery", err)
 		}
 		if err := s.fs.SyncDir(path.Dir(path.Clean(s.dir))); err != nil {
-			return rep, ioErr("sync parent of the store directory after recovery", err)
+			return rep, errs.IO("sync parent of the store directory after recovery", err)
 		}
 	}
 	epoch := end.Epoch
@@ -326,11 +327,11 @@ func (s *Store) checkpointWithin(timeout time.Duration, force bool) (busy bool, 
 		if errors.Is(err, ErrBusy) {
 			return true, err
 		}
-		return false, ioErr("checkpoint lock", err)
+		return false, errs.IO("checkpoint lock", err)
 	}
 	err = s.checkpointLocked(force)
 	if uerr := l.Unlock(); uerr != nil && err == nil {
-		err = ioErr("checkpoint unlock", uerr)
+		err = errs.IO("checkpoint unlock", uerr)
 	}
 	return false, err
 }
@@ -405,7 +406,7 @@ func (s *Store) checkpointLocked(force bool) error {
 		name := runName(dur.NextSeq, dur.Epoch, "")
 		r, err := index.WriteRun(s.fs, path.Join(s.dir, indexDir, name), dur.NextSeq, batch)
 		if err != nil {
-			return indexErr("write index run", err)
+			return errs.Index("write index run", err)
 		}
 		r.Close()
 		names = append([]string{name}, names...)
@@ -469,14 +470,4 @@ func mergeCount(sizes []int64) int {
 // runName names the index run written by the checkpoint at nextSeq.
 func runName(nextSeq, epoch uint64, kind string) string {
 	return fmt.Sprintf("run-%016x-%016x%s", nextSeq, epoch, kind)
-}
-
-// indexErr types an error from core/index: damage is ErrCorrupt, the rest
-// I/O.
-func indexErr(op string, err error) error {
-	var ce *index.CorruptError
-	if errors.As(err, &ce) {
-		return corrupt(ce.File, ce.Offset, "%s: %s", op, ce.Reason)
-	}
-	return ioErr(op, err)
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/swarmops/swarmops/core/internal/b3"
+	"github.com/swarmops/swarmops/core/internal/errs"
 	"github.com/swarmops/swarmops/core/refs"
 	"github.com/swarmops/swarmops/core/vfs"
 )
@@ -193,26 +194,26 @@ func readReflog(fsys vfs.FS, dir string, length int64) (map[string][]refs.Entry,
 	p := path.Join(dir, reflogName)
 	f, err := fsys.OpenFile(p, os.O_RDONLY, 0)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, corrupt(p, 0, "reflog file named by the checkpoint (%d bytes) is missing", length)
+		return nil, errs.Corrupt(p, 0, "reflog file named by the checkpoint (%d bytes) is missing", length)
 	}
 	if err != nil {
-		return nil, ioErr("open reflog", err)
+		return nil, errs.IO("open reflog", err)
 	}
 	defer f.Close()
 	b := make([]byte, length)
 	if err := vfs.ReadFull(f, b, 0); err != nil {
 		if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
-			return nil, corrupt(p, 0, "reflog is shorter than the %d bytes the checkpoint names", length)
+			return nil, errs.Corrupt(p, 0, "reflog is shorter than the %d bytes the checkpoint names", length)
 		}
-		return nil, ioErr("read reflog", err)
+		return nil, errs.IO("read reflog", err)
 	}
 	m, err := decodeReflog(b)
 	if err != nil {
 		var oe *offsetError
 		if errors.As(err, &oe) {
-			return nil, corrupt(p, int64(oe.off), "%s", oe.reason)
+			return nil, errs.Corrupt(p, int64(oe.off), "%s", oe.reason)
 		}
-		return nil, corrupt(p, 0, "%v", err)
+		return nil, errs.Corrupt(p, 0, "%v", err)
 	}
 	return m, nil
 }
@@ -231,25 +232,25 @@ func appendReflog(fsys vfs.FS, dir string, at int64, chunk []byte) (int64, error
 		created = true
 	}
 	if errors.Is(err, fs.ErrNotExist) {
-		return 0, corrupt(p, 0, "reflog file named by the checkpoint (%d bytes) is missing", at)
+		return 0, errs.Corrupt(p, 0, "reflog file named by the checkpoint (%d bytes) is missing", at)
 	}
 	if err != nil {
-		return 0, ioErr("open reflog", err)
+		return 0, errs.IO("open reflog", err)
 	}
 	if _, err := f.WriteAt(chunk, at); err != nil {
 		f.Close()
-		return 0, ioErr("write reflog", err)
+		return 0, errs.IO("write reflog", err)
 	}
 	if err := vfs.Datasync(f); err != nil {
 		f.Close()
-		return 0, ioErr("sync reflog", err)
+		return 0, errs.IO("sync reflog", err)
 	}
 	if err := f.Close(); err != nil {
-		return 0, ioErr("close reflog", err)
+		return 0, errs.IO("close reflog", err)
 	}
 	if created {
 		if err := fsys.SyncDir(dir); err != nil {
-			return 0, ioErr("sync store directory", err)
+			return 0, errs.IO("sync store directory", err)
 		}
 	}
 	return at + int64(len(chunk)), nil

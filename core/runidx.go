@@ -5,6 +5,7 @@ import (
 	"sort"
 
 	"github.com/swarmops/swarmops/core/index"
+	"github.com/swarmops/swarmops/core/internal/errs"
 	"github.com/swarmops/swarmops/core/objects"
 )
 
@@ -336,7 +337,7 @@ func (r *runIdx) takeErr() error {
 	if err == nil {
 		return nil
 	}
-	return indexErr("index lookup", err)
+	return errs.Index("index lookup", err)
 }
 
 // has reports whether an object of kind k with this id is indexed: one run

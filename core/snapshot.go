@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/swarmops/swarmops/core/internal/errs"
 	"github.com/swarmops/swarmops/core/journal"
 	"github.com/swarmops/swarmops/core/objects"
 	"github.com/swarmops/swarmops/core/refs"
@@ -42,7 +43,7 @@ func (s *Store) Snapshot() (*Snapshot, error) {
 			return nil, err
 		}
 		if !ok {
-			return nil, corrupt(s.st.path, stateDurableOff, "durable record unreadable after recovery")
+			return nil, errs.Corrupt(s.st.path, stateDurableOff, "durable record unreadable after recovery")
 		}
 	}
 	// The common case takes no mutex: the projection already holds the
@@ -163,14 +164,14 @@ func (s *Store) readObjectSeq(id ID, k objects.Kind, maxSeq uint64, catchUp bool
 		}
 	} else {
 		if err := s.r.ReadAt(l.Seg, l.Off, data); err != nil {
-			return nil, 0, ioErr("read "+id.String(), err)
+			return nil, 0, errs.IO("read "+id.String(), err)
 		}
 	}
 	if s.o.Weaken&WeakSkipChecksum == 0 && objects.IDOf(k, data) != id {
 		if !l.Loose {
 			file, off = s.jcfg.SegPath(l.Seg), l.Off
 		}
-		return nil, 0, corrupt(file, off, "%s %s does not hash to its id", k, id)
+		return nil, 0, errs.Corrupt(file, off, "%s %s does not hash to its id", k, id)
 	}
 	return data, l.Seq, nil
 }
@@ -178,21 +179,21 @@ func (s *Store) readObjectSeq(id ID, k objects.Kind, maxSeq uint64, catchUp bool
 func (s *Store) readLoose(file string, data []byte) error {
 	st, err := s.fs.Stat(file)
 	if errors.Is(err, fs.ErrNotExist) {
-		return corrupt(file, 0, "loose object is missing")
+		return errs.Corrupt(file, 0, "loose object is missing")
 	}
 	if err != nil {
-		return ioErr("stat "+file, err)
+		return errs.IO("stat "+file, err)
 	}
 	if !st.Mode().IsRegular() || st.Size() != int64(len(data)) {
-		return corrupt(file, 0, "loose object is not a regular file of %d bytes", len(data))
+		return errs.Corrupt(file, 0, "loose object is not a regular file of %d bytes", len(data))
 	}
 	f, err := s.fs.OpenFile(file, os.O_RDONLY, 0)
 	if err != nil {
-		return ioErr("open "+file, err)
+		return errs.IO("open "+file, err)
 	}
 	defer f.Close()
 	if err := vfs.ReadFull(f, data, 0); err != nil {
-		return ioErr("read "+file, err)
+		return errs.IO("read "+file, err)
 	}
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/afero"
 	"lukechampine.com/blake3"
 
+	"github.com/swarmops/swarmops/core/internal/errs"
 	"github.com/swarmops/swarmops/core/journal"
 	"github.com/swarmops/swarmops/core/vfs"
 )
@@ -136,11 +137,11 @@ func (sf *stateFile) open() error {
 	}
 	st, err := sf.fs.Stat(sf.path)
 	if err == nil && !st.Mode().IsRegular() {
-		return corrupt(sf.path, 0, "state is not a regular file")
+		return errs.Corrupt(sf.path, 0, "state is not a regular file")
 	}
 	f, err := sf.fs.OpenFile(sf.path, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
-		return ioErr("open state", err)
+		return errs.IO("open state", err)
 	}
 	sf.f = f
 	return nil
@@ -178,7 +179,7 @@ func (sf *stateFile) readBoth() (end stateRec, eok bool, dur stateRec, dok bool,
 	b := buf[:]
 	n, err := vfs.QuickReadAt(sf.f, b, 0)
 	if err != nil && !errors.Is(err, io.EOF) {
-		return end, false, dur, false, ioErr("read state", err)
+		return end, false, dur, false, errs.IO("read state", err)
 	}
 	if n >= stateRecSize {
 		end, eok = decodeStateRec(sf.key, recEnd, b[:stateRecSize])
@@ -207,7 +208,7 @@ func (sf *stateFile) readRaw(kind uint32, boot [16]byte) (r stateRec, ok, torn b
 		return stateRec{}, false, false, nil
 	}
 	if err != nil {
-		return stateRec{}, false, false, ioErr("read state", err)
+		return stateRec{}, false, false, errs.IO("read state", err)
 	}
 	r, ok = decodeStateRec(sf.key, kind, b)
 	return r, ok, !ok && mayBeTorn(b, kind, boot), nil
@@ -250,7 +251,7 @@ func (sf *stateFile) write(kind uint32, r stateRec) error {
 		off = stateDurableOff
 	}
 	if _, err := sf.f.WriteAt(encodeStateRec(sf.key, kind, r), off); err != nil {
-		return ioErr("write state", err)
+		return errs.IO("write state", err)
 	}
 	return nil
 }

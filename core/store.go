@@ -4,7 +4,6 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
-	"github.com/spf13/afero"
 	"io/fs"
 	"os"
 	"path"
@@ -13,7 +12,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/spf13/afero"
+
 	"github.com/swarmops/swarmops/core/index"
+	"github.com/swarmops/swarmops/core/internal/errs"
 	"github.com/swarmops/swarmops/core/internal/lockq"
 	"github.com/swarmops/swarmops/core/journal"
 	"github.com/swarmops/swarmops/core/vfs"
@@ -209,12 +211,12 @@ func Create(dir string, o Options) (*Store, error) {
 		}
 		d, err := fsys.Open(dir)
 		if err != nil {
-			return nil, ioErr("open "+dir, err)
+			return nil, errs.IO("open "+dir, err)
 		}
 		names, err := d.Readdirnames(-1)
 		d.Close()
 		if err != nil && len(names) == 0 && !isEOF(err) {
-			return nil, ioErr("read "+dir, err)
+			return nil, errs.IO("read "+dir, err)
 		}
 		if len(names) > 0 && !interruptedInit(names) {
 			return nil, fmt.Errorf("%w: %s is not empty", ErrExist, dir)
@@ -223,22 +225,22 @@ func Create(dir string, o Options) (*Store, error) {
 		// acknowledged: its leftovers are removed and init starts over.
 		for _, n := range names {
 			if err := fsys.RemoveAll(path.Join(dir, n)); err != nil {
-				return nil, ioErr("remove leftover of an interrupted init", err)
+				return nil, errs.IO("remove leftover of an interrupted init", err)
 			}
 		}
 	} else if errors.Is(err, fs.ErrNotExist) {
 		if err := fsys.MkdirAll(dir, 0o755); err != nil {
-			return nil, ioErr("create "+dir, err)
+			return nil, errs.IO("create "+dir, err)
 		}
 	} else {
-		return nil, ioErr("stat "+dir, err)
+		return nil, errs.IO("stat "+dir, err)
 	}
 	// The parent is synced whether or not dir existed: a directory left by
 	// an init that crashed (or whose parent sync failed) may exist only in
 	// the page cache, and a store acknowledged inside it would vanish with it
 	// at the next power loss.
 	if err := fsys.SyncDir(path.Dir(path.Clean(dir))); err != nil {
-		return nil, ioErr("sync parent of "+dir, err)
+		return nil, errs.IO("sync parent of "+dir, err)
 	}
 	var id journal.StoreID
 	if _, err := rand.Read(id[:]); err != nil {
@@ -247,21 +249,21 @@ func Create(dir string, o Options) (*Store, error) {
 	s := newStore(dir, o, id)
 	for _, sub := range []string{"journal", "objects", "index"} {
 		if err := fsys.Mkdir(path.Join(dir, sub), 0o755); err != nil {
-			return nil, ioErr("create "+sub, err)
+			return nil, errs.IO("create "+sub, err)
 		}
 	}
 	if err := s.w.CreateSegment(1, 1, 0); err != nil {
-		return nil, ioErr("create first segment", err)
+		return nil, errs.IO("create first segment", err)
 	}
 	if err := s.jcfg.Sync(1, 1); err != nil {
-		return nil, ioErr("sync first segment", err)
+		return nil, errs.IO("sync first segment", err)
 	}
 	// The reflog file starts empty (no data to sync); its directory entry
 	// is made durable with the others below.
 	if f, err := fsys.OpenFile(path.Join(dir, reflogName), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644); err != nil {
-		return nil, ioErr("create reflog", err)
+		return nil, errs.IO("create reflog", err)
 	} else if err := f.Close(); err != nil {
-		return nil, ioErr("close reflog", err)
+		return nil, errs.IO("close reflog", err)
 	}
 	// The checkpoint is the file whose presence makes a store, so every
 	// entry of dir it depends on (journal, objects, index, reflog) is made durable
@@ -269,7 +271,7 @@ func Create(dir string, o Options) (*Store, error) {
 	// rename and drop the journal directory, leaving a directory that is
 	// neither a store nor an interrupted init.
 	if err := fsys.SyncDir(dir); err != nil {
-		return nil, ioErr("sync store directory", err)
+		return nil, errs.IO("sync store directory", err)
 	}
 	start := journal.Pos{Seg: 1, Off: journal.FirstFrame}
 	epoch := randEpoch()
@@ -280,7 +282,7 @@ func Create(dir string, o Options) (*Store, error) {
 	}
 	boot, err := fsys.BootID()
 	if err != nil {
-		return nil, ioErr("boot id", err)
+		return nil, errs.IO("boot id", err)
 	}
 	s.boot = bootHash(boot)
 	s.epoch = epoch
@@ -345,7 +347,7 @@ func openStore(dir string, o Options) (*Store, error) {
 		return nil, fmt.Errorf("%w: %s does not exist", ErrNotStore, dir)
 	}
 	if err != nil {
-		return nil, ioErr("stat "+dir, err)
+		return nil, errs.IO("stat "+dir, err)
 	}
 	if !st.IsDir() {
 		return nil, fmt.Errorf("%w: %s is not a directory", ErrNotStore, dir)
@@ -354,7 +356,7 @@ func openStore(dir string, o Options) (*Store, error) {
 		if err == nil || errors.Is(err, fs.ErrNotExist) {
 			return nil, fmt.Errorf("%w: %s has no journal directory", ErrNotStore, dir)
 		}
-		return nil, ioErr("stat journal", err)
+		return nil, errs.IO("stat journal", err)
 	}
 	c, err := readCheckpoint(o.FS, dir)
 	if err != nil {
@@ -363,7 +365,7 @@ func openStore(dir string, o Options) (*Store, error) {
 	s := newStore(dir, o, c.Store)
 	boot, err := o.FS.BootID()
 	if err != nil {
-		return nil, ioErr("boot id", err)
+		return nil, errs.IO("boot id", err)
 	}
 	s.boot = bootHash(boot)
 	s.p = c.proj
@@ -373,9 +375,9 @@ func openStore(dir string, o Options) (*Store, error) {
 	if _, err := s.r.SegHeader(c.Pos.Seg); err != nil {
 		s.closeFiles()
 		if errors.Is(err, fs.ErrNotExist) {
-			return nil, corrupt(s.jcfg.SegPath(c.Pos.Seg), 0, "segment named by the checkpoint is missing")
+			return nil, errs.Corrupt(s.jcfg.SegPath(c.Pos.Seg), 0, "segment named by the checkpoint is missing")
 		}
-		return nil, ioErr("read segment header", err)
+		return nil, errs.IO("read segment header", err)
 	}
 	return s, nil
 }
@@ -456,13 +458,13 @@ func (s *Store) withWriterLockIf(fn func() error, needed func() bool, lookahead 
 	if t == nil {
 		// The lone writer's fast path: nobody queued, so try LOCK once.
 		if idle, err := s.q.Idle(); err != nil {
-			return ioErr("writer queue", err)
+			return errs.IO("writer queue", err)
 		} else if idle {
 			l, err := s.fs.Lock(s.lockPath("LOCK"), 0)
 			if err == nil {
 				ferr := fn()
 				if uerr := l.Unlock(); uerr != nil && ferr == nil {
-					ferr = ioErr("writer unlock", uerr)
+					ferr = errs.IO("writer unlock", uerr)
 				}
 				return ferr
 			}
@@ -512,7 +514,7 @@ func (s *Store) withWriterLockIf(fn func() error, needed func() bool, lookahead 
 	// writer lock's own release can fail the operation.
 	t.Leave()
 	if uerr != nil && ferr == nil {
-		ferr = ioErr("writer unlock", uerr)
+		ferr = errs.IO("writer unlock", uerr)
 	}
 	return ferr
 }
@@ -650,7 +652,7 @@ func (s *Store) lockErr(err error) error {
 	if errors.Is(err, ErrBusy) {
 		return fmt.Errorf("writer lock of %s not taken within %v: %w", s.dir, s.o.LockTimeout, err)
 	}
-	return ioErr("writer lock", err)
+	return errs.IO("writer lock", err)
 }
 
 // catchUp replays frames into the projection until the frame carrying
@@ -673,10 +675,10 @@ func (s *Store) catchUp(target uint64) error {
 		return aerr
 	}
 	if err != nil {
-		return ioErr("replay journal", err)
+		return errs.IO("replay journal", err)
 	}
 	if res.NextSeq < target {
-		return corrupt(s.jcfg.SegPath(res.End.Seg), res.End.Off,
+		return errs.Corrupt(s.jcfg.SegPath(res.End.Seg), res.End.Off,
 			"frame %d is missing or damaged before the published position (frame %d)", res.NextSeq, target-1)
 	}
 	s.markLocked()
@@ -792,7 +794,7 @@ func (s *Store) Info() (*Info, error) {
 	in.DurableOffset = sn.pos.Off
 	segs, err := s.jcfg.Segments()
 	if err != nil {
-		return nil, ioErr("list journal", err)
+		return nil, errs.IO("list journal", err)
 	}
 	in.Segments = len(segs)
 	for _, n := range segs {

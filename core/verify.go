@@ -6,6 +6,8 @@ import (
 	"sort"
 	"sync"
 
+	"github.com/swarmops/swarmops/core/internal/errs"
+	"github.com/swarmops/swarmops/core/internal/txn"
 	"github.com/swarmops/swarmops/core/journal"
 	"github.com/swarmops/swarmops/core/objects"
 )
@@ -50,14 +52,14 @@ func (s *Store) Verify(deep bool, progress func(done, total int)) (*VerifyReport
 		if file == "" || fr.Pos.Seg != fileSeg {
 			file, fileSeg = s.jcfg.SegPath(fr.Pos.Seg), fr.Pos.Seg
 		}
-		var t *txn
+		var t *txn.Txn
 		if deep {
-			t, _ = decodeTxn(fr.Payload)
+			t, _ = txn.Decode(fr.Payload)
 		}
 		// A fresh frame's writer found its changesets new to the store
-		// (frameTxnFresh), and replay trusts it: one the journal already
+		// (txn.FrameFresh), and replay trusts it: one the journal already
 		// holds means the claim was false.
-		if t != nil && fr.Kind == frameTxnFresh {
+		if t != nil && fr.Kind == txn.FrameFresh {
 			for _, o := range t.Objs {
 				if o.Kind != objects.KindChangeset {
 					continue
@@ -70,7 +72,7 @@ func (s *Store) Verify(deep bool, progress func(done, total int)) (*VerifyReport
 		// The payload decoded above is applied as it is (a second decode
 		// was a tenth of a deep verify).
 		apply := func() error { return fresh.apply(fr, file) }
-		if t != nil && (fr.Kind == frameTxn || fr.Kind == frameTxnFresh) {
+		if t != nil && (fr.Kind == txn.FrameTxn || fr.Kind == txn.FrameFresh) {
 			apply = func() error { return fresh.applyTxn(fr, t, file) }
 		}
 		if err := apply(); err != nil {
@@ -87,7 +89,7 @@ func (s *Store) Verify(deep bool, progress func(done, total int)) (*VerifyReport
 		return nil
 	})
 	if err != nil {
-		return rep, ioErr("verify: scan journal", err)
+		return rep, errs.IO("verify: scan journal", err)
 	}
 	if res.NextSeq <= sn.seq {
 		problem(s.jcfg.SegPath(res.End.Seg), res.End.Off, "", "frame %d is missing or damaged inside the durable prefix (durable through %d)", res.NextSeq, sn.seq)
@@ -292,14 +294,14 @@ func newDeepCheck(s *Store, fresh *proj) *deepCheck {
 
 // frame records a frame the scan met, and queues its inline objects for
 // hashing.
-func (dc *deepCheck) frame(fr *journal.Frame, file string, t *txn) {
+func (dc *deepCheck) frame(fr *journal.Frame, file string, t *txn.Txn) {
 	base := fr.Pos.Off + journal.FrameHeaderSize
 	dc.frames = append(dc.frames, scannedFrame{seg: fr.Pos.Seg, off: base, payload: fr.Payload, file: file})
 	for _, o := range t.Objs {
 		if o.Loose {
 			continue
 		}
-		dc.batch = append(dc.batch, inlineObj{o.ID, o.Kind, o.Data, file, base + int64(o.off)})
+		dc.batch = append(dc.batch, inlineObj{o.ID, o.Kind, o.Data, file, base + int64(o.Off)})
 		if len(dc.batch) >= 1024 {
 			dc.hashCh <- dc.batch
 			dc.batch = nil
