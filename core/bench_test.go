@@ -119,7 +119,7 @@ func BenchmarkCommitWriters(b *testing.B) {
 			heads := make([]core.ID, writers)
 			for w := range heads {
 				ref := fmt.Sprintf("w%d", w)
-				if heads[w], err = s.Commit(core.CommitRequest{Changes: []core.Change{put(ref, "0")}, Advance: ref}); err != nil {
+				if heads[w], err = s.Commit(core.CommitRequest{Changes: []core.Change{put(ref+"/f0", "0")}, Advance: ref}); err != nil {
 					b.Fatal(err)
 				}
 			}
