@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/swarmops/swarmops/core/internal/errs"
+	"github.com/swarmops/swarmops/core/internal/state"
 	"github.com/swarmops/swarmops/core/internal/txn"
 	"github.com/swarmops/swarmops/core/journal"
 	"github.com/swarmops/swarmops/core/objects"
@@ -263,7 +264,7 @@ type commitReq struct {
 // C5). Anything else (the projection busy or behind, a torn read, another
 // epoch) leaves the decision to the turn. st is a read of both state
 // records made for this call (nil: the call reads them).
-func (s *Store) earlyConflicts(batch []*commitReq, st *stateRead) (live int, err error) {
+func (s *Store) earlyConflicts(batch []*commitReq, st *state.Both) (live int, err error) {
 	moves := false
 	for _, r := range batch {
 		if !r.early {
@@ -275,12 +276,12 @@ func (s *Store) earlyConflicts(batch []*commitReq, st *stateRead) (live int, err
 		return live, nil
 	}
 	if st == nil {
-		if st, err = s.readState(); err != nil {
+		if st, err = s.st.ReadPair(); err != nil {
 			return live, err
 		}
 	}
-	end, eok, dur, dok := st.end, st.eok, st.dur, st.dok
-	if !s.healthy(end, eok, dur, dok) || !s.mu.TryLock() {
+	end, eok, dur, dok := st.End, st.EOK, st.Dur, st.DOK
+	if !state.Healthy(end, eok, dur, dok, s.boot) || !s.mu.TryLock() {
 		return live, nil
 	}
 	defer s.mu.Unlock()
@@ -336,9 +337,9 @@ func (s *Store) contended(batch []*commitReq) bool {
 func (s *Store) commitBatch(batch []*commitReq) {
 	// One read of the state serves the catch-up before queueing and the
 	// first early conflict check (a system call less a commit).
-	st, err := s.readState()
+	st, err := s.st.ReadPair()
 	if err == nil {
-		err = s.catchUpTo(st.end, st.eok)
+		err = s.catchUpTo(st.End, st.EOK)
 	}
 	if err != nil {
 		for _, r := range batch {
@@ -474,29 +475,16 @@ func (s *Store) commitBatch(batch []*commitReq) {
 // lock and reloads the projection if the epoch moved. An I/O error is the
 // operation's (C9): it is returned, and the caller fails.
 func (s *Store) catchUpUnlocked() error {
-	end, ok, err := s.st.read(recEnd)
+	end, ok, err := s.st.Read(state.End)
 	if err != nil {
 		return err
 	}
 	return s.catchUpTo(end, ok)
 }
 
-// stateRead is one read of both state records.
-type stateRead struct {
-	end, dur stateRec
-	eok, dok bool
-}
-
-func (s *Store) readState() (*stateRead, error) {
-	var st stateRead
-	var err error
-	st.end, st.eok, st.dur, st.dok, err = s.st.readBoth()
-	return &st, err
-}
-
 // catchUpTo is catchUpUnlocked from an end record already read (ok false:
 // it was unreadable, and there is nothing to do).
-func (s *Store) catchUpTo(end stateRec, ok bool) error {
+func (s *Store) catchUpTo(end state.Rec, ok bool) error {
 	if !ok {
 		return nil
 	}
@@ -518,19 +506,19 @@ func (s *Store) catchUpTo(end stateRec, ok bool) error {
 // appendLocked is the critical section: read the tail state, catch up,
 // check, append, publish the end. Caller holds LOCK.
 func (s *Store) appendLocked(t *txn.Txn, payload []byte, digest [32]byte, need []ID) (uint64, uint64, error) {
-	end, eok, dur, dok, err := s.st.readBoth()
+	end, eok, dur, dok, err := s.st.ReadBoth()
 	if err != nil {
 		return 0, 0, err
 	}
-	if !s.healthy(end, eok, dur, dok) {
+	if !state.Healthy(end, eok, dur, dok, s.boot) {
 		if _, err := s.recoverLocked(false); err != nil {
 			return 0, 0, err
 		}
-		if end, eok, dur, dok, err = s.st.readBoth(); err != nil {
+		if end, eok, dur, dok, err = s.st.ReadBoth(); err != nil {
 			return 0, 0, err
 		}
 		if !eok || !dok {
-			return 0, 0, errs.Corrupt(s.st.path, 0, "state unreadable after recovery")
+			return 0, 0, errs.Corrupt(s.st.Path(), 0, "state unreadable after recovery")
 		}
 	}
 	s.mu.Lock()
@@ -552,7 +540,7 @@ func (s *Store) appendLocked(t *txn.Txn, payload []byte, digest [32]byte, need [
 		return 0, 0, err
 	}
 	if s.p.nextSeq != end.NextSeq || s.p.pos != end.Pos {
-		return 0, 0, errs.Corrupt(s.st.path, 0, "published end %s/%d does not match the journal (%s/%d)",
+		return 0, 0, errs.Corrupt(s.st.Path(), 0, "published end %s/%d does not match the journal (%s/%d)",
 			end.Pos, end.NextSeq, s.p.pos, s.p.nextSeq)
 	}
 	for _, id := range need {
@@ -606,8 +594,8 @@ func (s *Store) appendLocked(t *txn.Txn, payload []byte, digest [32]byte, need [
 			ErrIO, s.p.pos, s.p.nextSeq, seq, end.Pos)
 	}
 	fr := &journal.Frame{Kind: kind, Seq: seq, Watermark: dur.NextSeq - 1, Payload: payload, Pos: at, Size: int64(len(frame))}
-	newEnd := stateRec{Epoch: end.Epoch, Pos: fr.End(), NextSeq: seq + 1, Boot: s.boot}
-	if err := s.st.write(recEnd, newEnd); err != nil {
+	newEnd := state.Rec{Epoch: end.Epoch, Pos: fr.End(), NextSeq: seq + 1, Boot: s.boot}
+	if err := s.st.Write(state.End, newEnd); err != nil {
 		return 0, 0, err
 	}
 	// The in-memory moves carry the time as a replay decodes it.
@@ -639,11 +627,11 @@ func (s *Store) syncTo(seq, epoch uint64, peek bool) error {
 	// only after the fdatasync it reports, and a read torn by a concurrent
 	// write fails its checksum and falls through to the locked path.
 	if peek {
-		dur, ok, err := s.st.read(recDurable)
+		dur, ok, err := s.st.Read(state.Durable)
 		if err != nil {
 			return err
 		}
-		if ok && dur.Epoch == epoch && dur.Flags&flagPoisoned == 0 && dur.NextSeq > seq {
+		if ok && dur.Epoch == epoch && dur.Flags&state.FlagPoisoned == 0 && dur.NextSeq > seq {
 			return nil
 		}
 	}
@@ -658,14 +646,14 @@ func (s *Store) syncTo(seq, epoch uint64, peek bool) error {
 	// One read for both records. Durable is written only under SYNCLOCK,
 	// which this holds; end is written by writers under LOCK, so a torn
 	// read of it is read again (readStable).
-	end, eok, dur, dok, err := s.st.readBoth()
+	end, eok, dur, dok, err := s.st.ReadBoth()
 	if err != nil {
 		return err
 	}
 	if !dok || dur.Epoch != epoch {
 		return fmt.Errorf("%w: frame %d was cut by a recovery before it became durable", ErrIO, seq)
 	}
-	if dur.Flags&flagPoisoned != 0 {
+	if dur.Flags&state.FlagPoisoned != 0 {
 		return fmt.Errorf("%w: frame %d: an earlier journal sync failed; the tail awaits recovery", ErrIO, seq)
 	}
 	if dur.NextSeq > seq {
@@ -678,10 +666,10 @@ func (s *Store) syncTo(seq, epoch uint64, peek bool) error {
 // dur does not cover: it fdatasyncs the journal through the published end
 // and publishes durable = end. Caller holds SYNCLOCK and read end (eok: the
 // read was valid) and dur under it.
-func (s *Store) syncLocked(seq, epoch uint64, end stateRec, eok bool, dur stateRec) error {
+func (s *Store) syncLocked(seq, epoch uint64, end state.Rec, eok bool, dur state.Rec) error {
 	var err error
 	if !eok {
-		if end, eok, err = s.st.readStable(recEnd, s.boot); err != nil {
+		if end, eok, err = s.st.ReadStable(state.End, s.boot); err != nil {
 			return err
 		}
 	}
@@ -691,19 +679,19 @@ func (s *Store) syncLocked(seq, epoch uint64, end stateRec, eok bool, dur stateR
 	newDur := end
 	newDur.Boot = s.boot
 	if s.o.Weaken&WeakEarlyDurable != 0 {
-		if err := s.st.write(recDurable, newDur); err != nil {
+		if err := s.st.Write(state.Durable, newDur); err != nil {
 			return err
 		}
 	}
 	if s.o.Weaken&WeakSkipDatasync == 0 {
 		if err := s.syncJournal(dur.Pos.Seg, end.Pos.Seg, epoch); err != nil {
 			s.poisoned.Store(true)
-			dur.Flags |= flagPoisoned
-			_ = s.st.write(recDurable, dur)
+			dur.Flags |= state.FlagPoisoned
+			_ = s.st.Write(state.Durable, dur)
 			return errs.IO(fmt.Sprintf("sync journal for frame %d", seq), err)
 		}
 	}
-	return s.st.write(recDurable, newDur)
+	return s.st.Write(state.Durable, newDur)
 }
 
 // syncOrphaned makes the frames published through seq durable, unless a
@@ -725,11 +713,11 @@ func (s *Store) syncOrphaned(seq, epoch uint64) error {
 		return errs.IO("sync lock", err)
 	}
 	defer l.Unlock()
-	end, eok, dur, dok, err := s.st.readBoth()
+	end, eok, dur, dok, err := s.st.ReadBoth()
 	if err != nil {
 		return err
 	}
-	if !dok || dur.Epoch != epoch || dur.Flags&flagPoisoned != 0 || dur.NextSeq > seq {
+	if !dok || dur.Epoch != epoch || dur.Flags&state.FlagPoisoned != 0 || dur.NextSeq > seq {
 		// Recovered or poisoned meanwhile (the next writer's recovery
 		// decides), or already covered.
 		return nil

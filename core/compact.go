@@ -3,6 +3,7 @@ package core
 import (
 	"errors"
 	"fmt"
+	"io"
 	"path"
 	"slices"
 
@@ -179,7 +180,7 @@ func (s *Store) removeLeftovers(cur *checkpoint) error {
 	}
 	names, err := d.Readdirnames(-1)
 	d.Close()
-	if err != nil && len(names) == 0 && !isEOF(err) {
+	if err != nil && len(names) == 0 && !errors.Is(err, io.EOF) {
 		return errs.IO("list index directory", err)
 	}
 	for _, n := range names {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/swarmops/swarmops/core/index"
 	"github.com/swarmops/swarmops/core/internal/errs"
+	"github.com/swarmops/swarmops/core/internal/state"
 	"github.com/swarmops/swarmops/core/journal"
 )
 
@@ -38,11 +39,11 @@ func (s *Store) recoverLocked(explicit bool) (*RecoverReport, error) {
 	}
 	defer l.Unlock()
 	rep := &RecoverReport{}
-	end, eok, dur, dok, err := s.st.readBoth()
+	end, eok, dur, dok, err := s.st.ReadBoth()
 	if err != nil {
 		return nil, err
 	}
-	healthy := s.healthy(end, eok, dur, dok)
+	healthy := state.Healthy(end, eok, dur, dok, s.boot)
 	if healthy && !explicit {
 		s.mu.Lock()
 		defer s.mu.Unlock()
@@ -78,7 +79,7 @@ func (s *Store) recoverLocked(explicit bool) (*RecoverReport, error) {
 	switch {
 	case healthy:
 		limit, cut = end.NextSeq, false
-	case dok && dur.Boot == s.boot && dur.Flags&flagPoisoned != 0:
+	case dok && dur.Boot == s.boot && dur.Flags&state.FlagPoisoned != 0:
 		limit = dur.NextSeq
 	}
 	if limit > c.NextSeq {
@@ -131,14 +132,14 @@ func (s *Store) recoverLocked(explicit bool) (*RecoverReport, error) {
 	if cut {
 		epoch = max(end.Epoch, dur.Epoch, c.Epoch) + 1
 		if !eok && !dok {
-			epoch = randEpoch()
+			epoch = state.RandEpoch()
 		}
 	}
-	rec := stateRec{Epoch: epoch, Pos: res.End, NextSeq: res.NextSeq, Boot: s.boot}
-	if err := s.st.write(recDurable, rec); err != nil {
+	rec := state.Rec{Epoch: epoch, Pos: res.End, NextSeq: res.NextSeq, Boot: s.boot}
+	if err := s.st.Write(state.Durable, rec); err != nil {
 		return rep, err
 	}
-	if err := s.st.write(recEnd, rec); err != nil {
+	if err := s.st.Write(state.End, rec); err != nil {
 		return rep, err
 	}
 	if s.p != nil {
@@ -342,7 +343,7 @@ func (s *Store) checkpointLocked(force bool) error {
 		return err
 	}
 	s.ckptNext.Store(max(s.ckptNext.Load(), cur.NextSeq))
-	dur, ok, err := s.st.readStable(recDurable, s.boot)
+	dur, ok, err := s.st.ReadStable(state.Durable, s.boot)
 	if err != nil {
 		return err
 	}

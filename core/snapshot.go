@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/swarmops/swarmops/core/internal/errs"
+	"github.com/swarmops/swarmops/core/internal/state"
 	"github.com/swarmops/swarmops/core/journal"
 	"github.com/swarmops/swarmops/core/objects"
 	"github.com/swarmops/swarmops/core/refs"
@@ -31,7 +32,7 @@ func (s *Store) Snapshot() (*Snapshot, error) {
 	if s.closed.Load() {
 		return nil, fmt.Errorf("%w: store is closed", ErrClosed)
 	}
-	dur, ok, err := s.st.read(recDurable)
+	dur, ok, err := s.st.Read(state.Durable)
 	if err != nil {
 		return nil, err
 	}
@@ -39,11 +40,11 @@ func (s *Store) Snapshot() (*Snapshot, error) {
 		if err := s.withWriterLock(func() error { _, err := s.recoverLocked(false); return err }); err != nil {
 			return nil, err
 		}
-		if dur, ok, err = s.st.readStable(recDurable, s.boot); err != nil {
+		if dur, ok, err = s.st.ReadStable(state.Durable, s.boot); err != nil {
 			return nil, err
 		}
 		if !ok {
-			return nil, errs.Corrupt(s.st.path, stateDurableOff, "durable record unreadable after recovery")
+			return nil, errs.Corrupt(s.st.Path(), state.DurableOff, "durable record unreadable after recovery")
 		}
 	}
 	// The common case takes no mutex: the projection already holds the
@@ -60,7 +61,7 @@ func (s *Store) Snapshot() (*Snapshot, error) {
 }
 
 // snapshotCatchUp brings the projection to the durable record dur.
-func (s *Store) snapshotCatchUp(dur stateRec) error {
+func (s *Store) snapshotCatchUp(dur state.Rec) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if dur.Epoch != s.epoch {
@@ -124,7 +125,7 @@ func (s *Store) readObjectSeq(id ID, k objects.Kind, maxSeq uint64, catchUp bool
 	defer s.mu.Unlock()
 	l, ok := s.p.idx.getKind(id, k)
 	if !ok && catchUp {
-		end, eok, err := s.st.readStable(recEnd, s.boot)
+		end, eok, err := s.st.ReadStable(state.End, s.boot)
 		if err != nil {
 			return nil, 0, err
 		}

@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -17,6 +18,7 @@ import (
 	"github.com/swarmops/swarmops/core/index"
 	"github.com/swarmops/swarmops/core/internal/errs"
 	"github.com/swarmops/swarmops/core/internal/lockq"
+	"github.com/swarmops/swarmops/core/internal/state"
 	"github.com/swarmops/swarmops/core/journal"
 	"github.com/swarmops/swarmops/core/vfs"
 )
@@ -54,7 +56,7 @@ type Store struct {
 	key  journal.Key
 	boot [16]byte
 	jcfg journal.Config
-	st   *stateFile
+	st   *state.File
 	q    *lockq.Queue // the writer lock's FIFO queue (see withWriterLock)
 
 	// w is used only while holding the writer lock (LOCK excludes
@@ -186,7 +188,7 @@ func newStore(dir string, o Options, id journal.StoreID) *Store {
 	}
 	s.w = journal.NewWriter(s.jcfg)
 	s.r = journal.NewReader(s.jcfg)
-	s.st = &stateFile{fs: o.FS, path: path.Join(dir, "state"), key: s.key}
+	s.st = state.New(o.FS, path.Join(dir, "state"), s.key)
 	s.q = lockq.New(o.FS, path.Join(dir, "lockq"))
 	s.csc = newCSCache(o.CacheBytes)
 	if o.CacheBytes > 0 {
@@ -215,7 +217,7 @@ func Create(dir string, o Options) (*Store, error) {
 		}
 		names, err := d.Readdirnames(-1)
 		d.Close()
-		if err != nil && len(names) == 0 && !isEOF(err) {
+		if err != nil && len(names) == 0 && !errors.Is(err, io.EOF) {
 			return nil, errs.IO("read "+dir, err)
 		}
 		if len(names) > 0 && !interruptedInit(names) {
@@ -274,7 +276,7 @@ func Create(dir string, o Options) (*Store, error) {
 		return nil, errs.IO("sync store directory", err)
 	}
 	start := journal.Pos{Seg: 1, Off: journal.FirstFrame}
-	epoch := randEpoch()
+	epoch := state.RandEpoch()
 	s.p = newProj(start, 1)
 	// writeCheckpoint syncs dir after the rename.
 	if err := writeCheckpoint(fsys, dir, encodeCheckpoint(id, start, 1, epoch, nil, 0, s.p.refs), false); err != nil {
@@ -284,14 +286,14 @@ func Create(dir string, o Options) (*Store, error) {
 	if err != nil {
 		return nil, errs.IO("boot id", err)
 	}
-	s.boot = bootHash(boot)
+	s.boot = state.BootHash(boot)
 	s.epoch = epoch
 	s.ckptNext.Store(1)
-	rec := stateRec{Epoch: epoch, Pos: start, NextSeq: 1, Boot: s.boot}
-	if err := s.st.write(recDurable, rec); err != nil {
+	rec := state.Rec{Epoch: epoch, Pos: start, NextSeq: 1, Boot: s.boot}
+	if err := s.st.Write(state.Durable, rec); err != nil {
 		return nil, err
 	}
-	if err := s.st.write(recEnd, rec); err != nil {
+	if err := s.st.Write(state.End, rec); err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -308,15 +310,6 @@ func interruptedInit(names []string) bool {
 		}
 	}
 	return true
-}
-
-func isEOF(err error) bool { return err != nil && err.Error() == "EOF" }
-
-func randEpoch() uint64 {
-	var b [8]byte
-	rand.Read(b[:])
-	return (uint64(b[0]) | uint64(b[1])<<8 | uint64(b[2])<<16 | uint64(b[3])<<24 | uint64(b[4])<<32 |
-		uint64(b[5])<<40 | uint64(b[6])<<48) + 1
 }
 
 // Open opens the store in dir. If the published state is missing, invalid,
@@ -367,7 +360,7 @@ func openStore(dir string, o Options) (*Store, error) {
 	if err != nil {
 		return nil, errs.IO("boot id", err)
 	}
-	s.boot = bootHash(boot)
+	s.boot = state.BootHash(boot)
 	s.p = c.proj
 	s.p.idx.setCache(s.blk)
 	s.epoch = c.Epoch
@@ -388,11 +381,11 @@ func (s *Store) load() error {
 	// Plain reads: an invalid record (torn by a concurrent write, or lost
 	// with the page cache) sends us to recoverLocked, which re-reads under
 	// both locks and finds out which it was.
-	end, eok, dur, dok, err := s.st.readBoth()
+	end, eok, dur, dok, err := s.st.ReadBoth()
 	if err != nil {
 		return err
 	}
-	if !s.healthy(end, eok, dur, dok) {
+	if !state.Healthy(end, eok, dur, dok, s.boot) {
 		return s.withWriterLock(func() error {
 			_, err := s.recoverLocked(false)
 			return err
@@ -406,11 +399,6 @@ func (s *Store) load() error {
 		return err
 	}
 	return s.syncOrphaned(end.NextSeq-1, end.Epoch)
-}
-
-func (s *Store) healthy(end stateRec, eok bool, dur stateRec, dok bool) bool {
-	return eok && dok && end.Boot == s.boot && dur.Boot == s.boot && end.Epoch == dur.Epoch &&
-		dur.Flags&flagPoisoned == 0 && dur.NextSeq <= end.NextSeq
 }
 
 // withWriterLock runs fn holding the writer lock: first a place at the head
@@ -728,7 +716,7 @@ func (s *Store) closeFiles() {
 	}
 	s.mu.Unlock()
 	s.w.Close()
-	s.st.close()
+	s.st.Close()
 	if t := s.takePlace(); t != nil {
 		t.Leave()
 	}

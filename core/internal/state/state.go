@@ -1,24 +1,5 @@
-package core
-
-import (
-	"encoding/binary"
-	"errors"
-	"io"
-	"io/fs"
-	"os"
-	"sync"
-	"time"
-
-	"github.com/spf13/afero"
-	"lukechampine.com/blake3"
-
-	"github.com/swarmops/swarmops/core/internal/errs"
-	"github.com/swarmops/swarmops/core/journal"
-	"github.com/swarmops/swarmops/core/vfs"
-)
-
-// The state file holds two fixed records that every process sharing a store
-// reads and writes in the page cache. It is never synced: after a power loss
+// Package state is the state file: two fixed records that every process
+// sharing a store reads and writes in the page cache. It is never synced: after a power loss
 // it may hold anything, which is why it carries the boot id it was written
 // under and a keyed checksum, and why recovery trusts it only as a lower
 // bound of the durable prefix.
@@ -38,19 +19,43 @@ import (
 // whose projection was built under another epoch reloads it, and a syncer
 // whose frame was appended under another epoch fails instead of
 // acknowledging a frame recovery may have cut.
-const (
-	stateRecSize    = 64
-	stateDurableOff = 512
-	stateMagic      = 0x54535753 // "SWST"
-	recEnd          = 1
-	recDurable      = 2
-	// flagPoisoned in the durable record: a sync failed; the frames past the
-	// durable position must be cut by recovery, never synced and published.
-	flagPoisoned = 1
+package state
+
+import (
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/spf13/afero"
+	"lukechampine.com/blake3"
+
+	"github.com/swarmops/swarmops/core/internal/errs"
+	"github.com/swarmops/swarmops/core/journal"
+	"github.com/swarmops/swarmops/core/vfs"
 )
 
-// stateRec is one decoded record.
-type stateRec struct {
+const (
+	// RecSize is the size of one record.
+	RecSize = 64
+	// DurableOff is the offset of the durable record.
+	DurableOff = 512
+	magic      = 0x54535753 // "SWST"
+	// End and Durable are the record kinds: the published end of the
+	// journal, and its published durable position.
+	End     = 1
+	Durable = 2
+	// FlagPoisoned in the durable record: a sync failed; the frames past the
+	// durable position must be cut by recovery, never synced and published.
+	FlagPoisoned = 1
+)
+
+// Rec is one decoded record.
+type Rec struct {
 	Epoch   uint64
 	Pos     journal.Pos
 	NextSeq uint64
@@ -58,33 +63,35 @@ type stateRec struct {
 	Flags   uint32
 }
 
-func bootHash(boot string) (b [16]byte) {
+// BootHash is what a record keeps of a boot id.
+func BootHash(boot string) (b [16]byte) {
 	h := blake3.Sum256([]byte(boot))
 	copy(b[:], h[:16])
 	return b
 }
 
-// stateHashers reuses keyed 4-byte BLAKE3 hashers for the record
+// hashers reuses keyed 4-byte BLAKE3 hashers for the record
 // checksums: each commit checks or writes six records, and a new hasher is a
 // ~2 KiB allocation.
-var stateHashers sync.Pool
+var hashers sync.Pool
 
 type keyedHasher struct {
 	key journal.Key
 	h   *blake3.Hasher
 }
 
-func stateHasher(key journal.Key) *keyedHasher {
-	if h, ok := stateHashers.Get().(*keyedHasher); ok && h.key == key {
+func hasher(key journal.Key) *keyedHasher {
+	if h, ok := hashers.Get().(*keyedHasher); ok && h.key == key {
 		h.h.Reset()
 		return h
 	}
 	return &keyedHasher{key: key, h: blake3.New(4, key[:])}
 }
 
-func encodeStateRec(key journal.Key, kind uint32, r stateRec) []byte {
-	b := make([]byte, stateRecSize)
-	binary.LittleEndian.PutUint32(b[0:], stateMagic)
+// Encode encodes record r of kind with its keyed checksum.
+func Encode(key journal.Key, kind uint32, r Rec) []byte {
+	b := make([]byte, RecSize)
+	binary.LittleEndian.PutUint32(b[0:], magic)
 	binary.LittleEndian.PutUint32(b[4:], kind)
 	binary.LittleEndian.PutUint64(b[8:], r.Epoch)
 	binary.LittleEndian.PutUint64(b[16:], r.Pos.Seg)
@@ -92,23 +99,23 @@ func encodeStateRec(key journal.Key, kind uint32, r stateRec) []byte {
 	binary.LittleEndian.PutUint64(b[32:], r.NextSeq)
 	copy(b[40:56], r.Boot[:])
 	binary.LittleEndian.PutUint32(b[56:], r.Flags)
-	h := stateHasher(key)
+	h := hasher(key)
 	h.h.Write(b[:60])
 	h.h.Sum(b[60:60])
-	stateHashers.Put(h)
+	hashers.Put(h)
 	return b
 }
 
-func decodeStateRec(key journal.Key, kind uint32, b []byte) (stateRec, bool) {
-	var r stateRec
-	if len(b) < stateRecSize || binary.LittleEndian.Uint32(b[0:]) != stateMagic || binary.LittleEndian.Uint32(b[4:]) != kind {
+func decode(key journal.Key, kind uint32, b []byte) (Rec, bool) {
+	var r Rec
+	if len(b) < RecSize || binary.LittleEndian.Uint32(b[0:]) != magic || binary.LittleEndian.Uint32(b[4:]) != kind {
 		return r, false
 	}
-	h := stateHasher(key)
+	h := hasher(key)
 	h.h.Write(b[:60])
 	var sum [4]byte
 	h.h.Sum(sum[:0])
-	stateHashers.Put(h)
+	hashers.Put(h)
 	if [4]byte(b[60:64]) != sum {
 		return r, false
 	}
@@ -123,15 +130,27 @@ func decodeStateRec(key journal.Key, kind uint32, b []byte) (stateRec, bool) {
 	return r, true
 }
 
-// stateFile reads and writes the state records through one open handle.
-type stateFile struct {
+// File reads and writes the state records through one open handle. It
+// takes no lock of its own: each record is written whole at its offset by
+// the holder of the file lock that guards it, and every read checks what it
+// read.
+type File struct {
 	fs   vfs.FS
 	path string
 	key  journal.Key
 	f    afero.File
 }
 
-func (sf *stateFile) open() error {
+// New returns the state file at path of the store whose key is key. It is
+// opened at first use.
+func New(fsys vfs.FS, path string, key journal.Key) *File {
+	return &File{fs: fsys, path: path, key: key}
+}
+
+// Path returns the file's name.
+func (sf *File) Path() string { return sf.path }
+
+func (sf *File) open() error {
 	if sf.f != nil {
 		return nil
 	}
@@ -147,7 +166,8 @@ func (sf *stateFile) open() error {
 	return nil
 }
 
-func (sf *stateFile) close() {
+// Close closes the handle; a later call reopens it.
+func (sf *File) Close() {
 	if sf.f != nil {
 		sf.f.Close()
 		sf.f = nil
@@ -155,62 +175,62 @@ func (sf *stateFile) close() {
 }
 
 // read reads one record. ok is false for a missing, short or invalid record.
-func (sf *stateFile) read(kind uint32) (stateRec, bool, error) {
+func (sf *File) Read(kind uint32) (Rec, bool, error) {
 	r, ok, _, err := sf.readRaw(kind, [16]byte{})
 	return r, ok, err
 }
 
-// stateBufs holds read buffers of the state file: a commit reads it three
+// bufs holds read buffers of the state file: a commit reads it three
 // times and a fresh snapshot once. For a reader of cached changesets these
 // buffers were a fifth of its garbage, and the collections it causes cut
 // into its tail beside a writer (P7).
-var stateBufs = sync.Pool{New: func() any { return new([stateDurableOff + stateRecSize]byte) }}
+var bufs = sync.Pool{New: func() any { return new([DurableOff + RecSize]byte) }}
 
-// readBoth reads the end and the durable record with one read: they lie in
-// the first stateDurableOff+stateRecSize bytes. Each is checked as read
+// ReadBoth reads the end and the durable record with one read: they lie in
+// the first DurableOff+RecSize bytes. Each is checked as read
 // checks it (ok false for a missing, short or invalid record); one read
 // instead of two is a system call less on every commit's path.
-func (sf *stateFile) readBoth() (end stateRec, eok bool, dur stateRec, dok bool, err error) {
+func (sf *File) ReadBoth() (end Rec, eok bool, dur Rec, dok bool, err error) {
 	if err := sf.open(); err != nil {
 		return end, false, dur, false, err
 	}
-	buf := stateBufs.Get().(*[stateDurableOff + stateRecSize]byte)
-	defer stateBufs.Put(buf)
+	buf := bufs.Get().(*[DurableOff + RecSize]byte)
+	defer bufs.Put(buf)
 	b := buf[:]
 	n, err := vfs.QuickReadAt(sf.f, b, 0)
 	if err != nil && !errors.Is(err, io.EOF) {
 		return end, false, dur, false, errs.IO("read state", err)
 	}
-	if n >= stateRecSize {
-		end, eok = decodeStateRec(sf.key, recEnd, b[:stateRecSize])
+	if n >= RecSize {
+		end, eok = decode(sf.key, End, b[:RecSize])
 	}
-	if n >= stateDurableOff+stateRecSize {
-		dur, dok = decodeStateRec(sf.key, recDurable, b[stateDurableOff:])
+	if n >= DurableOff+RecSize {
+		dur, dok = decode(sf.key, Durable, b[DurableOff:])
 	}
 	return end, eok, dur, dok, nil
 }
 
 // readRaw is read that also reports whether an invalid record may be a
 // read torn by a concurrent write in boot (mayBeTorn).
-func (sf *stateFile) readRaw(kind uint32, boot [16]byte) (r stateRec, ok, torn bool, err error) {
+func (sf *File) readRaw(kind uint32, boot [16]byte) (r Rec, ok, torn bool, err error) {
 	if err := sf.open(); err != nil {
-		return stateRec{}, false, false, err
+		return Rec{}, false, false, err
 	}
 	off := int64(0)
-	if kind == recDurable {
-		off = stateDurableOff
+	if kind == Durable {
+		off = DurableOff
 	}
-	buf := stateBufs.Get().(*[stateDurableOff + stateRecSize]byte)
-	defer stateBufs.Put(buf)
-	b := buf[:stateRecSize]
+	buf := bufs.Get().(*[DurableOff + RecSize]byte)
+	defer bufs.Put(buf)
+	b := buf[:RecSize]
 	n, err := vfs.QuickReadAt(sf.f, b, off)
 	if n < len(b) && (err == nil || errors.Is(err, io.EOF) || errors.Is(err, fs.ErrNotExist)) {
-		return stateRec{}, false, false, nil
+		return Rec{}, false, false, nil
 	}
 	if err != nil {
-		return stateRec{}, false, false, errs.IO("read state", err)
+		return Rec{}, false, false, errs.IO("read state", err)
 	}
-	r, ok = decodeStateRec(sf.key, kind, b)
+	r, ok = decode(sf.key, kind, b)
 	return r, ok, !ok && mayBeTorn(b, kind, boot), nil
 }
 
@@ -221,18 +241,18 @@ func (sf *stateFile) readRaw(kind uint32, boot [16]byte) (r stateRec, ok, torn b
 // from another boot, is what a power loss leaves (the state file is never
 // synced): retrying it would only delay every Open after a power loss.
 func mayBeTorn(b []byte, kind uint32, boot [16]byte) bool {
-	if len(b) < stateRecSize || binary.LittleEndian.Uint32(b[0:]) != stateMagic ||
+	if len(b) < RecSize || binary.LittleEndian.Uint32(b[0:]) != magic ||
 		binary.LittleEndian.Uint32(b[4:]) != kind {
 		return false
 	}
 	return [16]byte(b[40:56]) == boot
 }
 
-// readStable reads a record written by a holder of a lock the caller does
+// ReadStable reads a record written by a holder of a lock the caller does
 // not hold: an invalid read that may be torn by a concurrent write of the
 // record (mayBeTorn) is retried a few times; any other invalid read returns
 // at once.
-func (sf *stateFile) readStable(kind uint32, boot [16]byte) (stateRec, bool, error) {
+func (sf *File) ReadStable(kind uint32, boot [16]byte) (Rec, bool, error) {
 	for i := 0; ; i++ {
 		r, ok, torn, err := sf.readRaw(kind, boot)
 		if ok || err != nil || i == 4 || !torn {
@@ -242,16 +262,50 @@ func (sf *stateFile) readStable(kind uint32, boot [16]byte) (stateRec, bool, err
 	}
 }
 
-func (sf *stateFile) write(kind uint32, r stateRec) error {
+// Write writes record r of kind.
+func (sf *File) Write(kind uint32, r Rec) error {
 	if err := sf.open(); err != nil {
 		return err
 	}
 	off := int64(0)
-	if kind == recDurable {
-		off = stateDurableOff
+	if kind == Durable {
+		off = DurableOff
 	}
-	if _, err := sf.f.WriteAt(encodeStateRec(sf.key, kind, r), off); err != nil {
+	if _, err := sf.f.WriteAt(Encode(sf.key, kind, r), off); err != nil {
 		return errs.IO("write state", err)
 	}
 	return nil
+}
+
+// Healthy reports whether the records read (eok, dok: each was valid) can be
+// trusted as they are: both written in this boot (boot, BootHash of the
+// current boot id), in one epoch, the durable one not poisoned and not past
+// the end. Otherwise the store recovers before it writes.
+func Healthy(end Rec, eok bool, dur Rec, dok bool, boot [16]byte) bool {
+	return eok && dok && end.Boot == boot && dur.Boot == boot && end.Epoch == dur.Epoch &&
+		dur.Flags&FlagPoisoned == 0 && dur.NextSeq <= end.NextSeq
+}
+
+// Both is one read of both records (see ReadBoth).
+type Both struct {
+	End, Dur Rec
+	EOK, DOK bool
+}
+
+// ReadPair is ReadBoth as a Both.
+func (sf *File) ReadPair() (*Both, error) {
+	var b Both
+	var err error
+	b.End, b.EOK, b.Dur, b.DOK, err = sf.ReadBoth()
+	return &b, err
+}
+
+// RandEpoch returns a random epoch, for a store created or recovered with
+// no readable record to count on from: epochs of the same store never
+// repeat in practice, and the 56 random bits keep it clear of zero.
+func RandEpoch() uint64 {
+	var b [8]byte
+	rand.Read(b[:])
+	return (uint64(b[0]) | uint64(b[1])<<8 | uint64(b[2])<<16 | uint64(b[3])<<24 | uint64(b[4])<<32 |
+		uint64(b[5])<<40 | uint64(b[6])<<48) + 1
 }
