@@ -15,6 +15,7 @@ import (
 	"github.com/swarmops/swarmops/core/index"
 	"github.com/swarmops/swarmops/core/internal/b3"
 	"github.com/swarmops/swarmops/core/internal/errs"
+	"github.com/swarmops/swarmops/core/internal/reflog"
 	"github.com/swarmops/swarmops/core/journal"
 	"github.com/swarmops/swarmops/core/refs"
 	"github.com/swarmops/swarmops/core/vfs"
@@ -159,7 +160,7 @@ func decodeCheckpoint(b []byte) (*checkpoint, error) {
 		c.Runs = append(c.Runs, name)
 	}
 	c.ReflogLen = int64(uv())
-	if c.ReflogLen < 0 || c.ReflogLen%reflogAlign != 0 {
+	if c.ReflogLen < 0 || c.ReflogLen%reflog.Align != 0 {
 		bad = true
 	}
 	n = uv()

@@ -8,6 +8,7 @@ import (
 
 	"github.com/swarmops/swarmops/core/index"
 	"github.com/swarmops/swarmops/core/internal/errs"
+	"github.com/swarmops/swarmops/core/internal/reflog"
 	"github.com/swarmops/swarmops/core/internal/state"
 	"github.com/swarmops/swarmops/core/journal"
 )
@@ -417,8 +418,8 @@ func (s *Store) checkpointLocked(force bool) error {
 	// each ref's last move.
 	reflogLen := cur.ReflogLen
 	if len(rnames) > 0 {
-		chunk := encodeReflogChunk(cur.NextSeq, dur.NextSeq, rnames, rlogs)
-		if reflogLen, err = appendReflog(s.fs, s.dir, cur.ReflogLen, chunk); err != nil {
+		chunk := reflog.EncodeChunk(cur.NextSeq, dur.NextSeq, rnames, rlogs)
+		if reflogLen, err = reflog.Append(s.fs, s.dir, cur.ReflogLen, chunk); err != nil {
 			return err
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/swarmops/swarmops/core/internal/errs"
+	"github.com/swarmops/swarmops/core/internal/reflog"
 	"github.com/swarmops/swarmops/core/internal/state"
 	"github.com/swarmops/swarmops/core/journal"
 	"github.com/swarmops/swarmops/core/objects"
@@ -211,7 +212,7 @@ func (s *Store) refsAt(seq uint64) (*refs.Table, error) {
 	if t.Covers(seq) {
 		return t, nil
 	}
-	older, err := readReflog(s.fs, s.dir, s.p.reflogLen)
+	older, err := reflog.Read(s.fs, s.dir, s.p.reflogLen)
 	if err != nil {
 		return nil, err
 	}
@@ -268,7 +269,7 @@ func (sn *Snapshot) RefLog(name string) ([]RefLogEntry, error) {
 	if base > 0 {
 		// The file's first rlen bytes never change, so reading them
 		// outside s.mu is safe against a concurrent checkpoint.
-		older, err := readReflog(sn.s.fs, sn.s.dir, rlen)
+		older, err := reflog.Read(sn.s.fs, sn.s.dir, rlen)
 		if err != nil {
 			return nil, err
 		}

@@ -18,6 +18,7 @@ import (
 	"github.com/swarmops/swarmops/core/index"
 	"github.com/swarmops/swarmops/core/internal/errs"
 	"github.com/swarmops/swarmops/core/internal/lockq"
+	"github.com/swarmops/swarmops/core/internal/reflog"
 	"github.com/swarmops/swarmops/core/internal/state"
 	"github.com/swarmops/swarmops/core/journal"
 	"github.com/swarmops/swarmops/core/vfs"
@@ -262,7 +263,7 @@ func Create(dir string, o Options) (*Store, error) {
 	}
 	// The reflog file starts empty (no data to sync); its directory entry
 	// is made durable with the others below.
-	if f, err := fsys.OpenFile(path.Join(dir, reflogName), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644); err != nil {
+	if f, err := fsys.OpenFile(path.Join(dir, reflog.Name), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644); err != nil {
 		return nil, errs.IO("create reflog", err)
 	} else if err := f.Close(); err != nil {
 		return nil, errs.IO("close reflog", err)
@@ -304,7 +305,7 @@ func Create(dir string, o Options) (*Store, error) {
 func interruptedInit(names []string) bool {
 	for _, n := range names {
 		switch n {
-		case "journal", "objects", "index", reflogName, ckptTemp, "state", "LOCK", "SYNCLOCK", "CKPTLOCK", mergeLockName, "lockq":
+		case "journal", "objects", "index", reflog.Name, ckptTemp, "state", "LOCK", "SYNCLOCK", "CKPTLOCK", mergeLockName, "lockq":
 		default:
 			return false
 		}

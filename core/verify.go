@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/swarmops/swarmops/core/internal/errs"
+	"github.com/swarmops/swarmops/core/internal/reflog"
 	"github.com/swarmops/swarmops/core/internal/txn"
 	"github.com/swarmops/swarmops/core/journal"
 	"github.com/swarmops/swarmops/core/objects"
@@ -159,8 +160,8 @@ func (s *Store) Verify(deep bool, progress func(done, total int)) (*VerifyReport
 	// The reflog file must hold exactly the journal's moves before the
 	// checkpoint's position.
 	if base > 0 && base <= sn.seq+1 {
-		rf := path.Join(s.dir, reflogName)
-		older, err := readReflog(s.fs, s.dir, rlen)
+		rf := path.Join(s.dir, reflog.Name)
+		older, err := reflog.Read(s.fs, s.dir, rlen)
 		if err != nil {
 			problem(rf, 0, "", "%v", err)
 		} else {
