@@ -15,6 +15,7 @@ import (
 	"github.com/swarmops/swarmops/core/index"
 	"github.com/swarmops/swarmops/core/internal/b3"
 	"github.com/swarmops/swarmops/core/internal/errs"
+	"github.com/swarmops/swarmops/core/internal/proj"
 	"github.com/swarmops/swarmops/core/internal/reflog"
 	"github.com/swarmops/swarmops/core/journal"
 	"github.com/swarmops/swarmops/core/refs"
@@ -62,7 +63,7 @@ type checkpoint struct {
 	// ReflogLen is how many bytes of the reflog file hold the moves of
 	// the frames before NextSeq.
 	ReflogLen int64
-	proj      *proj
+	proj      *proj.Proj
 }
 
 // encodeCheckpoint serializes the run list, the reflog length and each ref's
@@ -129,7 +130,7 @@ func decodeCheckpoint(b []byte) (*checkpoint, error) {
 	if c.Pos.Seg == 0 || c.Pos.Off < journal.FirstFrame || c.NextSeq == 0 {
 		return nil, fmt.Errorf("%w: bad position", errCkpt)
 	}
-	p := newProj(c.Pos, c.NextSeq)
+	p := proj.New(c.Pos, c.NextSeq)
 	pos := ckptHeaderSize
 	bad := false
 	uv := func() uint64 {
@@ -171,10 +172,10 @@ func decodeCheckpoint(b []byte) (*checkpoint, error) {
 		if e.Seq >= c.NextSeq {
 			bad = true
 		}
-		p.refs.Restore(name, []refs.Entry{e})
+		p.Refs.Restore(name, []refs.Entry{e})
 	}
-	p.refs.SetBase(c.NextSeq)
-	p.reflogLen = c.ReflogLen
+	p.Refs.SetBase(c.NextSeq)
+	p.ReflogLen = c.ReflogLen
 	if bad || pos != len(body) {
 		return nil, fmt.Errorf("%w: body does not parse (at byte %d)", errCkpt, pos)
 	}
@@ -222,7 +223,7 @@ func readCheckpoint(fsys vfs.FS, dir string) (*checkpoint, error) {
 		if err != nil {
 			return nil, err
 		}
-		c.proj.idx = newRunIdx(x, c.Runs)
+		c.proj.Idx = proj.NewRunIdx(x, c.Runs)
 		return c, nil
 	}
 }

@@ -142,7 +142,7 @@ func (s *Store) recentObject(id ID, k objects.Kind) ([]byte, bool) {
 		return nil, false
 	}
 	s.mu.Lock()
-	l, ok := s.p.idx.getKind(id, k)
+	l, ok := s.p.Idx.GetKind(id, k)
 	s.mu.Unlock()
 	if !ok || l.Kind != k || l.Loose || l.Size != int64(len(data)) {
 		return nil, false
@@ -285,7 +285,7 @@ func (s *Store) earlyConflicts(batch []*commitReq, st *state.Both) (live int, er
 		return live, nil
 	}
 	defer s.mu.Unlock()
-	if end.Epoch != s.epoch || s.p.nextSeq != end.NextSeq || s.p.pos != end.Pos {
+	if end.Epoch != s.epoch || s.p.NextSeq != end.NextSeq || s.p.Pos != end.Pos {
 		return live, nil
 	}
 	for _, r := range batch {
@@ -293,7 +293,7 @@ func (s *Store) earlyConflicts(batch []*commitReq, st *state.Both) (live int, er
 			continue
 		}
 		var c *refs.Conflict
-		if err := s.p.refs.Check(r.t.Moves); errors.As(err, &c) {
+		if err := s.p.Refs.Check(r.t.Moves); errors.As(err, &c) {
 			r.early, r.err = true, errs.Ref(err)
 			r.seq, r.epoch = end.NextSeq-1, end.Epoch
 			live--
@@ -494,7 +494,7 @@ func (s *Store) catchUpTo(end state.Rec, ok bool) error {
 		return nil
 	}
 	defer s.mu.Unlock()
-	if end.Epoch != s.epoch || s.p.nextSeq >= end.NextSeq {
+	if end.Epoch != s.epoch || s.p.NextSeq >= end.NextSeq {
 		return nil
 	}
 	if err := s.catchUp(end.NextSeq); err != nil && !errors.Is(err, ErrCorrupt) {
@@ -539,19 +539,19 @@ func (s *Store) appendLocked(t *txn.Txn, payload []byte, digest [32]byte, need [
 	if err := s.catchUp(end.NextSeq); err != nil {
 		return 0, 0, err
 	}
-	if s.p.nextSeq != end.NextSeq || s.p.pos != end.Pos {
+	if s.p.NextSeq != end.NextSeq || s.p.Pos != end.Pos {
 		return 0, 0, errs.Corrupt(s.st.Path(), 0, "published end %s/%d does not match the journal (%s/%d)",
-			end.Pos, end.NextSeq, s.p.pos, s.p.nextSeq)
+			end.Pos, end.NextSeq, s.p.Pos, s.p.NextSeq)
 	}
 	for _, id := range need {
-		if l, ok := s.p.idx.getKind(id, objects.KindChangeset); !ok || l.Kind != objects.KindChangeset {
-			if err := s.p.idx.takeErr(); err != nil {
+		if l, ok := s.p.Idx.GetKind(id, objects.KindChangeset); !ok || l.Kind != objects.KindChangeset {
+			if err := s.p.Idx.TakeErr(); err != nil {
 				return 0, 0, err
 			}
 			return 0, 0, fmt.Errorf("%w: changeset %s", ErrNotFound, id)
 		}
 	}
-	if err := s.p.refs.Check(t.Moves); err != nil {
+	if err := s.p.Refs.Check(t.Moves); err != nil {
 		// The conflict reports a value from the projection up to end,
 		// which may include frames not yet durable: the caller makes
 		// end durable before reporting it (see transact).
@@ -561,11 +561,11 @@ func (s *Store) appendLocked(t *txn.Txn, payload []byte, digest [32]byte, need [
 	// would make, made once here and recorded in the frame's kind.
 	kind := byte(txn.FrameFresh)
 	for _, o := range t.Objs {
-		if o.Kind == objects.KindChangeset && s.p.idx.has(o.ID, o.Kind) {
+		if o.Kind == objects.KindChangeset && s.p.Idx.Has(o.ID, o.Kind) {
 			kind = txn.FrameTxn
 		}
 	}
-	if err := s.p.idx.takeErr(); err != nil {
+	if err := s.p.Idx.TakeErr(); err != nil {
 		return 0, 0, err
 	}
 	if s.o.Weaken&WeakFalseFresh != 0 {
@@ -589,9 +589,9 @@ func (s *Store) appendLocked(t *txn.Txn, payload []byte, digest [32]byte, need [
 	}
 	s.mu.Lock()
 	locked = true
-	if s.epoch != end.Epoch || s.p.nextSeq != seq || s.p.pos != end.Pos {
+	if s.epoch != end.Epoch || s.p.NextSeq != seq || s.p.Pos != end.Pos {
 		return 0, 0, fmt.Errorf("%w: the projection moved to %s/%d while frame %d was appended at %s",
-			ErrIO, s.p.pos, s.p.nextSeq, seq, end.Pos)
+			ErrIO, s.p.Pos, s.p.NextSeq, seq, end.Pos)
 	}
 	fr := &journal.Frame{Kind: kind, Seq: seq, Watermark: dur.NextSeq - 1, Payload: payload, Pos: at, Size: int64(len(frame))}
 	newEnd := state.Rec{Epoch: end.Epoch, Pos: fr.End(), NextSeq: seq + 1, Boot: s.boot}
@@ -600,7 +600,7 @@ func (s *Store) appendLocked(t *txn.Txn, payload []byte, digest [32]byte, need [
 	}
 	// The in-memory moves carry the time as a replay decodes it.
 	t.Time = time.Unix(0, t.Time.UnixNano()).UTC()
-	if err := s.p.applyTxn(fr, t, s.jcfg.SegPath(at.Seg)); err != nil {
+	if err := s.p.ApplyTxn(fr, t, s.jcfg.SegPath(at.Seg)); err != nil {
 		return 0, 0, err
 	}
 	s.markLocked()
@@ -781,7 +781,7 @@ func (b *builder) known(id ID, k objects.Kind) bool {
 		return true
 	}
 	b.s.mu.Lock()
-	ok := b.s.p.idx.has(id, k)
+	ok := b.s.p.Idx.Has(id, k)
 	b.s.mu.Unlock()
 	return ok
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/swarmops/swarmops/core/index"
 	"github.com/swarmops/swarmops/core/internal/errs"
+	"github.com/swarmops/swarmops/core/internal/proj"
 )
 
 // Compaction merges index runs, apart from the checkpoint that writes
@@ -65,11 +66,11 @@ func (s *Store) compactOnce() (merged bool, err error) {
 	if err != nil {
 		return false, err
 	}
-	defer cur.proj.idx.close()
+	defer cur.proj.Idx.Close()
 	if err := s.removeLeftovers(cur); err != nil {
 		return false, err
 	}
-	runs := cur.proj.idx.runs()
+	runs := cur.proj.Idx.Runs()
 	sizes := make([]int64, len(runs))
 	for i, r := range runs {
 		sizes[i] = r.Size()
@@ -126,7 +127,7 @@ func (s *Store) installMerge(inputs []string, mname string) (bool, error) {
 		return false, fmt.Errorf("%w: the checkpoint no longer names the runs merged into %s", ErrIO, mname)
 	}
 	names := slices.Concat(now.Runs[:i], []string{mname}, now.Runs[i+len(inputs):])
-	b := encodeCheckpoint(s.id, now.Pos, now.NextSeq, now.Epoch, names, now.ReflogLen, now.proj.refs)
+	b := encodeCheckpoint(s.id, now.Pos, now.NextSeq, now.Epoch, names, now.ReflogLen, now.proj.Refs)
 	if err := writeCheckpoint(s.fs, s.dir, b, false); err != nil {
 		return false, err
 	}
@@ -154,19 +155,19 @@ func (s *Store) installRuns(names []string, nextSeq, epoch uint64, reflogLen int
 func (s *Store) installIndex(x *index.Index, names []string, nextSeq, epoch uint64, reflogLen int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.epoch != epoch || s.p.nextSeq < nextSeq || nextSeq < s.p.ckptSeq {
+	if s.epoch != epoch || s.p.NextSeq < nextSeq || nextSeq < s.p.CkptSeq {
 		x.Close()
 		return
 	}
-	old := s.p.idx
-	nx := newRunIdx(x, names)
-	nx.setCache(s.blk)
-	nx.mem = old.since(nextSeq)
-	s.p.idx = nx
-	s.p.ckptSeq = nextSeq
-	old.retire()
-	s.p.refs.Trim(nextSeq)
-	s.p.reflogLen = reflogLen
+	old := s.p.Idx
+	nx := proj.NewRunIdx(x, names)
+	nx.SetCache(s.blk)
+	nx.Mem = old.Since(nextSeq)
+	s.p.Idx = nx
+	s.p.CkptSeq = nextSeq
+	old.Retire()
+	s.p.Refs.Trim(nextSeq)
+	s.p.ReflogLen = reflogLen
 }
 
 // removeLeftovers removes the run files of index/ that cur does not name

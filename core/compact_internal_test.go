@@ -197,8 +197,8 @@ func twoHandles(t *testing.T, k int) (*Store, *Store) {
 func tailOf(s *Store) (changesets int64, ckpt, next uint64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	_, changesets, _ = s.p.idx.mem.count()
-	return changesets, s.p.ckptSeq, s.p.nextSeq
+	_, changesets, _ = s.p.Idx.Mem.Count()
+	return changesets, s.p.CkptSeq, s.p.NextSeq
 }
 
 // TestWritersAdoptOtherProcessesCheckpoints checks that a writer whose
@@ -320,8 +320,8 @@ func TestRetiredRunsStayOpenWhilePinned(t *testing.T) {
 		}
 	}
 	s.mu.Lock()
-	pinned := s.p.idx
-	x := pinned.pin()
+	pinned := s.p.Idx
+	x := pinned.Pin()
 	s.mu.Unlock()
 	if x == nil {
 		t.Fatal("no index runs after three checkpoints")
@@ -332,17 +332,16 @@ func TestRetiredRunsStayOpenWhilePinned(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	nx := cur.proj.idx.x
-	cur.proj.idx.x = nil
+	nx := cur.proj.Idx.Detach()
 	s.installIndex(nx, cur.Runs, cur.NextSeq, cur.Epoch, cur.ReflogLen)
-	if s.p.idx == pinned {
+	if s.p.Idx == pinned {
 		t.Fatal("installIndex kept the old runIdx; the test needs it replaced")
 	}
 	if err := x.View().Verify(); err != nil {
 		t.Fatalf("pinned runs read after the projection dropped them: %v", err)
 	}
 	s.mu.Lock()
-	pinned.unpin()
+	pinned.Unpin()
 	s.mu.Unlock()
 	if err := x.View().Verify(); err == nil {
 		t.Fatal("the runs are still readable after their last borrower unpinned them; they were never closed")

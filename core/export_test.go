@@ -14,5 +14,5 @@ func PendingCommits(s *Store) int {
 func FramesApplied(s *Store) int64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.p.frames
+	return s.p.Frames
 }

@@ -68,7 +68,7 @@ func (s *Store) recoverLocked(explicit bool) (*RecoverReport, error) {
 	installed := false
 	defer func() {
 		if !installed {
-			p.idx.close()
+			p.Idx.Close()
 		}
 	}()
 	durableSeq := c.NextSeq - 1
@@ -84,11 +84,11 @@ func (s *Store) recoverLocked(explicit bool) (*RecoverReport, error) {
 		limit = dur.NextSeq
 	}
 	if limit > c.NextSeq {
-		p.idx.mem.reserve(limit - c.NextSeq)
+		p.Idx.Mem.Reserve(limit - c.NextSeq)
 	}
 	var aerr error
 	res, err := s.r.ScanBorrowed(c.Pos, c.NextSeq, limit, func(fr *journal.Frame) error {
-		aerr = p.apply(fr, s.jcfg.SegPath(fr.Pos.Seg))
+		aerr = p.Apply(fr, s.jcfg.SegPath(fr.Pos.Seg))
 		return aerr
 	})
 	if aerr != nil {
@@ -144,10 +144,10 @@ func (s *Store) recoverLocked(explicit bool) (*RecoverReport, error) {
 		return rep, err
 	}
 	if s.p != nil {
-		s.p.idx.retire()
+		s.p.Idx.Retire()
 	}
 	s.p, installed = p, true
-	s.p.idx.setCache(s.blk)
+	s.p.Idx.SetCache(s.blk)
 	s.epoch = epoch
 	s.markLocked()
 	s.csc.clear()
@@ -281,7 +281,7 @@ func (s *Store) maybeCompact() {
 func (s *Store) checkpointDue() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.p.nextSeq >= s.ckptNext.Load()+uint64(s.o.CheckpointEvery)
+	return s.p.NextSeq >= s.ckptNext.Load()+uint64(s.o.CheckpointEvery)
 }
 
 // recordCkptErr keeps the first checkpoint error for Close.
@@ -362,11 +362,10 @@ func (s *Store) checkpointLocked(force bool) error {
 		// checkpoint kept every frame it replayed in memory: with 32
 		// writers, maps that grew without end, and their growth was a
 		// quarter of the page faults of W2.
-		adopt := cur.Epoch == s.epoch && cur.NextSeq > s.p.ckptSeq && s.p.nextSeq >= cur.NextSeq
+		adopt := cur.Epoch == s.epoch && cur.NextSeq > s.p.CkptSeq && s.p.NextSeq >= cur.NextSeq
 		s.mu.Unlock()
 		if adopt {
-			x := cur.proj.idx.x
-			cur.proj.idx.x = nil // installIndex owns the open runs now
+			x := cur.proj.Idx.Detach() // installIndex owns the open runs now
 			s.installIndex(x, cur.Runs, cur.NextSeq, cur.Epoch, cur.ReflogLen)
 		}
 		return nil
@@ -379,24 +378,24 @@ func (s *Store) checkpointLocked(force bool) error {
 	// checkpoint covers exactly the durable prefix. The records of the frames
 	// since the current checkpoint become a new index run (durable before the
 	// checkpoint names it); the ref table goes into the checkpoint.
-	batch := s.p.idx.batchBetween(cur.NextSeq, dur.NextSeq)
-	if b := s.p.refs.Base(); b > cur.NextSeq {
+	batch := s.p.Idx.BatchBetween(cur.NextSeq, dur.NextSeq)
+	if b := s.p.Refs.Base(); b > cur.NextSeq {
 		s.mu.Unlock()
 		return fmt.Errorf("%w: the ref table holds moves from frame %d on, the checkpoint needs them from %d", ErrIO, b, cur.NextSeq)
 	}
-	rnames, rlogs := s.p.refs.Since(cur.NextSeq, dur.NextSeq)
+	rnames, rlogs := s.p.Refs.Since(cur.NextSeq, dur.NextSeq)
 	s.mu.Unlock()
-	defer cur.proj.idx.close()
+	defer cur.proj.Idx.Close()
 	// Replay does not look blobs and trees up in the runs, so the tail may
 	// repeat some the runs hold: they stay out of the new run.
-	cur.proj.idx.expectObjectChecks(len(batch.Objects))
+	cur.proj.Idx.ExpectObjectChecks(len(batch.Objects))
 	objs := batch.Objects[:0]
 	for _, o := range batch.Objects {
-		if !cur.proj.idx.has(ID(o.ID), o.Kind) {
+		if !cur.proj.Idx.Has(ID(o.ID), o.Kind) {
 			objs = append(objs, o)
 		}
 	}
-	if err := cur.proj.idx.takeErr(); err != nil {
+	if err := cur.proj.Idx.TakeErr(); err != nil {
 		return err
 	}
 	batch.Objects = objs
@@ -424,7 +423,7 @@ func (s *Store) checkpointLocked(force bool) error {
 		}
 	}
 	s.mu.Lock()
-	b := encodeCheckpoint(s.id, dur.Pos, dur.NextSeq, dur.Epoch, names, reflogLen, s.p.refs)
+	b := encodeCheckpoint(s.id, dur.Pos, dur.NextSeq, dur.Epoch, names, reflogLen, s.p.Refs)
 	s.mu.Unlock()
 	if err := writeCheckpoint(s.fs, s.dir, b, false); err != nil {
 		return err

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/swarmops/swarmops/core/internal/errs"
+	"github.com/swarmops/swarmops/core/internal/proj"
 	"github.com/swarmops/swarmops/core/internal/reflog"
 	"github.com/swarmops/swarmops/core/internal/state"
 	"github.com/swarmops/swarmops/core/journal"
@@ -84,7 +85,7 @@ func (s *Store) snapshotCatchUp(dur state.Rec) error {
 func (s *Store) adoptForReader() {
 	k := uint64(s.o.CheckpointEvery)
 	s.mu.Lock()
-	next, base := s.p.nextSeq, s.p.ckptSeq
+	next, base := s.p.NextSeq, s.p.CkptSeq
 	s.mu.Unlock()
 	if next < base+2*k || next < s.adoptTried.Load()+k || !s.adopting.CompareAndSwap(false, true) {
 		return
@@ -124,7 +125,7 @@ func (s *Store) readObject(id ID, k objects.Kind, maxSeq uint64, catchUp bool) (
 func (s *Store) readObjectSeq(id ID, k objects.Kind, maxSeq uint64, catchUp bool) ([]byte, uint64, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	l, ok := s.p.idx.getKind(id, k)
+	l, ok := s.p.Idx.GetKind(id, k)
 	if !ok && catchUp {
 		end, eok, err := s.st.ReadStable(state.End, s.boot)
 		if err != nil {
@@ -134,19 +135,19 @@ func (s *Store) readObjectSeq(id ID, k objects.Kind, maxSeq uint64, catchUp bool
 			if err := s.catchUp(end.NextSeq); err != nil {
 				return nil, 0, err
 			}
-			l, ok = s.p.idx.getKind(id, k)
+			l, ok = s.p.Idx.GetKind(id, k)
 		}
 	}
 	if ok && l.Seq > maxSeq && k != objects.KindChangeset {
 		// The tail's record may be a later copy of a blob or tree an index
 		// run already holds (replay does not look in the runs for them);
 		// the run's record is visible to every snapshot.
-		if rl, rok := s.p.idx.runKind(id, k); rok {
+		if rl, rok := s.p.Idx.RunKind(id, k); rok {
 			l = rl
 		}
 	}
 	if !ok || l.Seq > maxSeq {
-		if err := s.p.idx.takeErr(); err != nil {
+		if err := s.p.Idx.TakeErr(); err != nil {
 			return nil, 0, err
 		}
 	}
@@ -208,11 +209,11 @@ func (sn *Snapshot) Seq() uint64 { return sn.seq }
 // from the reflog file. Only a snapshot older than a checkpoint this
 // process loaded or wrote needs that. Caller holds s.mu.
 func (s *Store) refsAt(seq uint64) (*refs.Table, error) {
-	t := s.p.refs
+	t := s.p.Refs
 	if t.Covers(seq) {
 		return t, nil
 	}
-	older, err := reflog.Read(s.fs, s.dir, s.p.reflogLen)
+	older, err := reflog.Read(s.fs, s.dir, s.p.ReflogLen)
 	if err != nil {
 		return nil, err
 	}
@@ -258,9 +259,9 @@ func (sn *Snapshot) Refs() ([]RefEntry, error) {
 // from the reflog file (one read of its chunks), the rest from memory.
 func (sn *Snapshot) RefLog(name string) ([]RefLogEntry, error) {
 	sn.s.mu.Lock()
-	base, rlen := sn.s.p.refs.Base(), sn.s.p.reflogLen
+	base, rlen := sn.s.p.Refs.Base(), sn.s.p.ReflogLen
 	var log []refs.Entry
-	for _, e := range sn.s.p.refs.Log(name, sn.seq) {
+	for _, e := range sn.s.p.Refs.Log(name, sn.seq) {
 		if e.Seq >= base {
 			log = append(log, e)
 		}
@@ -343,7 +344,7 @@ func (sn *Snapshot) resolveBase(rev string) (ID, error) {
 	if err != nil {
 		return ID{}, fmt.Errorf("%w: revision %q is not a ref, id or prefix of 4+ hex digits", ErrNotFound, rev)
 	}
-	c, err := sn.visible(func(x objIndex) []ID { return x.prefix(p) })
+	c, err := sn.visible(func(x *proj.RunIdx) []ID { return x.Prefix(p) })
 	if err != nil {
 		return ID{}, err
 	}
@@ -497,16 +498,16 @@ func (sn *Snapshot) Log(from ID, n int) ([]ID, error) {
 // visible runs a lookup on the index and keeps the ids this snapshot may
 // see (brought by a frame at or below its durable sequence), returning any
 // error the index met while reading its runs.
-func (sn *Snapshot) visible(lookup func(objIndex) []ID) ([]ID, error) {
+func (sn *Snapshot) visible(lookup func(*proj.RunIdx) []ID) ([]ID, error) {
 	sn.s.mu.Lock()
 	defer sn.s.mu.Unlock()
 	var out []ID
-	for _, id := range lookup(sn.s.p.idx) {
-		if sn.s.p.idx.visibleAt(id, sn.seq) {
+	for _, id := range lookup(sn.s.p.Idx) {
+		if sn.s.p.Idx.VisibleAt(id, sn.seq) {
 			out = append(out, id)
 		}
 	}
-	if err := sn.s.p.idx.takeErr(); err != nil {
+	if err := sn.s.p.Idx.TakeErr(); err != nil {
 		return nil, err
 	}
 	return out, nil
@@ -514,7 +515,7 @@ func (sn *Snapshot) visible(lookup func(objIndex) []ID) ([]ID, error) {
 
 // ByDelta returns every changeset with delta hash h, or ErrNotFound.
 func (sn *Snapshot) ByDelta(h objects.Hash) ([]ID, error) {
-	out, err := sn.visible(func(x objIndex) []ID { return x.byDelta(h) })
+	out, err := sn.visible(func(x *proj.RunIdx) []ID { return x.ByDelta(h) })
 	if err != nil {
 		return nil, err
 	}

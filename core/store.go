@@ -18,6 +18,7 @@ import (
 	"github.com/swarmops/swarmops/core/index"
 	"github.com/swarmops/swarmops/core/internal/errs"
 	"github.com/swarmops/swarmops/core/internal/lockq"
+	"github.com/swarmops/swarmops/core/internal/proj"
 	"github.com/swarmops/swarmops/core/internal/reflog"
 	"github.com/swarmops/swarmops/core/internal/state"
 	"github.com/swarmops/swarmops/core/journal"
@@ -92,7 +93,7 @@ type Store struct {
 	syncEpoch uint64
 
 	mu    sync.Mutex // guards p, r, epoch
-	p     *proj
+	p     *proj.Proj
 	r     *journal.Reader
 	epoch uint64
 	// mark publishes the epoch and end of p for Snapshot, which takes no
@@ -278,9 +279,9 @@ func Create(dir string, o Options) (*Store, error) {
 	}
 	start := journal.Pos{Seg: 1, Off: journal.FirstFrame}
 	epoch := state.RandEpoch()
-	s.p = newProj(start, 1)
+	s.p = proj.New(start, 1)
 	// writeCheckpoint syncs dir after the rename.
-	if err := writeCheckpoint(fsys, dir, encodeCheckpoint(id, start, 1, epoch, nil, 0, s.p.refs), false); err != nil {
+	if err := writeCheckpoint(fsys, dir, encodeCheckpoint(id, start, 1, epoch, nil, 0, s.p.Refs), false); err != nil {
 		return nil, err
 	}
 	boot, err := fsys.BootID()
@@ -363,7 +364,7 @@ func openStore(dir string, o Options) (*Store, error) {
 	}
 	s.boot = state.BootHash(boot)
 	s.p = c.proj
-	s.p.idx.setCache(s.blk)
+	s.p.Idx.SetCache(s.blk)
 	s.epoch = c.Epoch
 	s.ckptNext.Store(c.NextSeq)
 	if _, err := s.r.SegHeader(c.Pos.Seg); err != nil {
@@ -648,16 +649,16 @@ func (s *Store) lockErr(err error) error {
 // target. Frames before a published end or durable position were written
 // whole, so a scan that stops short is corruption. Caller holds s.mu.
 func (s *Store) catchUp(target uint64) error {
-	if s.p.nextSeq >= target {
+	if s.p.NextSeq >= target {
 		s.markLocked()
 		return nil
 	}
-	s.p.idx.mem.reserve(target - s.p.nextSeq)
+	s.p.Idx.Mem.Reserve(target - s.p.NextSeq)
 	var aerr error
 	// apply keeps nothing of a payload but what it decodes: the scan may
 	// lend it.
-	res, err := s.r.ScanBorrowed(s.p.pos, s.p.nextSeq, target, func(fr *journal.Frame) error {
-		aerr = s.p.apply(fr, s.jcfg.SegPath(fr.Pos.Seg))
+	res, err := s.r.ScanBorrowed(s.p.Pos, s.p.NextSeq, target, func(fr *journal.Frame) error {
+		aerr = s.p.Apply(fr, s.jcfg.SegPath(fr.Pos.Seg))
 		return aerr
 	})
 	if aerr != nil {
@@ -685,8 +686,8 @@ type projMark struct{ epoch, next uint64 }
 // prefix the mark covers finds all of it, as one taken under s.mu would.
 // Caller holds s.mu.
 func (s *Store) markLocked() {
-	if m := s.mark.Load(); m == nil || m.epoch != s.epoch || m.next != s.p.nextSeq {
-		s.mark.Store(&projMark{epoch: s.epoch, next: s.p.nextSeq})
+	if m := s.mark.Load(); m == nil || m.epoch != s.epoch || m.next != s.p.NextSeq {
+		s.mark.Store(&projMark{epoch: s.epoch, next: s.p.NextSeq})
 	}
 }
 
@@ -700,10 +701,10 @@ func (s *Store) reload(epoch uint64, target uint64) error {
 	s.r.Forget()
 	s.w.Close()
 	if s.p != nil {
-		s.p.idx.close()
+		s.p.Idx.Close()
 	}
 	s.p = c.proj
-	s.p.idx.setCache(s.blk)
+	s.p.Idx.SetCache(s.blk)
 	s.epoch = epoch
 	s.csc.clear()
 	return s.catchUp(target)
@@ -713,7 +714,7 @@ func (s *Store) closeFiles() {
 	s.mu.Lock()
 	s.r.Close()
 	if s.p != nil {
-		s.p.idx.retire()
+		s.p.Idx.Retire()
 	}
 	s.mu.Unlock()
 	s.w.Close()
@@ -760,7 +761,7 @@ func (s *Store) Info() (*Info, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	in := &Info{DurableSeq: sn.seq, CheckpointSeq: s.ckptNext.Load() - 1}
-	s.p.idx.each(func(_ ID, l objLoc) {
+	s.p.Idx.Each(func(_ ID, l proj.Loc) {
 		if l.Seq > sn.seq {
 			return
 		}
@@ -772,7 +773,7 @@ func (s *Store) Info() (*Info, error) {
 			in.LooseObjects++
 		}
 	})
-	if err := s.p.idx.takeErr(); err != nil {
+	if err := s.p.Idx.TakeErr(); err != nil {
 		return nil, err
 	}
 	rt, err := s.refsAt(sn.seq)

@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/swarmops/swarmops/core/internal/errs"
+	"github.com/swarmops/swarmops/core/internal/proj"
 	"github.com/swarmops/swarmops/core/internal/reflog"
 	"github.com/swarmops/swarmops/core/internal/txn"
 	"github.com/swarmops/swarmops/core/journal"
@@ -36,11 +37,11 @@ func (s *Store) Verify(deep bool, progress func(done, total int)) (*VerifyReport
 	}
 	r := journal.NewReader(s.jcfg)
 	defer r.Close()
-	fresh := newProj(journal.Pos{Seg: 1, Off: journal.FirstFrame}, 1)
+	fresh := proj.New(journal.Pos{Seg: 1, Off: journal.FirstFrame}, 1)
 	// The replay's index is sized from the store's at the outset: growing
 	// a map of every object as the scan goes rehashes it about 20 times.
 	hint := s.objectCountHint()
-	fresh.idx.mem.objs = make(map[ID]objLoc, hint)
+	fresh.Idx.Mem.SizeFor(hint)
 	total := int(sn.seq)
 	var dc *deepCheck
 	if deep {
@@ -49,7 +50,7 @@ func (s *Store) Verify(deep bool, progress func(done, total int)) (*VerifyReport
 	}
 	var file string
 	var fileSeg uint64
-	res, err := r.Scan(fresh.pos, 1, sn.seq+1, func(fr *journal.Frame) error {
+	res, err := r.Scan(fresh.Pos, 1, sn.seq+1, func(fr *journal.Frame) error {
 		if file == "" || fr.Pos.Seg != fileSeg {
 			file, fileSeg = s.jcfg.SegPath(fr.Pos.Seg), fr.Pos.Seg
 		}
@@ -65,20 +66,20 @@ func (s *Store) Verify(deep bool, progress func(done, total int)) (*VerifyReport
 				if o.Kind != objects.KindChangeset {
 					continue
 				}
-				if l, ok := fresh.idx.mem.get(o.ID); ok {
+				if l, ok := fresh.Idx.Mem.Get(o.ID); ok {
 					problem(file, fr.Pos.Off, o.ID.String(), "frame %d says its changesets are new, but frame %d holds this one", fr.Seq, l.Seq)
 				}
 			}
 		}
 		// The payload decoded above is applied as it is (a second decode
 		// was a tenth of a deep verify).
-		apply := func() error { return fresh.apply(fr, file) }
+		apply := func() error { return fresh.Apply(fr, file) }
 		if t != nil && (fr.Kind == txn.FrameTxn || fr.Kind == txn.FrameFresh) {
-			apply = func() error { return fresh.applyTxn(fr, t, file) }
+			apply = func() error { return fresh.ApplyTxn(fr, t, file) }
 		}
 		if err := apply(); err != nil {
 			problem(file, fr.Pos.Off, "", "frame %d: %v", fr.Seq, err)
-			fresh.pos, fresh.nextSeq = fr.End(), fr.Seq+1
+			fresh.Pos, fresh.NextSeq = fr.End(), fr.Seq+1
 		}
 		rep.Frames++
 		if t != nil {
@@ -107,10 +108,10 @@ func (s *Store) Verify(deep bool, progress func(done, total int)) (*VerifyReport
 	// the store answers from (its tail, then its runs in order) looks each
 	// record up in the replay's: a lookup of every replayed object in the
 	// runs cost a block read each, a third of a deep verify at 100k.
-	replayed := fresh.idx.mem
+	replayed := fresh.Idx.Mem
 	matched := 0
-	s.p.idx.each(func(id ID, got objLoc) {
-		l, ok := replayed.get(id)
+	s.p.Idx.Each(func(id ID, got proj.Loc) {
+		l, ok := replayed.Get(id)
 		if !ok {
 			if got.Seq <= sn.seq {
 				problem("", 0, id.String(), "index names an object no frame up to %d carries", sn.seq)
@@ -121,7 +122,7 @@ func (s *Store) Verify(deep bool, progress func(done, total int)) (*VerifyReport
 		if got != l && got.Seq > l.Seq && l.Kind != objects.KindChangeset {
 			// The tail may hold a later copy of a blob or tree a run
 			// holds (see applyTxn): the run's record is the one to match.
-			if rl, rok := s.p.idx.runKind(id, l.Kind); rok {
+			if rl, rok := s.p.Idx.RunKind(id, l.Kind); rok {
 				got = rl
 			}
 		}
@@ -133,15 +134,15 @@ func (s *Store) Verify(deep bool, progress func(done, total int)) (*VerifyReport
 			problem("", 0, id.String(), "index says %+v, journal says %+v", got, l)
 		}
 	})
-	if n, _, _ := replayed.count(); int64(matched) != n {
+	if n, _, _ := replayed.Count(); int64(matched) != n {
 		// Some replayed object is not in the index: find which.
-		replayed.each(func(id ID, l objLoc) {
-			if _, ok := s.p.idx.get(id); !ok {
+		replayed.Each(func(id ID, l proj.Loc) {
+			if _, ok := s.p.Idx.Get(id); !ok {
 				problem("", 0, id.String(), "object in the journal (frame %d) is missing from the index", l.Seq)
 			}
 		})
 	}
-	want, got := fresh.refs.List(sn.seq), s.p.refs.List(sn.seq)
+	want, got := fresh.Refs.List(sn.seq), s.p.Refs.List(sn.seq)
 	wm := map[string]ID{}
 	for _, m := range want {
 		wm[m.Name] = m.New
@@ -155,7 +156,7 @@ func (s *Store) Verify(deep bool, progress func(done, total int)) (*VerifyReport
 	for n, id := range wm {
 		problem("", 0, id.String(), "ref %q is missing from the ref table", n)
 	}
-	base, rlen := s.p.refs.Base(), s.p.reflogLen
+	base, rlen := s.p.Refs.Base(), s.p.ReflogLen
 	s.mu.Unlock()
 	// The reflog file must hold exactly the journal's moves before the
 	// checkpoint's position.
@@ -165,8 +166,8 @@ func (s *Store) Verify(deep bool, progress func(done, total int)) (*VerifyReport
 		if err != nil {
 			problem(rf, 0, "", "%v", err)
 		} else {
-			for _, n := range fresh.refs.Names() {
-				want, got := fresh.refs.Log(n, base-1), older[n]
+			for _, n := range fresh.Refs.Names() {
+				want, got := fresh.Refs.Log(n, base-1), older[n]
 				if len(want) != len(got) {
 					problem(rf, 0, "", "reflog of %q has %d moves before frame %d; the journal has %d", n, len(got), base, len(want))
 					continue
@@ -185,18 +186,18 @@ func (s *Store) Verify(deep bool, progress func(done, total int)) (*VerifyReport
 		}
 	}
 	s.mu.Lock()
-	if err := s.p.idx.err; err != nil {
+	if err := s.p.Idx.Err(); err != nil {
 		problem("", 0, "", "index run lookup failed: %v", err)
 	}
 	// The runs are checked without s.mu held, so that commits go on; a
 	// checkpoint or merge installed meanwhile retires them, and the pin
 	// keeps them open until the check is done.
-	pinned := s.p.idx
-	runX := pinned.pin()
+	pinned := s.p.Idx
+	runX := pinned.Pin()
 	s.mu.Unlock()
 	defer func() {
 		s.mu.Lock()
-		pinned.unpin()
+		pinned.Unpin()
 		s.mu.Unlock()
 	}()
 	if deep && runX != nil {
@@ -204,7 +205,7 @@ func (s *Store) Verify(deep bool, progress func(done, total int)) (*VerifyReport
 			problem("", 0, "", "index runs: %v", err)
 		}
 	}
-	objN, _, _ := fresh.idx.count()
+	objN, _, _ := fresh.Idx.Count()
 	rep.Objects = objN
 	if !deep {
 		return rep, nil
@@ -223,8 +224,8 @@ func (s *Store) Verify(deep bool, progress func(done, total int)) (*VerifyReport
 func (s *Store) objectCountHint() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	n := len(s.p.idx.mem.objs)
-	for _, r := range s.p.idx.runs() {
+	n := s.p.Idx.Mem.Len()
+	for _, r := range s.p.Idx.Runs() {
 		n += int(r.Changesets() + r.Objects())
 	}
 	return n
@@ -239,7 +240,7 @@ func (s *Store) objectCountHint() int {
 // a deep verify at 100k changesets.
 type deepCheck struct {
 	s     *Store
-	fresh *proj
+	fresh *proj.Proj
 	// frames holds every frame's payload in journal order, so an inline
 	// object is found from its location by a binary search (a map of every
 	// object by id cost a third of the scan).
@@ -275,7 +276,7 @@ type inlineObj struct {
 // deepWorkers is how many goroutines check references after the scan.
 const deepWorkers = 2
 
-func newDeepCheck(s *Store, fresh *proj) *deepCheck {
+func newDeepCheck(s *Store, fresh *proj.Proj) *deepCheck {
 	dc := &deepCheck{s: s, fresh: fresh, hashCh: make(chan []inlineObj, 16),
 		hashed: make(chan struct{}), badHash: map[ID]bool{}}
 	go func() {
@@ -312,7 +313,7 @@ func (dc *deepCheck) frame(fr *journal.Frame, file string, t *txn.Txn) {
 
 // inlineData returns the bytes of the inline object at l, from the frame
 // that holds it.
-func (dc *deepCheck) inlineData(l objLoc) (data []byte, file string, ok bool) {
+func (dc *deepCheck) inlineData(l proj.Loc) (data []byte, file string, ok bool) {
 	i := sort.Search(len(dc.frames), func(i int) bool {
 		f := dc.frames[i]
 		return f.seg > l.Seg || f.seg == l.Seg && f.off > l.Off
@@ -344,7 +345,7 @@ func (dc *deepCheck) endHashing() {
 func (dc *deepCheck) start() {
 	type rec struct {
 		id ID
-		l  objLoc
+		l  proj.Loc
 	}
 	chunks := make(chan []rec, 2*deepWorkers)
 	dc.workerPs = make([][]VerifyProblem, deepWorkers)
@@ -364,7 +365,7 @@ func (dc *deepCheck) start() {
 		defer dc.done.Done()
 		defer close(chunks)
 		var c []rec
-		dc.fresh.idx.mem.each(func(id ID, l objLoc) {
+		dc.fresh.Idx.Mem.Each(func(id ID, l proj.Loc) {
 			if c = append(c, rec{id, l}); len(c) == 512 {
 				chunks <- c
 				c = nil
@@ -387,7 +388,7 @@ func (dc *deepCheck) wait() []VerifyProblem {
 }
 
 func (dc *deepCheck) expect(ps *[]VerifyProblem, from string, id ID, k objects.Kind) {
-	if l, ok := dc.fresh.idx.mem.get(id); !ok {
+	if l, ok := dc.fresh.Idx.Mem.Get(id); !ok {
 		*ps = append(*ps, VerifyProblem{Object: from, Reason: fmt.Sprintf("names %s %s, which does not exist", k, id)})
 	} else if l.Kind != k {
 		*ps = append(*ps, VerifyProblem{Object: from, Reason: fmt.Sprintf("names %s as a %s, but it is a %s", id, k, l.Kind)})
@@ -396,7 +397,7 @@ func (dc *deepCheck) expect(ps *[]VerifyProblem, from string, id ID, k objects.K
 
 // check checks one replayed object: a loose one is read and hashed, an
 // inline one was hashed beside the scan; then its references.
-func (dc *deepCheck) check(ps *[]VerifyProblem, id ID, l objLoc) {
+func (dc *deepCheck) check(ps *[]VerifyProblem, id ID, l proj.Loc) {
 	problem := func(file string, off int64, format string, args ...any) {
 		*ps = append(*ps, VerifyProblem{File: file, Offset: off, Object: id.String(), Reason: fmt.Sprintf(format, args...)})
 	}
@@ -448,7 +449,7 @@ func (dc *deepCheck) check(ps *[]VerifyProblem, id ID, l objLoc) {
 		dc.expect(ps, "changeset "+id.String()+" root", cs.Root, objects.KindTree)
 		for _, p := range cs.Parents {
 			dc.expect(ps, "changeset "+id.String()+" parent", p, objects.KindChangeset)
-			pl, ok := dc.fresh.idx.mem.get(p)
+			pl, ok := dc.fresh.Idx.Mem.Get(p)
 			if !ok {
 				continue
 			}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/swarmops/swarmops/core/internal/proj"
 	"github.com/swarmops/swarmops/core/objects"
 	"github.com/swarmops/swarmops/faultfs"
 )
@@ -42,29 +43,29 @@ func TestVerifyComparesTheIndexWithTheJournal(t *testing.T) {
 		}
 	}
 	s.mu.Lock()
-	if s.p.idx.x == nil || len(s.p.idx.names) == 0 {
+	if !s.p.Idx.HasRuns() {
 		s.mu.Unlock()
 		t.Fatal("no index runs: the test needs part of the history in runs")
 	}
-	tail := s.p.idx.mem
+	tail := s.p.Idx.Mem
 	var ids []ID
-	for id := range tail.objs {
-		if _, inRuns := s.p.idx.runKind(id, tail.objs[id].Kind); !inRuns {
+	tail.Each(func(id ID, l proj.Loc) {
+		if _, inRuns := s.p.Idx.RunKind(id, l.Kind); !inRuns {
 			ids = append(ids, id)
 		}
-	}
+	})
 	if len(ids) < 2 {
 		s.mu.Unlock()
 		t.Fatalf("%d objects only in the tail; want 2", len(ids))
 	}
 	dropped, changed := ids[0], ids[1]
-	delete(tail.objs, dropped)
-	l := tail.objs[changed]
+	tail.Delete(dropped)
+	l, _ := tail.Get(changed)
 	l.Size++
-	tail.objs[changed] = l
+	tail.Set(changed, l)
 	var invented ID
 	invented[0] = 0xee
-	tail.objs[invented] = objLoc{Seq: 1, Seg: 1, Off: 600, Size: 10, Kind: l.Kind}
+	tail.Set(invented, proj.Loc{Seq: 1, Seg: 1, Off: 600, Size: 10, Kind: l.Kind})
 	s.mu.Unlock()
 
 	rep, err := s.Verify(false, nil)

@@ -1,4 +1,4 @@
-package core
+package proj
 
 import (
 	"fmt"
@@ -13,13 +13,13 @@ import (
 // tailFrame is one frame's index records as a small commit makes them: a
 // changeset with its delta hash, two trees and a blob.
 type tailFrame struct {
-	cs, t1, t2, blob ID
+	cs, t1, t2, blob objects.ID
 	delta            objects.Hash
 }
 
 func tailFrames(n int) []tailFrame {
 	rng := rand.New(rand.NewPCG(7, 11))
-	id := func() (x ID) {
+	id := func() (x objects.ID) {
 		for i := 0; i < len(x); i += 8 {
 			v := rng.Uint64()
 			for j := 0; j < 8; j++ {
@@ -35,16 +35,16 @@ func tailFrames(n int) []tailFrame {
 	return out
 }
 
-// memIndexFrom adds the frames to a memIndex as the projection does.
-func memIndexFrom(frames []tailFrame) *memIndex {
-	m := newMemIndex()
+// memIndexFrom adds the frames to a MemIndex as the projection does.
+func memIndexFrom(frames []tailFrame) *MemIndex {
+	m := NewMemIndex()
 	for i, f := range frames {
 		seq := uint64(i + 1)
-		m.put(f.cs, objLoc{Seq: seq, Seg: 1, Off: 4096, Size: 200, Kind: objects.KindChangeset})
-		m.addDelta(f.delta, f.cs)
-		m.put(f.t1, objLoc{Seq: seq, Seg: 1, Off: 4300, Size: 60, Kind: objects.KindTree})
-		m.put(f.t2, objLoc{Seq: seq, Seg: 1, Off: 4400, Size: 60, Kind: objects.KindTree})
-		m.put(f.blob, objLoc{Seq: seq, Seg: 1, Off: 4500, Size: 10, Kind: objects.KindBlob})
+		m.Put(f.cs, Loc{Seq: seq, Seg: 1, Off: 4096, Size: 200, Kind: objects.KindChangeset})
+		m.AddDelta(f.delta, f.cs)
+		m.Put(f.t1, Loc{Seq: seq, Seg: 1, Off: 4300, Size: 60, Kind: objects.KindTree})
+		m.Put(f.t2, Loc{Seq: seq, Seg: 1, Off: 4400, Size: 60, Kind: objects.KindTree})
+		m.Put(f.blob, Loc{Seq: seq, Seg: 1, Off: 4500, Size: 10, Kind: objects.KindBlob})
 	}
 	return m
 }
@@ -60,7 +60,7 @@ func tailBatch(i int, f tailFrame) index.Batch {
 }
 
 // BenchmarkTailIndex compares the two in-memory indexes of the frames past
-// a checkpoint on one workload: the projection's memIndex (maps) and
+// a checkpoint on one workload: the projection's MemIndex (maps) and
 // core/index's Tail (immutable sorted chunks behind a View), at K, 2K (the
 // most a reader's tail holds before it adopts a checkpoint) and 8K frames
 // of a small commit each. add is one frame's records; get and miss are
@@ -87,17 +87,17 @@ func BenchmarkTailIndex(b *testing.B) {
 		}
 		v := x.View()
 		b.Run(fmt.Sprintf("index=mem/frames=%d/add", n), func(b *testing.B) {
-			var m *memIndex
+			var m *MemIndex
 			for i := 0; b.Loop(); i++ {
 				if i%n == 0 {
-					m = newMemIndex()
+					m = NewMemIndex()
 				}
 				f, seq := frames[i%n], uint64(i+1)
-				m.put(f.cs, objLoc{Seq: seq, Seg: 1, Off: 4096, Size: 200, Kind: objects.KindChangeset})
-				m.addDelta(f.delta, f.cs)
-				m.put(f.t1, objLoc{Seq: seq, Seg: 1, Off: 4300, Size: 60, Kind: objects.KindTree})
-				m.put(f.t2, objLoc{Seq: seq, Seg: 1, Off: 4400, Size: 60, Kind: objects.KindTree})
-				m.put(f.blob, objLoc{Seq: seq, Seg: 1, Off: 4500, Size: 10, Kind: objects.KindBlob})
+				m.Put(f.cs, Loc{Seq: seq, Seg: 1, Off: 4096, Size: 200, Kind: objects.KindChangeset})
+				m.AddDelta(f.delta, f.cs)
+				m.Put(f.t1, Loc{Seq: seq, Seg: 1, Off: 4300, Size: 60, Kind: objects.KindTree})
+				m.Put(f.t2, Loc{Seq: seq, Seg: 1, Off: 4400, Size: 60, Kind: objects.KindTree})
+				m.Put(f.blob, Loc{Seq: seq, Seg: 1, Off: 4500, Size: 10, Kind: objects.KindBlob})
 			}
 		})
 		b.Run(fmt.Sprintf("index=tail/frames=%d/add", n), func(b *testing.B) {
@@ -113,7 +113,7 @@ func BenchmarkTailIndex(b *testing.B) {
 		})
 		b.Run(fmt.Sprintf("index=mem/frames=%d/get", n), func(b *testing.B) {
 			for i := 0; b.Loop(); i++ {
-				if _, ok := m.get(frames[(i*7919)%n].cs); !ok {
+				if _, ok := m.Get(frames[(i*7919)%n].cs); !ok {
 					b.Fatal("not found")
 				}
 			}
@@ -127,7 +127,7 @@ func BenchmarkTailIndex(b *testing.B) {
 		})
 		b.Run(fmt.Sprintf("index=mem/frames=%d/miss", n), func(b *testing.B) {
 			for b.Loop() {
-				if _, ok := m.get(miss); ok {
+				if _, ok := m.Get(miss); ok {
 					b.Fatal("found")
 				}
 			}
@@ -141,7 +141,7 @@ func BenchmarkTailIndex(b *testing.B) {
 		})
 		b.Run(fmt.Sprintf("index=mem/frames=%d/prefix", n), func(b *testing.B) {
 			for i := 0; b.Loop(); i++ {
-				if len(m.prefix(prefixes[(i*7919)%n])) != 1 {
+				if len(m.Prefix(prefixes[(i*7919)%n])) != 1 {
 					b.Fatal("not unique")
 				}
 			}
@@ -155,7 +155,7 @@ func BenchmarkTailIndex(b *testing.B) {
 		})
 		b.Run(fmt.Sprintf("index=mem/frames=%d/delta", n), func(b *testing.B) {
 			for i := 0; b.Loop(); i++ {
-				if len(m.byDelta(frames[(i*7919)%n].delta)) != 1 {
+				if len(m.ByDelta(frames[(i*7919)%n].delta)) != 1 {
 					b.Fatal("not found")
 				}
 			}
