@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"github.com/swarmops/swarmops/core/index"
+	"github.com/swarmops/swarmops/core/internal/ckpt"
 	"github.com/swarmops/swarmops/core/internal/errs"
 	"github.com/swarmops/swarmops/core/internal/proj"
 )
@@ -62,15 +63,15 @@ func (s *Store) compactOnce() (merged bool, err error) {
 			err = errs.IO("merge unlock", uerr)
 		}
 	}()
-	cur, err := readCheckpoint(s.fs, s.dir)
+	cur, err := ckpt.Read(s.fs, s.dir)
 	if err != nil {
 		return false, err
 	}
-	defer cur.proj.Idx.Close()
+	defer cur.Proj.Idx.Close()
 	if err := s.removeLeftovers(cur); err != nil {
 		return false, err
 	}
-	runs := cur.proj.Idx.Runs()
+	runs := cur.Proj.Idx.Runs()
 	sizes := make([]int64, len(runs))
 	for i, r := range runs {
 		sizes[i] = r.Size()
@@ -84,7 +85,7 @@ func (s *Store) compactOnce() (merged bool, err error) {
 	for slices.Contains(cur.Runs, mname) {
 		mname += "m"
 	}
-	m, err := index.MergeRuns(s.fs, path.Join(s.dir, indexDir, mname), runs[0].Meta(), runs[:n])
+	m, err := index.MergeRuns(s.fs, path.Join(s.dir, ckpt.IndexDir, mname), runs[0].Meta(), runs[:n])
 	if err != nil {
 		return false, errs.Index("compact index runs", err)
 	}
@@ -97,7 +98,7 @@ func (s *Store) compactOnce() (merged bool, err error) {
 		return false, err
 	}
 	for _, name := range inputs {
-		_ = s.fs.Remove(path.Join(s.dir, indexDir, name))
+		_ = s.fs.Remove(path.Join(s.dir, ckpt.IndexDir, name))
 	}
 	return true, nil
 }
@@ -113,12 +114,12 @@ func (s *Store) installMerge(inputs []string, mname string) (bool, error) {
 		return false, errs.IO("checkpoint lock", err)
 	}
 	defer l.Unlock()
-	now, err := readCheckpointFile(s.fs, s.dir)
+	now, err := ckpt.ReadFile(s.fs, s.dir)
 	if err != nil {
 		return false, err
 	}
 	if now.Store != s.id {
-		return false, errs.Corrupt(s.dir+"/"+ckptName, 0, "checkpoint names another store")
+		return false, errs.Corrupt(s.dir+"/"+ckpt.Name, 0, "checkpoint names another store")
 	}
 	// Checkpoints only add runs in front, and only the holder of
 	// MERGELOCK removes any, so the inputs are still there, in order.
@@ -127,8 +128,8 @@ func (s *Store) installMerge(inputs []string, mname string) (bool, error) {
 		return false, fmt.Errorf("%w: the checkpoint no longer names the runs merged into %s", ErrIO, mname)
 	}
 	names := slices.Concat(now.Runs[:i], []string{mname}, now.Runs[i+len(inputs):])
-	b := encodeCheckpoint(s.id, now.Pos, now.NextSeq, now.Epoch, names, now.ReflogLen, now.proj.Refs)
-	if err := writeCheckpoint(s.fs, s.dir, b, false); err != nil {
+	b := ckpt.Encode(s.id, now.Pos, now.NextSeq, now.Epoch, names, now.ReflogLen, now.Proj.Refs)
+	if err := ckpt.Write(s.fs, s.dir, b, false); err != nil {
 		return false, err
 	}
 	if err := s.installRuns(names, now.NextSeq, now.Epoch, now.ReflogLen); err != nil {
@@ -143,7 +144,7 @@ func (s *Store) installMerge(inputs []string, mname string) (bool, error) {
 // projection keeps what it has (still complete), and the error is the
 // caller's (C9).
 func (s *Store) installRuns(names []string, nextSeq, epoch uint64, reflogLen int64) error {
-	x, err := openRuns(s.fs, s.dir, names)
+	x, err := ckpt.OpenRuns(s.fs, s.dir, names)
 	if err != nil {
 		return err
 	}
@@ -173,8 +174,8 @@ func (s *Store) installIndex(x *index.Index, names []string, nextSeq, epoch uint
 // removeLeftovers removes the run files of index/ that cur does not name
 // and that no checkpoint or merge in progress can be writing: those whose
 // sequence number is at most cur's. Caller holds MERGELOCK.
-func (s *Store) removeLeftovers(cur *checkpoint) error {
-	dir := path.Join(s.dir, indexDir)
+func (s *Store) removeLeftovers(cur *ckpt.Checkpoint) error {
+	dir := path.Join(s.dir, ckpt.IndexDir)
 	d, err := s.fs.Open(dir)
 	if err != nil {
 		return errs.IO("open index directory", err)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/afero"
 
+	"github.com/swarmops/swarmops/core/internal/ckpt"
 	"github.com/swarmops/swarmops/faultfs"
 )
 
@@ -115,7 +116,7 @@ func TestCheckpointsGoOnWhileAnotherProcessCompacts(t *testing.T) {
 		t.Fatal(err)
 	}
 	commit(k * (maxRuns + 4))
-	c, err := readCheckpointFile(m, "/s")
+	c, err := ckpt.ReadFile(m, "/s")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,10 +127,10 @@ func TestCheckpointsGoOnWhileAnotherProcessCompacts(t *testing.T) {
 		t.Fatalf("%d runs with compaction held off; want more than %d (a checkpoint merged)", len(c.Runs), maxRuns)
 	}
 	leftovers := []string{
-		runName(2, c.Epoch, "m") + ".tmp",
-		runName(c.NextSeq-1, c.Epoch, "mm"),
+		ckpt.RunName(2, c.Epoch, "m") + ".tmp",
+		ckpt.RunName(c.NextSeq-1, c.Epoch, "mm"),
 	}
-	future := runName(c.NextSeq+1000, c.Epoch, "")
+	future := ckpt.RunName(c.NextSeq+1000, c.Epoch, "")
 	for _, n := range append(leftovers, future) {
 		if err := afero.WriteFile(m, "/s/index/"+n, []byte("leftover"), 0o644); err != nil {
 			t.Fatal(err)
@@ -139,7 +140,7 @@ func TestCheckpointsGoOnWhileAnotherProcessCompacts(t *testing.T) {
 		t.Fatal(err)
 	}
 	commit(k)
-	if c, err = readCheckpointFile(m, "/s"); err != nil {
+	if c, err = ckpt.ReadFile(m, "/s"); err != nil {
 		t.Fatal(err)
 	}
 	if len(c.Runs) > maxRuns {
@@ -328,11 +329,11 @@ func TestRetiredRunsStayOpenWhilePinned(t *testing.T) {
 	}
 	// Install the current checkpoint's runs again, as another process's
 	// checkpoint would: the projection retires the pinned runIdx.
-	cur, err := readCheckpoint(m, "/s")
+	cur, err := ckpt.Read(m, "/s")
 	if err != nil {
 		t.Fatal(err)
 	}
-	nx := cur.proj.Idx.Detach()
+	nx := cur.Proj.Idx.Detach()
 	s.installIndex(nx, cur.Runs, cur.NextSeq, cur.Epoch, cur.ReflogLen)
 	if s.p.Idx == pinned {
 		t.Fatal("installIndex kept the old runIdx; the test needs it replaced")

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/swarmops/swarmops/core/index"
+	"github.com/swarmops/swarmops/core/internal/ckpt"
 	"github.com/swarmops/swarmops/core/internal/errs"
 	"github.com/swarmops/swarmops/core/internal/reflog"
 	"github.com/swarmops/swarmops/core/internal/state"
@@ -53,7 +54,7 @@ func (s *Store) recoverLocked(explicit bool) (*RecoverReport, error) {
 		}
 		return rep, s.catchUp(end.NextSeq)
 	}
-	c, err := readCheckpoint(s.fs, s.dir)
+	c, err := ckpt.Read(s.fs, s.dir)
 	if err != nil {
 		return rep, err
 	}
@@ -64,7 +65,7 @@ func (s *Store) recoverLocked(explicit bool) (*RecoverReport, error) {
 	defer s.mu.Unlock()
 	s.r.Forget()
 	s.w.Close()
-	p := c.proj
+	p := c.Proj
 	installed := false
 	defer func() {
 		if !installed {
@@ -339,7 +340,7 @@ func (s *Store) checkpointWithin(timeout time.Duration, force bool) (busy bool, 
 }
 
 func (s *Store) checkpointLocked(force bool) error {
-	cur, err := readCheckpoint(s.fs, s.dir)
+	cur, err := ckpt.Read(s.fs, s.dir)
 	if err != nil {
 		return err
 	}
@@ -365,7 +366,7 @@ func (s *Store) checkpointLocked(force bool) error {
 		adopt := cur.Epoch == s.epoch && cur.NextSeq > s.p.CkptSeq && s.p.NextSeq >= cur.NextSeq
 		s.mu.Unlock()
 		if adopt {
-			x := cur.proj.Idx.Detach() // installIndex owns the open runs now
+			x := cur.Proj.Idx.Detach() // installIndex owns the open runs now
 			s.installIndex(x, cur.Runs, cur.NextSeq, cur.Epoch, cur.ReflogLen)
 		}
 		return nil
@@ -385,17 +386,17 @@ func (s *Store) checkpointLocked(force bool) error {
 	}
 	rnames, rlogs := s.p.Refs.Since(cur.NextSeq, dur.NextSeq)
 	s.mu.Unlock()
-	defer cur.proj.Idx.Close()
+	defer cur.Proj.Idx.Close()
 	// Replay does not look blobs and trees up in the runs, so the tail may
 	// repeat some the runs hold: they stay out of the new run.
-	cur.proj.Idx.ExpectObjectChecks(len(batch.Objects))
+	cur.Proj.Idx.ExpectObjectChecks(len(batch.Objects))
 	objs := batch.Objects[:0]
 	for _, o := range batch.Objects {
-		if !cur.proj.Idx.Has(ID(o.ID), o.Kind) {
+		if !cur.Proj.Idx.Has(ID(o.ID), o.Kind) {
 			objs = append(objs, o)
 		}
 	}
-	if err := cur.proj.Idx.TakeErr(); err != nil {
+	if err := cur.Proj.Idx.TakeErr(); err != nil {
 		return err
 	}
 	batch.Objects = objs
@@ -404,8 +405,8 @@ func (s *Store) checkpointLocked(force bool) error {
 		// Merging runs is compaction's (compact.go), after this
 		// checkpoint is published: a merge inside it held every later
 		// checkpoint back for as long as the merge took.
-		name := runName(dur.NextSeq, dur.Epoch, "")
-		r, err := index.WriteRun(s.fs, path.Join(s.dir, indexDir, name), dur.NextSeq, batch)
+		name := ckpt.RunName(dur.NextSeq, dur.Epoch, "")
+		r, err := index.WriteRun(s.fs, path.Join(s.dir, ckpt.IndexDir, name), dur.NextSeq, batch)
 		if err != nil {
 			return errs.Index("write index run", err)
 		}
@@ -423,9 +424,9 @@ func (s *Store) checkpointLocked(force bool) error {
 		}
 	}
 	s.mu.Lock()
-	b := encodeCheckpoint(s.id, dur.Pos, dur.NextSeq, dur.Epoch, names, reflogLen, s.p.Refs)
+	b := ckpt.Encode(s.id, dur.Pos, dur.NextSeq, dur.Epoch, names, reflogLen, s.p.Refs)
 	s.mu.Unlock()
-	if err := writeCheckpoint(s.fs, s.dir, b, false); err != nil {
+	if err := ckpt.Write(s.fs, s.dir, b, false); err != nil {
 		return err
 	}
 	s.ckptNext.Store(dur.NextSeq)
@@ -466,9 +467,4 @@ func mergeCount(sizes []int64) int {
 		return 0
 	}
 	return n
-}
-
-// runName names the index run written by the checkpoint at nextSeq.
-func runName(nextSeq, epoch uint64, kind string) string {
-	return fmt.Sprintf("run-%016x-%016x%s", nextSeq, epoch, kind)
 }

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/swarmops/swarmops/core/internal/ckpt"
 	"github.com/swarmops/swarmops/core/internal/errs"
 	"github.com/swarmops/swarmops/core/internal/proj"
 	"github.com/swarmops/swarmops/core/internal/reflog"
@@ -99,11 +100,11 @@ func (s *Store) adoptForReader() {
 	defer l.Unlock()
 	// The checkpoint file alone first: its runs are opened only if it is
 	// newer than the projection's.
-	cur, err := readCheckpointFile(s.fs, s.dir)
+	cur, err := ckpt.ReadFile(s.fs, s.dir)
 	if err != nil || cur.NextSeq <= base {
 		return
 	}
-	x, err := openRuns(s.fs, s.dir, cur.Runs)
+	x, err := ckpt.OpenRuns(s.fs, s.dir, cur.Runs)
 	if err != nil {
 		return
 	}

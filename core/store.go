@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/afero"
 
 	"github.com/swarmops/swarmops/core/index"
+	"github.com/swarmops/swarmops/core/internal/ckpt"
 	"github.com/swarmops/swarmops/core/internal/errs"
 	"github.com/swarmops/swarmops/core/internal/lockq"
 	"github.com/swarmops/swarmops/core/internal/proj"
@@ -281,7 +282,7 @@ func Create(dir string, o Options) (*Store, error) {
 	epoch := state.RandEpoch()
 	s.p = proj.New(start, 1)
 	// writeCheckpoint syncs dir after the rename.
-	if err := writeCheckpoint(fsys, dir, encodeCheckpoint(id, start, 1, epoch, nil, 0, s.p.Refs), false); err != nil {
+	if err := ckpt.Write(fsys, dir, ckpt.Encode(id, start, 1, epoch, nil, 0, s.p.Refs), false); err != nil {
 		return nil, err
 	}
 	boot, err := fsys.BootID()
@@ -306,7 +307,7 @@ func Create(dir string, o Options) (*Store, error) {
 func interruptedInit(names []string) bool {
 	for _, n := range names {
 		switch n {
-		case "journal", "objects", "index", reflog.Name, ckptTemp, "state", "LOCK", "SYNCLOCK", "CKPTLOCK", mergeLockName, "lockq":
+		case "journal", "objects", "index", reflog.Name, ckpt.Temp, "state", "LOCK", "SYNCLOCK", "CKPTLOCK", mergeLockName, "lockq":
 		default:
 			return false
 		}
@@ -353,7 +354,7 @@ func openStore(dir string, o Options) (*Store, error) {
 		}
 		return nil, errs.IO("stat journal", err)
 	}
-	c, err := readCheckpoint(o.FS, dir)
+	c, err := ckpt.Read(o.FS, dir)
 	if err != nil {
 		return nil, err
 	}
@@ -363,7 +364,7 @@ func openStore(dir string, o Options) (*Store, error) {
 		return nil, errs.IO("boot id", err)
 	}
 	s.boot = state.BootHash(boot)
-	s.p = c.proj
+	s.p = c.Proj
 	s.p.Idx.SetCache(s.blk)
 	s.epoch = c.Epoch
 	s.ckptNext.Store(c.NextSeq)
@@ -694,7 +695,7 @@ func (s *Store) markLocked() {
 // reload replaces the projection with one rebuilt from the checkpoint, after
 // another process's recovery changed the epoch. Caller holds s.mu.
 func (s *Store) reload(epoch uint64, target uint64) error {
-	c, err := readCheckpoint(s.fs, s.dir)
+	c, err := ckpt.Read(s.fs, s.dir)
 	if err != nil {
 		return err
 	}
@@ -703,7 +704,7 @@ func (s *Store) reload(epoch uint64, target uint64) error {
 	if s.p != nil {
 		s.p.Idx.Close()
 	}
-	s.p = c.proj
+	s.p = c.Proj
 	s.p.Idx.SetCache(s.blk)
 	s.epoch = epoch
 	s.csc.clear()
