@@ -3,14 +3,13 @@ package core
 import (
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
-	"path"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/swarmops/swarmops/core/internal/errs"
+	"github.com/swarmops/swarmops/core/internal/loose"
 	"github.com/swarmops/swarmops/core/internal/state"
 	"github.com/swarmops/swarmops/core/internal/txn"
 	"github.com/swarmops/swarmops/core/journal"
@@ -977,61 +976,7 @@ func (b *builder) write(n *tnode, isRoot bool) (ID, bool, error) {
 	return id, false, nil
 }
 
-// loosePath is where a loose object lives: objects/ab/cdef….
-func (s *Store) loosePath(id ID) (dir, file string) {
-	h := id.String()
-	dir = path.Join(s.dir, "objects", h[:2])
-	return dir, path.Join(dir, h[2:])
-}
-
-// writeLoose makes every large blob durable before its frame: temp file,
-// datasync, link (never clobbering) into place, sync the directory.
+// writeLoose makes every large blob durable before its frame.
 func (b *builder) writeLoose() error {
-	s := b.s
-	for _, o := range b.loose {
-		dir, final := s.loosePath(o.ID)
-		created := false
-		if _, err := s.fs.Stat(dir); errors.Is(err, fs.ErrNotExist) {
-			if err := s.fs.Mkdir(dir, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
-				return errs.IO("create "+dir, err)
-			}
-			created = true
-		}
-		tmp := path.Join(s.dir, "objects", fmt.Sprintf("tmp-%s-%d", o.ID.String()[:16], time.Now().UnixNano()))
-		f, err := s.fs.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
-		if err != nil {
-			return errs.IO("create loose object temp", err)
-		}
-		_, werr := f.WriteAt(o.Data, 0)
-		if werr == nil {
-			werr = vfs.Datasync(f)
-		}
-		cerr := f.Close()
-		if werr == nil {
-			werr = cerr
-		}
-		if werr == nil {
-			if err := s.fs.Link(tmp, final); err != nil && !errors.Is(err, fs.ErrExist) {
-				werr = err
-			}
-		}
-		rerr := s.fs.Remove(tmp)
-		if werr != nil {
-			return errs.IO("write loose object "+o.ID.String(), werr)
-		}
-		if rerr != nil {
-			return errs.IO("remove loose object temp", rerr)
-		}
-		if s.o.Weaken&WeakSkipDirSync == 0 {
-			if err := s.fs.SyncDir(dir); err != nil {
-				return errs.IO("sync "+dir, err)
-			}
-			if created {
-				if err := s.fs.SyncDir(path.Join(s.dir, "objects")); err != nil {
-					return errs.IO("sync objects directory", err)
-				}
-			}
-		}
-	}
-	return nil
+	return loose.Write(b.s.fs, b.s.dir, b.loose, b.s.o.Weaken&WeakSkipDirSync != 0)
 }

@@ -151,7 +151,7 @@ func (s *Store) recoverLocked(explicit bool) (*RecoverReport, error) {
 	s.p.Idx.SetCache(s.blk)
 	s.epoch = epoch
 	s.markLocked()
-	s.csc.clear()
+	s.csc.Clear()
 	s.poisoned.Store(false)
 	return rep, nil
 }

@@ -1,23 +1,20 @@
 package core
 
 import (
-	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"sort"
 	"strconv"
 	"strings"
 
 	"github.com/swarmops/swarmops/core/internal/ckpt"
 	"github.com/swarmops/swarmops/core/internal/errs"
+	"github.com/swarmops/swarmops/core/internal/loose"
 	"github.com/swarmops/swarmops/core/internal/proj"
 	"github.com/swarmops/swarmops/core/internal/reflog"
 	"github.com/swarmops/swarmops/core/internal/state"
 	"github.com/swarmops/swarmops/core/journal"
 	"github.com/swarmops/swarmops/core/objects"
 	"github.com/swarmops/swarmops/core/refs"
-	"github.com/swarmops/swarmops/core/vfs"
 )
 
 // Snapshot is a lock-free, read-only view of the durable prefix: it sees
@@ -162,8 +159,8 @@ func (s *Store) readObjectSeq(id ID, k objects.Kind, maxSeq uint64, catchUp bool
 	var file string
 	var off int64
 	if l.Loose {
-		_, file = s.loosePath(id)
-		if err := s.readLoose(file, data); err != nil {
+		_, file = loose.Path(s.dir, id)
+		if err := loose.Read(s.fs, file, data); err != nil {
 			return nil, 0, err
 		}
 	} else {
@@ -178,28 +175,6 @@ func (s *Store) readObjectSeq(id ID, k objects.Kind, maxSeq uint64, catchUp bool
 		return nil, 0, errs.Corrupt(file, off, "%s %s does not hash to its id", k, id)
 	}
 	return data, l.Seq, nil
-}
-
-func (s *Store) readLoose(file string, data []byte) error {
-	st, err := s.fs.Stat(file)
-	if errors.Is(err, fs.ErrNotExist) {
-		return errs.Corrupt(file, 0, "loose object is missing")
-	}
-	if err != nil {
-		return errs.IO("stat "+file, err)
-	}
-	if !st.Mode().IsRegular() || st.Size() != int64(len(data)) {
-		return errs.Corrupt(file, 0, "loose object is not a regular file of %d bytes", len(data))
-	}
-	f, err := s.fs.OpenFile(file, os.O_RDONLY, 0)
-	if err != nil {
-		return errs.IO("open "+file, err)
-	}
-	defer f.Close()
-	if err := vfs.ReadFull(f, data, 0); err != nil {
-		return errs.IO("read "+file, err)
-	}
-	return nil
 }
 
 // Seq returns the last journal sequence number the snapshot sees.
@@ -362,7 +337,7 @@ func (sn *Snapshot) resolveBase(rev string) (ID, error) {
 // Store answers a changeset its snapshots read before from memory (see
 // Options.CacheBytes), under the same visibility rule as the index.
 func (sn *Snapshot) Changeset(id ID) (*objects.Changeset, error) {
-	if cs, seq, ok := sn.s.csc.get(id); ok && seq <= sn.seq {
+	if cs, seq, ok := sn.s.csc.Get(id); ok && seq <= sn.seq {
 		return cs, nil
 	}
 	data, seq, err := sn.s.readObjectSeq(id, objects.KindChangeset, sn.seq, false)
@@ -373,7 +348,7 @@ func (sn *Snapshot) Changeset(id ID) (*objects.Changeset, error) {
 	if err != nil {
 		return nil, err
 	}
-	sn.s.csc.put(id, seq, cs)
+	sn.s.csc.Put(id, seq, cs)
 	return cs, nil
 }
 

@@ -17,6 +17,7 @@ import (
 
 	"github.com/swarmops/swarmops/core/index"
 	"github.com/swarmops/swarmops/core/internal/ckpt"
+	"github.com/swarmops/swarmops/core/internal/cscache"
 	"github.com/swarmops/swarmops/core/internal/errs"
 	"github.com/swarmops/swarmops/core/internal/lockq"
 	"github.com/swarmops/swarmops/core/internal/proj"
@@ -48,6 +49,11 @@ const (
 	// a few large files while a small commit stays at one sync.
 	DefaultInlineThreshold = 64 << 10
 )
+
+// DefaultCacheBytes is the default Options.CacheBytes: about a hundred
+// thousand small changesets, or the changeset and delta tables of the index
+// runs of about 150,000 changesets.
+const DefaultCacheBytes = 32 << 20
 
 // Store is an open SwarmOps store. It is safe for concurrent use by many
 // goroutines; many processes may open the same store at once.
@@ -101,7 +107,7 @@ type Store struct {
 	// mutex when p already holds the durable prefix (see markLocked).
 	mark atomic.Pointer[projMark]
 	// csc caches changesets snapshots have read; emptied with every reload.
-	csc *csCache
+	csc *cscache.Cache
 	// blk caches the index run blocks lookups read, for every run the
 	// projection opens (nil when Options.CacheBytes < 0).
 	blk *index.BlockCache
@@ -193,7 +199,7 @@ func newStore(dir string, o Options, id journal.StoreID) *Store {
 	s.r = journal.NewReader(s.jcfg)
 	s.st = state.New(o.FS, path.Join(dir, "state"), s.key)
 	s.q = lockq.New(o.FS, path.Join(dir, "lockq"))
-	s.csc = newCSCache(o.CacheBytes)
+	s.csc = cscache.New(o.CacheBytes)
 	if o.CacheBytes > 0 {
 		s.blk = index.NewBlockCache(o.CacheBytes)
 	}
@@ -707,7 +713,7 @@ func (s *Store) reload(epoch uint64, target uint64) error {
 	s.p = c.Proj
 	s.p.Idx.SetCache(s.blk)
 	s.epoch = epoch
-	s.csc.clear()
+	s.csc.Clear()
 	return s.catchUp(target)
 }
 

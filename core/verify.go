@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/swarmops/swarmops/core/internal/errs"
+	"github.com/swarmops/swarmops/core/internal/loose"
 	"github.com/swarmops/swarmops/core/internal/proj"
 	"github.com/swarmops/swarmops/core/internal/reflog"
 	"github.com/swarmops/swarmops/core/internal/txn"
@@ -405,9 +406,9 @@ func (dc *deepCheck) check(ps *[]VerifyProblem, id ID, l proj.Loc) {
 	var file string
 	var off int64
 	if l.Loose {
-		_, file = dc.s.loosePath(id)
+		_, file = loose.Path(dc.s.dir, id)
 		data = make([]byte, l.Size)
-		if err := dc.s.readLoose(file, data); err != nil {
+		if err := loose.Read(dc.s.fs, file, data); err != nil {
 			problem(file, 0, "loose object: %v", err)
 			return
 		}

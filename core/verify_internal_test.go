@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/swarmops/swarmops/core/internal/loose"
 	"github.com/swarmops/swarmops/core/internal/proj"
 	"github.com/swarmops/swarmops/core/objects"
 	"github.com/swarmops/swarmops/faultfs"
@@ -105,7 +106,7 @@ func TestDeepVerifyRehashesObjects(t *testing.T) {
 	if _, err := s.Commit(CommitRequest{Agent: "a", Advance: "main", Changes: []Change{{Path: "big", Data: big}}}); err != nil {
 		t.Fatal(err)
 	}
-	_, file := s.loosePath(objects.IDOf(objects.KindBlob, big))
+	_, file := loose.Path(s.dir, objects.IDOf(objects.KindBlob, big))
 	f, err := fsys.OpenFile(file, os.O_RDWR, 0)
 	if err != nil {
 		t.Fatalf("the blob is not loose: %v", err)
