@@ -3,7 +3,6 @@ package core
 import (
 	"errors"
 	"fmt"
-	"os"
 	"sort"
 	"strings"
 	"time"
@@ -15,7 +14,6 @@ import (
 	"github.com/swarmops/swarmops/core/journal"
 	"github.com/swarmops/swarmops/core/objects"
 	"github.com/swarmops/swarmops/core/refs"
-	"github.com/swarmops/swarmops/core/vfs"
 )
 
 // Commit writes a changeset whose tree is Parents[0]'s tree (empty if none)
@@ -425,14 +423,14 @@ func (s *Store) commitBatch(batch []*commitReq) {
 		go func() {
 			defer s.bg.Done()
 			for epoch, seq := range top {
-				s.syncTo(seq, epoch, true)
+				s.syncer.To(seq, epoch, true)
 			}
 		}()
 		return
 	}
 	serr := map[uint64]error{}
 	for epoch, seq := range top {
-		serr[epoch] = s.syncTo(seq, epoch, peek[epoch])
+		serr[epoch] = s.syncer.To(seq, epoch, peek[epoch])
 	}
 	acked := false
 	for _, r := range batch {
@@ -604,160 +602,6 @@ func (s *Store) appendLocked(t *txn.Txn, payload []byte, digest [32]byte, need [
 	}
 	s.markLocked()
 	return seq, end.Epoch, nil
-}
-
-// syncTo returns once frame seq is durable: under SYNCLOCK, if the published
-// durable position already covers it (someone else's fdatasync did), it
-// returns at once; otherwise it reads the end, fdatasyncs every segment from
-// the durable one to the end one, and publishes durable = end. One fdatasync
-// thus serves every frame appended before it (group commit). A failed sync
-// poisons the store and the durable record: the frames past it are never
-// synced again and acknowledged; recovery cuts them.
-//
-// peek: look at the durable record before queueing for SYNCLOCK. A writer
-// whose append found every published frame durable already is most likely
-// alone (one writer committing back to back), and nobody's sync can have
-// covered its frame yet; it skips the look, a system call a commit. Either
-// way the record is read again under SYNCLOCK, which decides.
-func (s *Store) syncTo(seq, epoch uint64, peek bool) error {
-	// Most waiters in a busy store find their frame already covered by a
-	// sync another writer made while they appended. They learn it from the
-	// durable record without queueing for SYNCLOCK: that record is written
-	// only after the fdatasync it reports, and a read torn by a concurrent
-	// write fails its checksum and falls through to the locked path.
-	if peek {
-		dur, ok, err := s.st.Read(state.Durable)
-		if err != nil {
-			return err
-		}
-		if ok && dur.Epoch == epoch && dur.Flags&state.FlagPoisoned == 0 && dur.NextSeq > seq {
-			return nil
-		}
-	}
-	l, err := s.fs.Lock(s.lockPath("SYNCLOCK"), s.o.LockTimeout)
-	if err != nil {
-		if errors.Is(err, ErrBusy) {
-			return fmt.Errorf("sync lock of %s: %w", s.dir, err)
-		}
-		return errs.IO("sync lock", err)
-	}
-	defer l.Unlock()
-	// One read for both records. Durable is written only under SYNCLOCK,
-	// which this holds; end is written by writers under LOCK, so a torn
-	// read of it is read again (readStable).
-	end, eok, dur, dok, err := s.st.ReadBoth()
-	if err != nil {
-		return err
-	}
-	if !dok || dur.Epoch != epoch {
-		return fmt.Errorf("%w: frame %d was cut by a recovery before it became durable", ErrIO, seq)
-	}
-	if dur.Flags&state.FlagPoisoned != 0 {
-		return fmt.Errorf("%w: frame %d: an earlier journal sync failed; the tail awaits recovery", ErrIO, seq)
-	}
-	if dur.NextSeq > seq {
-		return nil
-	}
-	return s.syncLocked(seq, epoch, end, eok, dur)
-}
-
-// syncLocked is the sync step proper, for a frame seq the durable record
-// dur does not cover: it fdatasyncs the journal through the published end
-// and publishes durable = end. Caller holds SYNCLOCK and read end (eok: the
-// read was valid) and dur under it.
-func (s *Store) syncLocked(seq, epoch uint64, end state.Rec, eok bool, dur state.Rec) error {
-	var err error
-	if !eok {
-		if end, eok, err = s.st.ReadStable(state.End, s.boot); err != nil {
-			return err
-		}
-	}
-	if !eok || end.Epoch != epoch || end.NextSeq <= seq {
-		return fmt.Errorf("%w: frame %d: published end unreadable or behind it", ErrIO, seq)
-	}
-	newDur := end
-	newDur.Boot = s.boot
-	if s.o.Weaken&WeakEarlyDurable != 0 {
-		if err := s.st.Write(state.Durable, newDur); err != nil {
-			return err
-		}
-	}
-	if s.o.Weaken&WeakSkipDatasync == 0 {
-		if err := s.syncJournal(dur.Pos.Seg, end.Pos.Seg, epoch); err != nil {
-			s.poisoned.Store(true)
-			dur.Flags |= state.FlagPoisoned
-			_ = s.st.Write(state.Durable, dur)
-			return errs.IO(fmt.Sprintf("sync journal for frame %d", seq), err)
-		}
-	}
-	return s.st.Write(state.Durable, newDur)
-}
-
-// syncOrphaned makes the frames published through seq durable, unless a
-// process is in the sync step, which will. An open calls it when the
-// published end is past the durable one. Such frames belong to a writer
-// that is about to sync them, is syncing them, or died in between: a
-// process crash leaves them in the page cache, where they wait for the next
-// writer's sync. Until then no snapshot shows them, so a client that opens
-// the store after a writer was killed, reads a ref and moves it, loses its
-// compare-and-swap to a frame it could not see and must retry (in W4,
-// five recoveries of nine). The sync is the one the next writer would
-// make; an open that finds SYNCLOCK held leaves it to its holder.
-func (s *Store) syncOrphaned(seq, epoch uint64) error {
-	l, err := s.fs.Lock(s.lockPath("SYNCLOCK"), 0)
-	if errors.Is(err, ErrBusy) {
-		return nil
-	}
-	if err != nil {
-		return errs.IO("sync lock", err)
-	}
-	defer l.Unlock()
-	end, eok, dur, dok, err := s.st.ReadBoth()
-	if err != nil {
-		return err
-	}
-	if !dok || dur.Epoch != epoch || dur.Flags&state.FlagPoisoned != 0 || dur.NextSeq > seq {
-		// Recovered or poisoned meanwhile (the next writer's recovery
-		// decides), or already covered.
-		return nil
-	}
-	return s.syncLocked(seq, epoch, end, eok, dur)
-}
-
-// syncJournal fdatasyncs segments from..to. Caller holds SYNCLOCK. The
-// common case, one segment, reuses a handle kept open across commits (one
-// open per segment per Store instead of one per commit). The handle is tied
-// to the epoch it was opened under: a segment is removed (and its number may
-// be created again) only by a recovery that cuts frames, which changes the
-// epoch, so a handle of the current epoch and segment names the live file.
-func (s *Store) syncJournal(from, to, epoch uint64) error {
-	if from != to {
-		return s.jcfg.Sync(from, to)
-	}
-	s.syncMu.Lock()
-	defer s.syncMu.Unlock()
-	if s.syncF == nil || s.syncSeg != to || s.syncEpoch != epoch {
-		s.closeSyncLocked()
-		f, err := s.fs.OpenFile(s.jcfg.SegPath(to), os.O_RDWR, 0)
-		if err != nil {
-			return err
-		}
-		s.syncF, s.syncSeg, s.syncEpoch = f, to, epoch
-	}
-	if err := vfs.Datasync(s.syncF); err != nil {
-		// A failed sync poisons the store; the handle is not reused.
-		s.closeSyncLocked()
-		return err
-	}
-	return nil
-}
-
-// closeSyncLocked closes the cached sync handle. Caller holds syncMu.
-func (s *Store) closeSyncLocked() {
-	if s.syncF != nil {
-		s.syncF.Close()
-		s.syncF = nil
-	}
 }
 
 // builder collects the objects of one commit, outside any lock.

@@ -13,12 +13,11 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/spf13/afero"
-
 	"github.com/swarmops/swarmops/core/index"
 	"github.com/swarmops/swarmops/core/internal/ckpt"
 	"github.com/swarmops/swarmops/core/internal/cscache"
 	"github.com/swarmops/swarmops/core/internal/errs"
+	"github.com/swarmops/swarmops/core/internal/groupsync"
 	"github.com/swarmops/swarmops/core/internal/lockq"
 	"github.com/swarmops/swarmops/core/internal/proj"
 	"github.com/swarmops/swarmops/core/internal/reflog"
@@ -92,12 +91,8 @@ type Store struct {
 	recentMu sync.Mutex
 	recent   map[ID][]byte
 
-	// syncF is the journal segment syncSeg opened under epoch syncEpoch,
-	// kept open for the sync step of later commits (see syncJournal).
-	syncMu    sync.Mutex
-	syncF     afero.File
-	syncSeg   uint64
-	syncEpoch uint64
+	// syncer is the sync step (group commit); made once the boot is known.
+	syncer *groupsync.Syncer
 
 	mu    sync.Mutex // guards p, r, epoch
 	p     *proj.Proj
@@ -208,6 +203,14 @@ func newStore(dir string, o Options, id journal.StoreID) *Store {
 
 func (s *Store) lockPath(name string) string { return path.Join(s.dir, name) }
 
+// setBoot records the current boot id, and makes the parts that carry it.
+func (s *Store) setBoot(boot string) {
+	s.boot = state.BootHash(boot)
+	s.syncer = groupsync.New(groupsync.Config{FS: s.fs, Dir: s.dir, State: s.st, Boot: s.boot, Journal: s.jcfg,
+		LockTimeout: s.o.LockTimeout, Poisoned: &s.poisoned,
+		SkipDatasync: s.o.Weaken&WeakSkipDatasync != 0, EarlyDurable: s.o.Weaken&WeakEarlyDurable != 0})
+}
+
 // Create initializes a new store in dir, creating dir if needed. It fails
 // with ErrExist if dir holds anything. When Create returns nil the store is
 // durable: segment, checkpoint and every directory entry are synced.
@@ -295,7 +298,7 @@ func Create(dir string, o Options) (*Store, error) {
 	if err != nil {
 		return nil, errs.IO("boot id", err)
 	}
-	s.boot = state.BootHash(boot)
+	s.setBoot(boot)
 	s.epoch = epoch
 	s.ckptNext.Store(1)
 	rec := state.Rec{Epoch: epoch, Pos: start, NextSeq: 1, Boot: s.boot}
@@ -369,7 +372,7 @@ func openStore(dir string, o Options) (*Store, error) {
 	if err != nil {
 		return nil, errs.IO("boot id", err)
 	}
-	s.boot = state.BootHash(boot)
+	s.setBoot(boot)
 	s.p = c.Proj
 	s.p.Idx.SetCache(s.blk)
 	s.epoch = c.Epoch
@@ -407,7 +410,7 @@ func (s *Store) load() error {
 	if err != nil || dur.NextSeq >= end.NextSeq {
 		return err
 	}
-	return s.syncOrphaned(end.NextSeq-1, end.Epoch)
+	return s.syncer.Orphaned(end.NextSeq-1, end.Epoch)
 }
 
 // withWriterLock runs fn holding the writer lock: first a place at the head
@@ -730,9 +733,9 @@ func (s *Store) closeFiles() {
 		t.Leave()
 	}
 	s.q.Close()
-	s.syncMu.Lock()
-	s.closeSyncLocked()
-	s.syncMu.Unlock()
+	if s.syncer != nil {
+		s.syncer.Close()
+	}
 }
 
 // Close waits for background checkpoint work and releases files. Later
