@@ -11,6 +11,7 @@ import (
 	"github.com/swarmops/swarmops/core/internal/loose"
 	"github.com/swarmops/swarmops/core/internal/state"
 	"github.com/swarmops/swarmops/core/internal/txn"
+	"github.com/swarmops/swarmops/core/internal/writelock"
 	"github.com/swarmops/swarmops/core/journal"
 	"github.com/swarmops/swarmops/core/objects"
 	"github.com/swarmops/swarmops/core/refs"
@@ -198,11 +199,8 @@ func (s *Store) transact(t *txn.Txn, need []ID) error {
 		return fmt.Errorf("%w: transaction of %d bytes exceeds the frame limit", ErrInvalid, len(payload))
 	}
 	r := &commitReq{t: t, payload: payload, digest: journal.PayloadDigest(payload), need: need, turn: make(chan bool, 1)}
-	s.holdMu.Lock()
-	held := s.held
-	s.holdMu.Unlock()
-	if held {
-		// This process holds the writer lock (holdWriterLock): commit
+	if s.writer.Held() {
+		// This process holds the writer lock (writelock.Lock.Hold): commit
 		// at once. Joining the pipeline could wait on a leader that waits
 		// in the queue behind the held turn.
 		s.commitBatch([]*commitReq{r})
@@ -304,7 +302,7 @@ func (s *Store) earlyConflicts(batch []*commitReq, st *state.Both) (live int, er
 // not set, now or before (the mark stays: the winner of the last race for
 // a shared ref starts the next from its own value). Such a request may
 // lose its compare-and-swap while it queues, so it queues with lookahead
-// (withWriterLockIf), which lets it find out and leave early. A writer on
+// (writelock.Lock.WithIf), which lets it find out and leave early. A writer on
 // refs of its own waits once instead.
 func (s *Store) contended(batch []*commitReq) bool {
 	s.ownMu.Lock()
@@ -363,7 +361,7 @@ func (s *Store) commitBatch(batch []*commitReq) {
 	}
 	if !needed() {
 		if nerr == nil {
-			s.renewPlace()
+			s.writer.RenewPlace()
 		}
 	} else {
 		// A place lost in the queue is kept for a commit that advances
@@ -373,7 +371,15 @@ func (s *Store) commitBatch(batch []*commitReq) {
 		// until given up (a fifth of the publishes per second of commit
 		// then ref CAS, 32 writers). Only a contended batch queues with
 		// the checks that can lose it its turn.
-		s.fitPlace(batch)
+		s.writer.FitPlace(func(yield func(string) bool) {
+			for _, r := range batch {
+				for _, m := range r.t.Moves {
+					if !yield(m.Name) {
+						return
+					}
+				}
+			}
+		})
 		contended := s.contended(batch)
 		var moves []string
 		for _, r := range batch {
@@ -384,7 +390,7 @@ func (s *Store) commitBatch(batch []*commitReq) {
 				moves = append(moves, m.Name)
 			}
 		}
-		err = s.withWriterLockIf(func() error {
+		err = s.writer.WithIf(func() error {
 			for _, r := range batch {
 				if !r.early {
 					r.seq, r.epoch, r.err = s.appendLocked(r.t, r.payload, r.digest, r.need)
@@ -394,7 +400,7 @@ func (s *Store) commitBatch(batch []*commitReq) {
 			return nil
 		}, needed, contended, moves)
 	}
-	if errors.Is(err, errNotNeeded) || err == nil {
+	if errors.Is(err, writelock.ErrNotNeeded) || err == nil {
 		err = nerr
 	}
 	if err != nil {

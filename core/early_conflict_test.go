@@ -32,7 +32,7 @@ func TestALostCompareAndSwapDoesNotWaitForTheLock(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	release, err := s1.holdWriterLock()
+	release, err := s1.writer.Hold()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -114,7 +114,7 @@ func (s *Store) Land(change ID, onto string, o LandOptions) (*LandResult, error)
 			return nil
 		}
 		var err error
-		release, err = s.holdWriterLock()
+		release, err = s.writer.Hold()
 		return err
 	}
 	for attempt := 1; attempt <= maxAttempts; attempt++ {

@@ -74,13 +74,13 @@ func placeRaceWith(t *testing.T, m vfs.FS, retryPlace time.Duration, lose func(l
 		t.Fatal(err)
 	}
 	op := lose(loser, a)
-	release, err := holder.holdWriterLock()
+	release, err := holder.writer.Hold()
 	if err != nil {
 		t.Fatal(err)
 	}
 	// The lone holder took LOCK without queueing; a ticket of its own
 	// stands for a writer queued ahead of the loser.
-	ahead, err := holder.q.Take(time.Now().Add(time.Minute))
+	ahead, err := holder.writer.Queue().Take(time.Now().Add(time.Minute))
 	if err != nil {
 		t.Fatal(err)
 	}

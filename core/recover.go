@@ -9,6 +9,7 @@ import (
 	"github.com/swarmops/swarmops/core/index"
 	"github.com/swarmops/swarmops/core/internal/ckpt"
 	"github.com/swarmops/swarmops/core/internal/errs"
+	"github.com/swarmops/swarmops/core/internal/groupsync"
 	"github.com/swarmops/swarmops/core/internal/reflog"
 	"github.com/swarmops/swarmops/core/internal/state"
 	"github.com/swarmops/swarmops/core/journal"
@@ -32,7 +33,7 @@ import (
 // Every step is idempotent: a crash at any point leaves a store the next
 // recovery handles the same way (C10).
 func (s *Store) recoverLocked(explicit bool) (*RecoverReport, error) {
-	l, err := s.fs.Lock(s.lockPath("SYNCLOCK"), s.o.LockTimeout)
+	l, err := s.fs.Lock(s.lockPath(groupsync.LockName), s.o.LockTimeout)
 	if err != nil {
 		if errors.Is(err, ErrBusy) {
 			return nil, fmt.Errorf("sync lock of %s: %w", s.dir, err)
@@ -179,7 +180,7 @@ func Recover(dir string, o Options) (*RecoverReport, error) {
 	}
 	defer s.closeFiles()
 	var rep *RecoverReport
-	err = s.withWriterLock(func() error {
+	err = s.writer.With(func() error {
 		var err error
 		rep, err = s.recoverLocked(true)
 		return err

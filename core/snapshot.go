@@ -37,7 +37,7 @@ func (s *Store) Snapshot() (*Snapshot, error) {
 		return nil, err
 	}
 	if !ok || dur.Boot != s.boot {
-		if err := s.withWriterLock(func() error { _, err := s.recoverLocked(false); return err }); err != nil {
+		if err := s.writer.With(func() error { _, err := s.recoverLocked(false); return err }); err != nil {
 			return nil, err
 		}
 		if dur, ok, err = s.st.ReadStable(state.Durable, s.boot); err != nil {

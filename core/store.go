@@ -8,7 +8,6 @@ import (
 	"io/fs"
 	"os"
 	"path"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -18,10 +17,10 @@ import (
 	"github.com/swarmops/swarmops/core/internal/cscache"
 	"github.com/swarmops/swarmops/core/internal/errs"
 	"github.com/swarmops/swarmops/core/internal/groupsync"
-	"github.com/swarmops/swarmops/core/internal/lockq"
 	"github.com/swarmops/swarmops/core/internal/proj"
 	"github.com/swarmops/swarmops/core/internal/reflog"
 	"github.com/swarmops/swarmops/core/internal/state"
+	"github.com/swarmops/swarmops/core/internal/writelock"
 	"github.com/swarmops/swarmops/core/journal"
 	"github.com/swarmops/swarmops/core/vfs"
 )
@@ -65,7 +64,9 @@ type Store struct {
 	boot [16]byte
 	jcfg journal.Config
 	st   *state.File
-	q    *lockq.Queue // the writer lock's FIFO queue (see withWriterLock)
+	// writer is the writer lock: the FIFO queue in lockq/, LOCK, kept
+	// places and Hold.
+	writer *writelock.Lock
 
 	// w is used only while holding the writer lock (LOCK excludes
 	// goroutines of this process too), and so is durBehind: whether the
@@ -78,13 +79,6 @@ type Store struct {
 	pipeMu  sync.Mutex
 	pending []*commitReq
 	leading bool
-
-	// held is set while holdWriterLock keeps the writer lock for this
-	// process; holdMu guards it and, while it is set, serializes the
-	// sections that run under the held lock.
-	holdMu  sync.Mutex
-	held    bool
-	holding atomic.Bool // a holdWriterLock is taking or keeping the lock
 
 	// recent holds the changeset and tree encodings of this process's last
 	// commit (see remember).
@@ -126,15 +120,6 @@ type Store struct {
 	ownMu    sync.Mutex
 	ownHeads map[string]ID
 	shared   map[string]bool
-	// place is this process's ticket in the writer queue, kept after the
-	// transactions it queued for lost their compare-and-swap before their
-	// turn, for their retry (Options.RetryPlace); placeRefs are the refs
-	// they moved, and placeTimer gives the place up if no retry takes it
-	// in time. placeMu guards all three.
-	placeMu    sync.Mutex
-	place      *lockq.Ticket
-	placeRefs  []string
-	placeTimer *time.Timer
 	// ckptErr is the first error of a checkpoint run after an acknowledged
 	// commit; Close returns it.
 	ckptMu  sync.Mutex
@@ -193,7 +178,8 @@ func newStore(dir string, o Options, id journal.StoreID) *Store {
 	s.w = journal.NewWriter(s.jcfg)
 	s.r = journal.NewReader(s.jcfg)
 	s.st = state.New(o.FS, path.Join(dir, "state"), s.key)
-	s.q = lockq.New(o.FS, path.Join(dir, "lockq"))
+	s.writer = writelock.New(writelock.Config{FS: o.FS, Dir: dir, Timeout: o.LockTimeout, RetryPlace: o.RetryPlace,
+		CatchUp: s.catchUpUnlocked, Closed: &s.closed})
 	s.csc = cscache.New(o.CacheBytes)
 	if o.CacheBytes > 0 {
 		s.blk = index.NewBlockCache(o.CacheBytes)
@@ -316,7 +302,7 @@ func Create(dir string, o Options) (*Store, error) {
 func interruptedInit(names []string) bool {
 	for _, n := range names {
 		switch n {
-		case "journal", "objects", "index", reflog.Name, ckpt.Temp, "state", "LOCK", "SYNCLOCK", "CKPTLOCK", mergeLockName, "lockq":
+		case "journal", "objects", "index", reflog.Name, ckpt.Temp, "state", writelock.LockName, groupsync.LockName, "CKPTLOCK", mergeLockName, writelock.QueueDir:
 		default:
 			return false
 		}
@@ -398,7 +384,7 @@ func (s *Store) load() error {
 		return err
 	}
 	if !state.Healthy(end, eok, dur, dok, s.boot) {
-		return s.withWriterLock(func() error {
+		return s.writer.With(func() error {
 			_, err := s.recoverLocked(false)
 			return err
 		})
@@ -411,248 +397,6 @@ func (s *Store) load() error {
 		return err
 	}
 	return s.syncer.Orphaned(end.NextSeq-1, end.Epoch)
-}
-
-// withWriterLock runs fn holding the writer lock: first a place at the head
-// of the FIFO queue in lockq/ (so writers are served in the order they
-// came, C8, and a hand-off wakes one waiter, not all of them), then the
-// flock on LOCK, which is what excludes other writers. Both waits share one
-// deadline, LockTimeout, after which the caller gets ErrBusy and has left
-// the queue.
-func (s *Store) withWriterLock(fn func() error) error {
-	return s.withWriterLockIf(fn, nil, true, nil)
-}
-
-// errNotNeeded is withWriterLockIf's answer when needed said no while it
-// queued.
-var errNotNeeded = errors.New("the writer lock was no longer needed")
-
-// withWriterLockIf is withWriterLock for a caller that may stop needing the
-// lock while it queues: needed, if not nil, is asked after each catch-up in
-// the queue (lockq.Join's progress), and when it returns false the caller
-// leaves the queue and gets errNotNeeded, without having run fn.
-//
-// lookahead false queues without those catch-ups: the waiter waits once,
-// for the ticket just ahead, and replays what it missed under the lock.
-// Each wait is a blocking flock, and a process blocked in a system call
-// costs the Go runtime's monitor dozens of wake-ups while another P is
-// idle (docs/performance.md, seventh session), so a waiter that cannot
-// lose its turn early is better off waiting once: with 32 writers on
-// their own refs, 13 % more commits a second and 20 % fewer context
-// switches.
-//
-// moves names the refs the caller's transactions move: a place kept when
-// needed says no is kept for a retry that moves one of them.
-func (s *Store) withWriterLockIf(fn func() error, needed func() bool, lookahead bool, moves []string) error {
-	s.holdMu.Lock()
-	if s.held {
-		// holdWriterLock's holder keeps the lock for this process:
-		// critical sections run under it one at a time.
-		defer s.holdMu.Unlock()
-		return fn()
-	}
-	s.holdMu.Unlock()
-	deadline := time.Now().Add(s.o.LockTimeout)
-	// A retry waits from the place its lost attempt kept.
-	t := s.takePlace()
-	if t == nil {
-		// The lone writer's fast path: nobody queued, so try LOCK once.
-		if idle, err := s.q.Idle(); err != nil {
-			return errs.IO("writer queue", err)
-		} else if idle {
-			l, err := s.fs.Lock(s.lockPath("LOCK"), 0)
-			if err == nil {
-				ferr := fn()
-				if uerr := l.Unlock(); uerr != nil && ferr == nil {
-					ferr = errs.IO("writer unlock", uerr)
-				}
-				return ferr
-			}
-			if !errors.Is(err, ErrBusy) {
-				return s.lockErr(err)
-			}
-		}
-		var err error
-		if t, err = s.q.Take(deadline); err != nil {
-			return s.lockErr(err)
-		}
-	}
-	var perr error
-	progress := func() bool {
-		if perr == nil {
-			perr = s.catchUpUnlocked()
-		}
-		return perr == nil && needed != nil && !needed()
-	}
-	if !lookahead {
-		progress = nil
-	}
-	// Wait asks progress at the turn too: a loss found there keeps the
-	// place for the retry and costs no acquisition of LOCK (one for every
-	// loser of every race, else).
-	err := t.Wait(deadline, progress)
-	if errors.Is(err, lockq.ErrLeft) {
-		s.keepPlace(t, moves)
-		return errNotNeeded
-	}
-	if err != nil {
-		return s.lockErr(err)
-	}
-	if perr != nil {
-		t.Leave()
-		return perr
-	}
-	l, err := s.fs.Lock(s.lockPath("LOCK"), time.Until(deadline))
-	if err != nil {
-		t.Leave()
-		return s.lockErr(err)
-	}
-	ferr := fn()
-	uerr := l.Unlock()
-	// A ticket that fails to leave cleanly is cleared by the next waiter,
-	// which takes its flock once this process lets go of it; only the
-	// writer lock's own release can fail the operation.
-	t.Leave()
-	if uerr != nil && ferr == nil {
-		ferr = errs.IO("writer unlock", uerr)
-	}
-	return ferr
-}
-
-// keepPlace keeps t, a ticket whose transactions all lost their
-// compare-and-swap on refs before their turn, for this process's next
-// turn that moves one of those refs, for up to Options.RetryPlace; without
-// RetryPlace it leaves the queue at once.
-func (s *Store) keepPlace(t *lockq.Ticket, refs []string) {
-	if s.o.RetryPlace < 0 || s.closed.Load() || len(refs) == 0 {
-		t.Leave()
-		return
-	}
-	s.placeMu.Lock()
-	defer s.placeMu.Unlock()
-	if s.place != nil {
-		// Another goroutine's batch kept one meanwhile: one place a
-		// process is enough, and the older is the better.
-		if s.place.Name() < t.Name() {
-			t.Leave()
-			return
-		}
-		s.placeTimer.Stop()
-		s.place.Leave()
-	}
-	s.place, s.placeRefs = t, refs
-	s.armPlace()
-}
-
-// armPlace (re)starts the wait for a retry to take the kept place. A timer
-// that fires after it was stopped or replaced finds another one armed and
-// does nothing. Caller holds placeMu.
-func (s *Store) armPlace() {
-	var tm *time.Timer
-	tm = time.AfterFunc(s.o.RetryPlace, func() {
-		s.placeMu.Lock()
-		defer s.placeMu.Unlock()
-		if s.placeTimer == tm {
-			s.place.Leave()
-			s.place, s.placeTimer, s.placeRefs = nil, nil, nil
-		}
-	})
-	s.placeTimer = tm
-}
-
-// renewPlace restarts the time a kept place waits for its retry: the
-// process came back, but its transactions lost before they queued (the
-// ref moved again while it rebuilt them), and it will come back again.
-func (s *Store) renewPlace() {
-	s.placeMu.Lock()
-	defer s.placeMu.Unlock()
-	if s.place != nil {
-		s.placeTimer.Stop()
-		s.armPlace()
-	}
-}
-
-// fitPlace gives up the kept place unless a transaction of batch moves one
-// of the refs it was kept for: the place was kept for the retry of what
-// lost, and any other transaction of the process queues from the back.
-func (s *Store) fitPlace(batch []*commitReq) {
-	s.placeMu.Lock()
-	defer s.placeMu.Unlock()
-	if s.place == nil {
-		return
-	}
-	for _, r := range batch {
-		for _, m := range r.t.Moves {
-			if slices.Contains(s.placeRefs, m.Name) {
-				return
-			}
-		}
-	}
-	s.placeTimer.Stop()
-	s.place.Leave()
-	s.place, s.placeTimer, s.placeRefs = nil, nil, nil
-}
-
-// takePlace returns the kept place, if any, for the caller to wait from.
-func (s *Store) takePlace() *lockq.Ticket {
-	s.placeMu.Lock()
-	defer s.placeMu.Unlock()
-	t := s.place
-	if t != nil {
-		s.placeTimer.Stop()
-		s.place, s.placeTimer, s.placeRefs = nil, nil, nil
-	}
-	return t
-}
-
-// holdWriterLock takes the writer lock and keeps it until release is
-// called: meanwhile every writer-lock section of this process (its commit,
-// and those of other goroutines) runs under it without queueing, and no
-// other process writes. Land uses it after a lost race.
-//
-// One goroutine of a process holds it at a time: another caller meanwhile
-// gets a release that does nothing, and its sections run under the held
-// lock anyway.
-func (s *Store) holdWriterLock() (release func(), err error) {
-	if !s.holding.CompareAndSwap(false, true) {
-		return func() {}, nil
-	}
-	var (
-		got  = make(chan struct{})
-		done = make(chan struct{})
-		ferr = make(chan error, 1)
-	)
-	go func() {
-		ferr <- s.withWriterLock(func() error {
-			close(got)
-			<-done
-			return nil
-		})
-	}()
-	select {
-	case <-got:
-	case err := <-ferr:
-		s.holding.Store(false)
-		return nil, err
-	}
-	s.holdMu.Lock()
-	s.held = true
-	s.holdMu.Unlock()
-	return func() {
-		s.holdMu.Lock()
-		s.held = false
-		s.holdMu.Unlock()
-		close(done)
-		<-ferr
-		s.holding.Store(false)
-	}, nil
-}
-
-func (s *Store) lockErr(err error) error {
-	if errors.Is(err, ErrBusy) {
-		return fmt.Errorf("writer lock of %s not taken within %v: %w", s.dir, s.o.LockTimeout, err)
-	}
-	return errs.IO("writer lock", err)
 }
 
 // catchUp replays frames into the projection until the frame carrying
@@ -729,10 +473,7 @@ func (s *Store) closeFiles() {
 	s.mu.Unlock()
 	s.w.Close()
 	s.st.Close()
-	if t := s.takePlace(); t != nil {
-		t.Leave()
-	}
-	s.q.Close()
+	s.writer.Close()
 	if s.syncer != nil {
 		s.syncer.Close()
 	}
