@@ -3,13 +3,12 @@ package core
 import (
 	"errors"
 	"fmt"
-	"sort"
-	"strings"
 	"time"
 
 	"github.com/swarmops/swarmops/core/internal/errs"
 	"github.com/swarmops/swarmops/core/internal/loose"
 	"github.com/swarmops/swarmops/core/internal/state"
+	"github.com/swarmops/swarmops/core/internal/treebuild"
 	"github.com/swarmops/swarmops/core/internal/txn"
 	"github.com/swarmops/swarmops/core/internal/writelock"
 	"github.com/swarmops/swarmops/core/journal"
@@ -61,39 +60,24 @@ func (s *Store) Commit(req CommitRequest) (ID, error) {
 var errRebuild = fmt.Errorf("%w: the store was recovered by another process during the commit", ErrIO)
 
 func (s *Store) commitOnce(req CommitRequest) (ID, error) {
-	var moves []refs.Move
 	// Build outside the writer lock: read the parents, build trees, hash.
 	s.mu.Lock()
 	epoch := s.epoch
 	s.mu.Unlock()
-	b := &builder{s: s, seen: map[ID]bool{}}
-	var gen uint64
-	var base ID
-	for i, p := range req.Parents {
-		cs, err := b.changeset(p)
-		if err != nil {
-			return ID{}, err
-		}
-		gen = max(gen, cs.Generation)
-		if i == 0 {
-			base = cs.Root
-		}
+	changes := make([]treebuild.Change, len(req.Changes))
+	for i, c := range req.Changes {
+		changes[i] = treebuild.Change{Path: c.Path, Delete: c.Delete, Data: c.Data, Mode: c.Mode}
 	}
-	root, delta, err := b.apply(base, req.Changes)
+	b := treebuild.New((*writerView)(s), s.o.InlineThreshold)
+	when := s.o.Now
+	if !req.Time.IsZero() {
+		when = func() time.Time { return req.Time }
+	}
+	id, t, err := b.Build(req.Parents, changes, req.Agent, req.Message, when)
 	if err != nil {
 		return ID{}, err
 	}
-	t := req.Time
-	if t.IsZero() {
-		t = s.o.Now()
-	}
-	cs := &objects.Changeset{Parents: req.Parents, Root: root, Delta: objects.DeltaHash(delta),
-		Generation: gen + 1, Agent: req.Agent, Message: req.Message, Time: t.UTC()}
-	enc, id, err := cs.EncodeID()
-	if err != nil {
-		return ID{}, fmt.Errorf("%w: %w", ErrInvalid, err)
-	}
-	b.add(objects.KindChangeset, id, enc)
+	var moves []refs.Move
 	if req.Advance != "" {
 		var old ID
 		if len(req.Parents) > 0 {
@@ -101,51 +85,43 @@ func (s *Store) commitOnce(req CommitRequest) (ID, error) {
 		}
 		moves = append(moves, refs.Move{Name: req.Advance, Old: old, New: id})
 	}
-	if err := b.writeLoose(); err != nil {
+	if err := loose.Write(s.fs, s.dir, b.Loose(), s.o.Weaken&WeakSkipDirSync != 0); err != nil {
 		return ID{}, err
 	}
-	tx := &txn.Txn{Time: t.UTC(), Objs: b.objs, Moves: moves, BuiltEpoch: epoch}
+	tx := &txn.Txn{Time: t, Objs: b.Objects(), Moves: moves, BuiltEpoch: epoch}
 	if err := s.transact(tx, req.Parents); err != nil {
 		return ID{}, err
 	}
-	s.remember(b.objs)
+	s.recent.Remember(b.Objects())
 	return id, nil
 }
 
-// remember keeps the changeset and trees of this process's last durable
-// commit, so that the next commit, whose parent it usually is, need not read
-// them back from the journal and hash them again. Only their bytes are
-// reused: an object is still looked up in the projection first (recent
-// never makes an object visible), and bytes that were hashed to their id
-// when they were built are the object's content whatever the disk holds.
-func (s *Store) remember(objs []txn.Obj) {
-	m := make(map[ID][]byte, len(objs))
-	for _, o := range objs {
-		if o.Kind != objects.KindBlob && !o.Loose && o.Data != nil {
-			m[o.ID] = o.Data
-		}
-	}
-	s.recentMu.Lock()
-	s.recent = m
-	s.recentMu.Unlock()
+// writerView is the store as a commit's builder reads it: every frame
+// appended so far (the writer's view), and the last commit's objects.
+type writerView Store
+
+// Has reports whether the projection holds object id of kind k: one table
+// per run, whose filters answer once checks have paid for loading them.
+func (v *writerView) Has(id ID, k objects.Kind) bool {
+	s := (*Store)(v)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.p.Idx.Has(id, k)
 }
 
-// recentObject returns the bytes of object id of kind k if this process's
-// last commit built it and the writer's view holds it.
-func (s *Store) recentObject(id ID, k objects.Kind) ([]byte, bool) {
-	s.recentMu.Lock()
-	data, ok := s.recent[id]
-	s.recentMu.Unlock()
-	if !ok {
-		return nil, false
+// Read reads an object in the writer's view, from the last commit's
+// objects when it is one of them and the projection holds it as such.
+func (v *writerView) Read(id ID, k objects.Kind) ([]byte, error) {
+	s := (*Store)(v)
+	if data, ok := s.recent.Get(id); ok {
+		s.mu.Lock()
+		l, ok := s.p.Idx.GetKind(id, k)
+		s.mu.Unlock()
+		if ok && l.Kind == k && !l.Loose && l.Size == int64(len(data)) {
+			return data, nil
+		}
 	}
-	s.mu.Lock()
-	l, ok := s.p.Idx.GetKind(id, k)
-	s.mu.Unlock()
-	if !ok || l.Kind != k || l.Loose || l.Size != int64(len(data)) {
-		return nil, false
-	}
-	return data, true
+	return s.readObject(id, k, ^uint64(0), true)
 }
 
 // UpdateRefs applies every compare-and-swap in u in one journal frame, all
@@ -608,225 +584,4 @@ func (s *Store) appendLocked(t *txn.Txn, payload []byte, digest [32]byte, need [
 	}
 	s.markLocked()
 	return seq, end.Epoch, nil
-}
-
-// builder collects the objects of one commit, outside any lock.
-type builder struct {
-	s     *Store
-	objs  []txn.Obj
-	seen  map[ID]bool
-	loose []txn.Obj // with Data, written by writeLoose
-}
-
-// known reports whether the store already holds the object id of kind k,
-// which then need not travel in the frame. Nearly every object a commit
-// adds is new, so this is a check for an id expected absent: it searches
-// one table per run and lets the runs' filters answer once checks have
-// paid for loading them (runIdx.has). A lookup of any kind, two tables a
-// run without filters, made a fresh process's first commit read each of 4
-// runs 4 times per new object (the W4 recovery's first commit).
-func (b *builder) known(id ID, k objects.Kind) bool {
-	if b.seen[id] {
-		return true
-	}
-	b.s.mu.Lock()
-	ok := b.s.p.Idx.Has(id, k)
-	b.s.mu.Unlock()
-	return ok
-}
-
-func (b *builder) add(k objects.Kind, id ID, enc []byte) {
-	if b.known(id, k) {
-		return
-	}
-	b.seen[id] = true
-	o := txn.Obj{Kind: k, ID: id, Data: enc, Size: int64(len(enc))}
-	if k == objects.KindBlob && len(enc) > b.s.o.InlineThreshold {
-		b.loose = append(b.loose, o)
-		o.Loose, o.Data = true, nil
-	}
-	b.objs = append(b.objs, o)
-}
-
-// changeset reads a changeset from the writer's view (every appended
-// frame), catching up first if it is not there yet.
-func (b *builder) changeset(id ID) (*objects.Changeset, error) {
-	data, err := b.s.readBuilt(id, objects.KindChangeset)
-	if err != nil {
-		return nil, err
-	}
-	return decodeChangeset(id, data)
-}
-
-func (b *builder) tree(id ID) (*objects.Tree, error) {
-	data, err := b.s.readBuilt(id, objects.KindTree)
-	if err != nil {
-		return nil, err
-	}
-	return decodeTree(id, data)
-}
-
-// decodeChangeset decodes a stored changeset; bytes that fail to decode
-// are corruption of the object named id.
-func decodeChangeset(id ID, data []byte) (*objects.Changeset, error) {
-	cs, err := objects.DecodeChangeset(data)
-	if err != nil {
-		return nil, fmt.Errorf("%w: changeset %s: %w", ErrCorrupt, id, err)
-	}
-	return cs, nil
-}
-
-// decodeTree decodes a stored tree, as decodeChangeset does a changeset.
-func decodeTree(id ID, data []byte) (*objects.Tree, error) {
-	t, err := objects.DecodeTree(data)
-	if err != nil {
-		return nil, fmt.Errorf("%w: tree %s: %w", ErrCorrupt, id, err)
-	}
-	return t, nil
-}
-
-// readBuilt reads an object in the writer's view, from the last commit's
-// objects when it is one of them.
-func (s *Store) readBuilt(id ID, k objects.Kind) ([]byte, error) {
-	if data, ok := s.recentObject(id, k); ok {
-		return data, nil
-	}
-	return s.readObject(id, k, ^uint64(0), true)
-}
-
-// tnode is a directory being edited.
-type tnode struct {
-	entries map[string]objects.Entry
-	kids    map[string]*tnode
-}
-
-func (b *builder) node(id ID) (*tnode, error) {
-	n := &tnode{entries: map[string]objects.Entry{}, kids: map[string]*tnode{}}
-	if id.IsZero() {
-		return n, nil
-	}
-	t, err := b.tree(id)
-	if err != nil {
-		return nil, err
-	}
-	for _, e := range t.Entries {
-		n.entries[e.Name] = e
-	}
-	return n, nil
-}
-
-// apply edits the tree base with changes and returns the new root id and
-// the path changes for the delta hash.
-func (b *builder) apply(base ID, changes []Change) (ID, []objects.PathChange, error) {
-	root, err := b.node(base)
-	if err != nil {
-		return ID{}, nil, err
-	}
-	var delta []objects.PathChange
-	paths := map[string]bool{}
-	for _, c := range changes {
-		p, err := objects.CleanPath(c.Path)
-		if err != nil {
-			return ID{}, nil, fmt.Errorf("%w: %w", ErrInvalid, err)
-		}
-		if paths[p] {
-			return ID{}, nil, fmt.Errorf("%w: path %q changed twice", ErrInvalid, p)
-		}
-		paths[p] = true
-		mode := c.Mode
-		if mode == 0 {
-			mode = objects.ModeFile
-		}
-		if c.Delete {
-			mode = 0
-		} else if mode != objects.ModeFile && mode != objects.ModeExec {
-			return ID{}, nil, fmt.Errorf("%w: path %q: mode %o is not a file mode", ErrInvalid, p, mode)
-		}
-		comps := strings.Split(p, "/")
-		n := root
-		for i, comp := range comps[:len(comps)-1] {
-			kid, ok := n.kids[comp]
-			if !ok {
-				e, exists := n.entries[comp]
-				switch {
-				case exists && e.Mode != objects.ModeDir:
-					if c.Delete {
-						return ID{}, nil, fmt.Errorf("%w: path %q", ErrNotFound, p)
-					}
-					return ID{}, nil, fmt.Errorf("%w: path %q: %q is a file", ErrInvalid, p, strings.Join(comps[:i+1], "/"))
-				case exists:
-					if kid, err = b.node(e.ID); err != nil {
-						return ID{}, nil, err
-					}
-				case c.Delete:
-					return ID{}, nil, fmt.Errorf("%w: path %q", ErrNotFound, p)
-				default:
-					kid, _ = b.node(ID{})
-				}
-				n.kids[comp] = kid
-			}
-			n = kid
-		}
-		name := comps[len(comps)-1]
-		old, had := n.entries[name]
-		if _, isKid := n.kids[name]; isKid || (had && old.Mode == objects.ModeDir) {
-			return ID{}, nil, fmt.Errorf("%w: path %q is a directory", ErrInvalid, p)
-		}
-		if c.Delete {
-			if !had {
-				return ID{}, nil, fmt.Errorf("%w: path %q", ErrNotFound, p)
-			}
-			delete(n.entries, name)
-			delta = append(delta, objects.PathChange{Path: p, Op: objects.OpDelete})
-			continue
-		}
-		id := objects.BlobID(c.Data)
-		if had && old.ID == id && old.Mode == mode {
-			continue
-		}
-		b.add(objects.KindBlob, id, c.Data)
-		n.entries[name] = objects.Entry{Name: name, Mode: mode, ID: id}
-		op := objects.OpAdd
-		if had {
-			op = objects.OpModify
-		}
-		delta = append(delta, objects.PathChange{Path: p, Op: op, Mode: mode, ID: id})
-	}
-	id, _, err := b.write(root, true)
-	return id, delta, err
-}
-
-// write encodes n and its edited subdirectories bottom-up. An empty
-// subdirectory disappears; the root may be empty.
-func (b *builder) write(n *tnode, isRoot bool) (ID, bool, error) {
-	for name, kid := range n.kids {
-		id, empty, err := b.write(kid, false)
-		if err != nil {
-			return ID{}, false, err
-		}
-		if empty {
-			delete(n.entries, name)
-		} else {
-			n.entries[name] = objects.Entry{Name: name, Mode: objects.ModeDir, ID: id}
-		}
-	}
-	if len(n.entries) == 0 && !isRoot {
-		return ID{}, true, nil
-	}
-	t := &objects.Tree{Entries: make([]objects.Entry, 0, len(n.entries))}
-	for _, e := range n.entries {
-		t.Entries = append(t.Entries, e)
-	}
-	sort.Slice(t.Entries, func(i, j int) bool { return t.Entries[i].Name < t.Entries[j].Name })
-	enc, id, err := t.EncodeID()
-	if err != nil {
-		return ID{}, false, fmt.Errorf("%w: %w", ErrInvalid, err)
-	}
-	b.add(objects.KindTree, id, enc)
-	return id, false, nil
-}
-
-// writeLoose makes every large blob durable before its frame.
-func (b *builder) writeLoose() error {
-	return loose.Write(b.s.fs, b.s.dir, b.loose, b.s.o.Weaken&WeakSkipDirSync != 0)
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/swarmops/swarmops/core/internal/proj"
 	"github.com/swarmops/swarmops/core/internal/reflog"
 	"github.com/swarmops/swarmops/core/internal/state"
+	"github.com/swarmops/swarmops/core/internal/treebuild"
 	"github.com/swarmops/swarmops/core/journal"
 	"github.com/swarmops/swarmops/core/objects"
 	"github.com/swarmops/swarmops/core/refs"
@@ -344,7 +345,7 @@ func (sn *Snapshot) Changeset(id ID) (*objects.Changeset, error) {
 	if err != nil {
 		return nil, err
 	}
-	cs, err := decodeChangeset(id, data)
+	cs, err := treebuild.DecodeChangeset(id, data)
 	if err != nil {
 		return nil, err
 	}
@@ -358,7 +359,7 @@ func (sn *Snapshot) Tree(id ID) (*objects.Tree, error) {
 	if err != nil {
 		return nil, err
 	}
-	return decodeTree(id, data)
+	return treebuild.DecodeTree(id, data)
 }
 
 // Blob returns a blob's content.

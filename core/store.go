@@ -20,6 +20,7 @@ import (
 	"github.com/swarmops/swarmops/core/internal/proj"
 	"github.com/swarmops/swarmops/core/internal/reflog"
 	"github.com/swarmops/swarmops/core/internal/state"
+	"github.com/swarmops/swarmops/core/internal/treebuild"
 	"github.com/swarmops/swarmops/core/internal/writelock"
 	"github.com/swarmops/swarmops/core/journal"
 	"github.com/swarmops/swarmops/core/vfs"
@@ -80,10 +81,9 @@ type Store struct {
 	pending []*commitReq
 	leading bool
 
-	// recent holds the changeset and tree encodings of this process's last
-	// commit (see remember).
-	recentMu sync.Mutex
-	recent   map[ID][]byte
+	// recent holds the changeset and tree encodings of this process's
+	// last commit (treebuild.Recent).
+	recent treebuild.Recent
 
 	// syncer is the sync step (group commit); made once the boot is known.
 	syncer *groupsync.Syncer
