@@ -7,10 +7,10 @@ import (
 
 	"github.com/swarmops/swarmops/core/internal/errs"
 	"github.com/swarmops/swarmops/core/internal/loose"
+	"github.com/swarmops/swarmops/core/internal/pipeline"
 	"github.com/swarmops/swarmops/core/internal/state"
 	"github.com/swarmops/swarmops/core/internal/treebuild"
 	"github.com/swarmops/swarmops/core/internal/txn"
-	"github.com/swarmops/swarmops/core/internal/writelock"
 	"github.com/swarmops/swarmops/core/journal"
 	"github.com/swarmops/swarmops/core/objects"
 	"github.com/swarmops/swarmops/core/refs"
@@ -89,7 +89,7 @@ func (s *Store) commitOnce(req CommitRequest) (ID, error) {
 		return ID{}, err
 	}
 	tx := &txn.Txn{Time: t, Objs: b.Objects(), Moves: moves, BuiltEpoch: epoch}
-	if err := s.transact(tx, req.Parents); err != nil {
+	if err := s.pipe.Commit(tx, req.Parents); err != nil {
 		return ID{}, err
 	}
 	s.recent.Remember(b.Objects())
@@ -154,291 +154,48 @@ func (s *Store) UpdateRefs(u ...RefUpdate) error {
 			need = append(need, x.New)
 		}
 	}
-	return s.transact(&txn.Txn{Time: s.o.Now().UTC(), Moves: moves}, need)
+	return s.pipe.Commit(&txn.Txn{Time: s.o.Now().UTC(), Moves: moves}, need)
 }
 
-// transact appends t as one frame and returns once it is durable. need
-// lists changesets that must exist (parents, ref targets).
-//
-// Transactions of one process go through a commit pipeline: the first to
-// arrive leads a batch of every transaction waiting when it starts, takes
-// the writer lock once for all of them, appends each as its own frame
-// (each with its own checks, so one transaction's conflict is its alone),
-// makes them durable with one sync step, and hands the lead to the first
-// transaction that arrived meanwhile. Goroutines sharing a Store thus pay
-// one queue turn and one fdatasync per batch instead of one each, the way
-// Pebble's commit pipeline batches its writers; across processes, the sync
-// step groups the same way (syncTo).
-func (s *Store) transact(t *txn.Txn, need []ID) error {
-	payload := txn.Encode(t)
-	if len(payload) > journal.MaxPayload {
-		return fmt.Errorf("%w: transaction of %d bytes exceeds the frame limit", ErrInvalid, len(payload))
-	}
-	r := &commitReq{t: t, payload: payload, digest: journal.PayloadDigest(payload), need: need, turn: make(chan bool, 1)}
-	if s.writer.Held() {
-		// This process holds the writer lock (writelock.Lock.Hold): commit
-		// at once. Joining the pipeline could wait on a leader that waits
-		// in the queue behind the held turn.
-		s.commitBatch([]*commitReq{r})
-		return r.err
-	}
-	s.pipeMu.Lock()
-	s.pending = append(s.pending, r)
-	lead := !s.leading
-	s.leading = true
-	s.pipeMu.Unlock()
-	if !lead && !<-r.turn {
-		return r.err
-	}
-	s.pipeMu.Lock()
-	batch := s.pending
-	s.pending = nil
-	s.pipeMu.Unlock()
-	s.commitBatch(batch)
-	for _, o := range batch {
-		if o != r {
-			o.turn <- false
-		}
-	}
-	s.pipeMu.Lock()
-	if len(s.pending) > 0 {
-		s.pending[0].turn <- true
-	} else {
-		s.leading = false
-	}
-	s.pipeMu.Unlock()
-	return r.err
-}
+// pipeEnv is the store as its commit pipeline sees it (pipeline.Env).
+type pipeEnv Store
 
-// commitReq is one transaction in the commit pipeline.
-type commitReq struct {
-	t       *txn.Txn
-	payload []byte
-	digest  [32]byte
-	need    []ID
-	seq     uint64 // frame appended (or, on a conflict, the end the check saw)
-	epoch   uint64
-	err     error
-	early   bool      // failed its compare-and-swap before its turn (earlyConflicts)
-	behind  bool      // other frames awaited a sync when this one was appended
-	turn    chan bool // true: lead the next batch; false: done, see err
-}
+// ReadState reads both state records.
+func (e *pipeEnv) ReadState() (*state.Both, error) { return e.st.ReadPair() }
 
-// earlyConflicts fails, without the writer lock, every request of batch
-// whose ref moves conflict with the store as of the published end, and
-// returns how many requests still need their turn, or an I/O error. It decides only from a
-// projection caught up to an end read in this call, on a healthy store (the
-// precondition appendLocked checks under the lock), so the value a loser is
-// told of is one the ref held after the loser's call began, as under the
-// lock. Like a conflict found under the lock, its seq is the end the check
-// saw, which the sync step makes durable before the error is returned (C4,
-// C5). Anything else (the projection busy or behind, a torn read, another
-// epoch) leaves the decision to the turn. st is a read of both state
-// records made for this call (nil: the call reads them).
-func (s *Store) earlyConflicts(batch []*commitReq, st *state.Both) (live int, err error) {
-	moves := false
-	for _, r := range batch {
-		if !r.early {
-			live++
-			moves = moves || len(r.t.Moves) > 0
-		}
-	}
-	if !moves {
-		return live, nil
-	}
-	if st == nil {
-		if st, err = s.st.ReadPair(); err != nil {
-			return live, err
-		}
-	}
-	end, eok, dur, dok := st.End, st.EOK, st.Dur, st.DOK
-	if !state.Healthy(end, eok, dur, dok, s.boot) || !s.mu.TryLock() {
-		return live, nil
+// CatchUp replays, without the writer lock, the frames published up to the
+// end read (catchUpTo).
+func (e *pipeEnv) CatchUp(st *state.Both) error { return (*Store)(e).catchUpTo(st.End, st.EOK) }
+
+// EarlyRefs lends the projection's ref table for the early conflict checks
+// when it is exactly at st's end on a healthy store and not in use.
+func (e *pipeEnv) EarlyRefs(st *state.Both, check func(*refs.Table)) bool {
+	s := (*Store)(e)
+	end := st.End
+	if !state.Healthy(end, st.EOK, st.Dur, st.DOK, s.boot) || !s.mu.TryLock() {
+		return false
 	}
 	defer s.mu.Unlock()
 	if end.Epoch != s.epoch || s.p.NextSeq != end.NextSeq || s.p.Pos != end.Pos {
-		return live, nil
+		return false
 	}
-	for _, r := range batch {
-		if r.early || len(r.t.Moves) == 0 {
-			continue
-		}
-		var c *refs.Conflict
-		if err := s.p.Refs.Check(r.t.Moves); errors.As(err, &c) {
-			r.early, r.err = true, errs.Ref(err)
-			r.seq, r.epoch = end.NextSeq-1, end.Epoch
-			live--
-		}
-	}
-	return live, nil
+	check(s.p.Refs)
+	return true
 }
 
-// contended reports whether a request of batch moves a ref that another
-// writer moves too: one this process has seen moved from a value it did
-// not set, now or before (the mark stays: the winner of the last race for
-// a shared ref starts the next from its own value). Such a request may
-// lose its compare-and-swap while it queues, so it queues with lookahead
-// (writelock.Lock.WithIf), which lets it find out and leave early. A writer on
-// refs of its own waits once instead.
-func (s *Store) contended(batch []*commitReq) bool {
-	s.ownMu.Lock()
-	defer s.ownMu.Unlock()
-	hit := false
-	for _, r := range batch {
-		if r.early {
-			continue
-		}
-		for _, m := range r.t.Moves {
-			if s.shared[m.Name] {
-				hit = true
-			} else if s.ownHeads[m.Name] != m.Old {
-				if s.shared == nil {
-					s.shared = map[string]bool{}
-				}
-				s.shared[m.Name] = true
-				hit = true
-			}
-		}
-	}
-	return hit
+// Append is the critical section (appendLocked); behind is what the last
+// append of this process found.
+func (e *pipeEnv) Append(r *pipeline.Request) (seq, epoch uint64, behind bool, err error) {
+	s := (*Store)(e)
+	seq, epoch, err = s.appendLocked(r.Txn, r.Payload, r.Digest, r.Need)
+	return seq, epoch, s.durBehind, err
 }
 
-// commitBatch appends every transaction of batch under one hold of the
-// writer lock and makes them durable; each request's err is its result.
-func (s *Store) commitBatch(batch []*commitReq) {
-	// One read of the state serves the catch-up before queueing and the
-	// first early conflict check (a system call less a commit).
-	st, err := s.st.ReadPair()
-	if err == nil {
-		err = s.catchUpTo(st.End, st.EOK)
-	}
-	if err != nil {
-		for _, r := range batch {
-			r.err = err
-		}
-		return
-	}
-	// A transaction whose compare-and-swap has already lost, to a frame
-	// published before it queued or while it queued, fails without its
-	// turn: with 32 writers racing for one ref, each publish used to cost
-	// a lock pass for every loser (about 30 per publish), and the winner,
-	// who learns the new head first, was the likeliest to win again.
-	// An I/O error on the way is the operation's (C9): it ends the wait
-	// and fails every request still waiting.
-	var nerr error
-	needed := func() bool {
-		live, err := s.earlyConflicts(batch, st)
-		st = nil
-		if err != nil {
-			nerr = err
-			return false
-		}
-		return live > 0
-	}
-	if !needed() {
-		if nerr == nil {
-			s.writer.RenewPlace()
-		}
-	} else {
-		// A place lost in the queue is kept for a commit that advances
-		// a ref: it is retried as one call, and its retry publishes next.
-		// A bare ref update is not: its retry usually follows a new
-		// commit, and its place would hold up the queue, front and all,
-		// until given up (a fifth of the publishes per second of commit
-		// then ref CAS, 32 writers). Only a contended batch queues with
-		// the checks that can lose it its turn.
-		s.writer.FitPlace(func(yield func(string) bool) {
-			for _, r := range batch {
-				for _, m := range r.t.Moves {
-					if !yield(m.Name) {
-						return
-					}
-				}
-			}
-		})
-		contended := s.contended(batch)
-		var moves []string
-		for _, r := range batch {
-			if !contended || len(r.t.Objs) == 0 {
-				continue
-			}
-			for _, m := range r.t.Moves {
-				moves = append(moves, m.Name)
-			}
-		}
-		err = s.writer.WithIf(func() error {
-			for _, r := range batch {
-				if !r.early {
-					r.seq, r.epoch, r.err = s.appendLocked(r.t, r.payload, r.digest, r.need)
-					r.behind = s.durBehind
-				}
-			}
-			return nil
-		}, needed, contended, moves)
-	}
-	if errors.Is(err, writelock.ErrNotNeeded) || err == nil {
-		err = nerr
-	}
-	if err != nil {
-		for _, r := range batch {
-			if r.err == nil {
-				r.err = err
-			}
-		}
-	}
-	// The sync step: one syncTo for the highest frame of each epoch (one
-	// epoch, unless a recovery ran inside the batch). A conflict's seq is
-	// the end its check saw: a loser must be told only a value every later
-	// reader sees (C4, C5), so that end is made durable before the
-	// ConflictError is returned, by the same step.
-	top := map[uint64]uint64{}
-	peek := map[uint64]bool{}
-	for _, r := range batch {
-		var ce *ConflictError
-		if (r.err == nil || errors.As(r.err, &ce)) && r.seq > 0 && r.seq > top[r.epoch] {
-			top[r.epoch] = r.seq
-		}
-		peek[r.epoch] = peek[r.epoch] || r.behind
-	}
-	if s.o.Weaken&WeakAckBeforeSync != 0 {
-		s.bg.Add(1)
-		go func() {
-			defer s.bg.Done()
-			for epoch, seq := range top {
-				s.syncer.To(seq, epoch, true)
-			}
-		}()
-		return
-	}
-	serr := map[uint64]error{}
-	for epoch, seq := range top {
-		serr[epoch] = s.syncer.To(seq, epoch, peek[epoch])
-	}
-	acked := false
-	for _, r := range batch {
-		var ce *ConflictError
-		switch {
-		case errors.As(r.err, &ce) && r.seq > 0 && serr[r.epoch] != nil:
-			r.err = fmt.Errorf("ref %q conflicts, but the value it saw could not be made durable: %w", ce.Ref, serr[r.epoch])
-		case r.err == nil:
-			r.err = serr[r.epoch]
-			acked = acked || r.err == nil
-		}
-		if r.err == nil && len(r.t.Moves) > 0 {
-			s.ownMu.Lock()
-			if s.ownHeads == nil {
-				s.ownHeads = map[string]ID{}
-			}
-			for _, m := range r.t.Moves {
-				s.ownHeads[m.Name] = m.New
-			}
-			s.ownMu.Unlock()
-		}
-	}
-	if acked {
-		s.maybeCheckpoint()
-	}
-}
+// Sync is the sync step (groupsync).
+func (e *pipeEnv) Sync(seq, epoch uint64, peek bool) error { return e.syncer.To(seq, epoch, peek) }
+
+// Acked schedules a checkpoint if one is due.
+func (e *pipeEnv) Acked() { (*Store)(e).maybeCheckpoint() }
 
 // catchUpUnlocked replays, without the writer lock, the frames other
 // writers have published since this process last looked: before a writer

@@ -17,6 +17,7 @@ import (
 	"github.com/swarmops/swarmops/core/internal/cscache"
 	"github.com/swarmops/swarmops/core/internal/errs"
 	"github.com/swarmops/swarmops/core/internal/groupsync"
+	"github.com/swarmops/swarmops/core/internal/pipeline"
 	"github.com/swarmops/swarmops/core/internal/proj"
 	"github.com/swarmops/swarmops/core/internal/reflog"
 	"github.com/swarmops/swarmops/core/internal/state"
@@ -75,11 +76,8 @@ type Store struct {
 	w         *journal.Writer
 	durBehind bool
 
-	// The commit pipeline (see transact): pending transactions, and
-	// whether one of them is leading a batch.
-	pipeMu  sync.Mutex
-	pending []*commitReq
-	leading bool
+	// pipe is the commit pipeline.
+	pipe *pipeline.Pipeline
 
 	// recent holds the changeset and tree encodings of this process's
 	// last commit (treebuild.Recent).
@@ -114,12 +112,6 @@ type Store struct {
 	// (adoptForReader); adoptTried is the projection end it last tried at.
 	adopting   atomic.Bool
 	adoptTried atomic.Uint64
-	// ownMu guards ownHeads, for each ref this process's last acknowledged
-	// move set, the value it set, and shared, the refs it has seen another
-	// writer move (commitBatch's contended).
-	ownMu    sync.Mutex
-	ownHeads map[string]ID
-	shared   map[string]bool
 	// ckptErr is the first error of a checkpoint run after an acknowledged
 	// commit; Close returns it.
 	ckptMu  sync.Mutex
@@ -180,11 +172,22 @@ func newStore(dir string, o Options, id journal.StoreID) *Store {
 	s.st = state.New(o.FS, path.Join(dir, "state"), s.key)
 	s.writer = writelock.New(writelock.Config{FS: o.FS, Dir: dir, Timeout: o.LockTimeout, RetryPlace: o.RetryPlace,
 		CatchUp: s.catchUpUnlocked, Closed: &s.closed})
+	s.pipe = pipeline.New(pipeline.Config{Env: (*pipeEnv)(s), Lock: s.writer, NotNeeded: writelock.ErrNotNeeded,
+		AckBeforeSync: o.Weaken&WeakAckBeforeSync != 0, Background: s.background})
 	s.csc = cscache.New(o.CacheBytes)
 	if o.CacheBytes > 0 {
 		s.blk = index.NewBlockCache(o.CacheBytes)
 	}
 	return s
+}
+
+// background runs fn on a goroutine Close waits for.
+func (s *Store) background(fn func()) {
+	s.bg.Add(1)
+	go func() {
+		defer s.bg.Done()
+		fn()
+	}()
 }
 
 func (s *Store) lockPath(name string) string { return path.Join(s.dir, name) }
