@@ -10,28 +10,17 @@ import (
 	"github.com/swarmops/swarmops/core/internal/ckpt"
 	"github.com/swarmops/swarmops/core/internal/errs"
 	"github.com/swarmops/swarmops/core/internal/groupsync"
+	"github.com/swarmops/swarmops/core/internal/recovery"
 	"github.com/swarmops/swarmops/core/internal/reflog"
 	"github.com/swarmops/swarmops/core/internal/state"
-	"github.com/swarmops/swarmops/core/journal"
 )
 
-// recoverLocked re-establishes the durable prefix. Caller holds LOCK; it
-// takes SYNCLOCK too, so no writer appends and no syncer publishes while it
-// runs. What it does depends on what the state file says:
-//
-//   - healthy (same boot, valid, not poisoned): nothing, unless explicit, in
-//     which case it verifies every frame up to the end, syncs and publishes
-//     durable = end, cutting nothing.
-//   - poisoned by a failed sync in this boot: frames past the durable
-//     position were never acknowledged and their pages cannot be trusted
-//     (the kernel may have dropped them), so it cuts at the durable position.
-//   - otherwise (power loss: another boot, or an unreadable state): it scans
-//     from the checkpoint to the last valid frame, fails closed if that
-//     loses a frame known durable (checkpoint, an old durable record, or a
-//     later frame's watermark), and cuts the torn tail.
-//
-// Every step is idempotent: a crash at any point leaves a store the next
-// recovery handles the same way (C10).
+// recoverLocked re-establishes the durable prefix (core/internal/recovery)
+// and installs the recovered projection. Caller holds LOCK; it takes
+// SYNCLOCK too, so no writer appends and no syncer publishes while it runs.
+// When the state is healthy it only catches the projection up, unless
+// explicit, in which case it verifies every frame up to the end, syncs and
+// publishes durable = end, cutting nothing.
 func (s *Store) recoverLocked(explicit bool) (*RecoverReport, error) {
 	l, err := s.fs.Lock(s.lockPath(groupsync.LockName), s.o.LockTimeout)
 	if err != nil {
@@ -46,8 +35,7 @@ func (s *Store) recoverLocked(explicit bool) (*RecoverReport, error) {
 	if err != nil {
 		return nil, err
 	}
-	healthy := state.Healthy(end, eok, dur, dok, s.boot)
-	if healthy && !explicit {
+	if state.Healthy(end, eok, dur, dok, s.boot) && !explicit {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		if end.Epoch != s.epoch {
@@ -66,103 +54,27 @@ func (s *Store) recoverLocked(explicit bool) (*RecoverReport, error) {
 	defer s.mu.Unlock()
 	s.r.Forget()
 	s.w.Close()
-	p := c.Proj
-	installed := false
-	defer func() {
-		if !installed {
-			p.Idx.Close()
-		}
-	}()
-	durableSeq := c.NextSeq - 1
-	if dok && dur.NextSeq-1 > durableSeq {
-		durableSeq = dur.NextSeq - 1
-	}
-	var limit uint64
-	cut := true
-	switch {
-	case healthy:
-		limit, cut = end.NextSeq, false
-	case dok && dur.Boot == s.boot && dur.Flags&state.FlagPoisoned != 0:
-		limit = dur.NextSeq
-	}
-	if limit > c.NextSeq {
-		p.Idx.Mem.Reserve(limit - c.NextSeq)
-	}
-	var aerr error
-	res, err := s.r.ScanBorrowed(c.Pos, c.NextSeq, limit, func(fr *journal.Frame) error {
-		aerr = p.Apply(fr, s.jcfg.SegPath(fr.Pos.Seg))
-		return aerr
-	})
-	if aerr != nil {
-		return rep, s.failClosed(rep, aerr)
+	var rr recovery.Report
+	p, epoch, err := recovery.Run(recovery.Input{FS: s.fs, Dir: s.dir, Journal: s.jcfg, Reader: s.r, Checkpoint: c,
+		State: s.st, End: end, Dur: dur, EOK: eok, DOK: dok, Boot: s.boot}, &rr)
+	rep.TornBytesCut, rep.FramesReplayed = rr.TornBytesCut, rr.FramesReplayed
+	for _, ce := range rr.Corrupt {
+		rep.Corrupt = append(rep.Corrupt, VerifyProblem{File: ce.File, Offset: ce.Offset, Reason: ce.Reason})
 	}
 	if err != nil {
-		return rep, s.failClosed(rep, errs.IO("scan journal", err))
-	}
-	rep.FramesReplayed = res.Frames
-	if limit != 0 && res.NextSeq < limit {
-		return rep, s.failClosed(rep, errs.Corrupt(s.jcfg.SegPath(res.End.Seg), res.End.Off,
-			"frame %d is missing or damaged before the published position (frame %d)", res.NextSeq, limit-1))
-	}
-	if limit == 0 {
-		if err := s.r.Classify(res.End, res.NextSeq, durableSeq); err != nil {
-			return rep, s.failClosed(rep, errs.IO("classify journal tail", err))
-		}
-	}
-	if cut {
-		n, err := s.r.CutTail(res.End)
-		rep.TornBytesCut = n
-		if err != nil {
-			return rep, errs.IO("cut torn tail", err)
-		}
-	}
-	if err := s.jcfg.Sync(c.Pos.Seg, res.End.Seg); err != nil {
-		return rep, errs.IO("sync journal after recovery", err)
-	}
-	if cut {
-		// A power loss or a crashed init may have left entries of the
-		// store (the checkpoint renamed in, the store directory itself)
-		// only in the page cache; the state published below tells later
-		// openers the store is sound, so they are made durable first.
-		if err := s.fs.SyncDir(s.dir); err != nil {
-			return rep, errs.IO("sync store directory after recovery", err)
-		}
-		if err := s.fs.SyncDir(path.Dir(path.Clean(s.dir))); err != nil {
-			return rep, errs.IO("sync parent of the store directory after recovery", err)
-		}
-	}
-	epoch := end.Epoch
-	if cut {
-		epoch = max(end.Epoch, dur.Epoch, c.Epoch) + 1
-		if !eok && !dok {
-			epoch = state.RandEpoch()
-		}
-	}
-	rec := state.Rec{Epoch: epoch, Pos: res.End, NextSeq: res.NextSeq, Boot: s.boot}
-	if err := s.st.Write(state.Durable, rec); err != nil {
-		return rep, err
-	}
-	if err := s.st.Write(state.End, rec); err != nil {
+		c.Proj.Idx.Close()
 		return rep, err
 	}
 	if s.p != nil {
 		s.p.Idx.Retire()
 	}
-	s.p, installed = p, true
+	s.p = p
 	s.p.Idx.SetCache(s.blk)
 	s.epoch = epoch
 	s.markLocked()
 	s.csc.Clear()
 	s.poisoned.Store(false)
 	return rep, nil
-}
-
-func (s *Store) failClosed(rep *RecoverReport, err error) error {
-	var ce *CorruptError
-	if errors.As(err, &ce) {
-		rep.Corrupt = append(rep.Corrupt, VerifyProblem{File: ce.File, Offset: ce.Offset, Reason: ce.Reason})
-	}
-	return err
 }
 
 // Recover is the explicit repair: it takes the writer lock, replays the
