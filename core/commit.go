@@ -195,7 +195,7 @@ func (e *pipeEnv) Append(r *pipeline.Request) (seq, epoch uint64, behind bool, e
 func (e *pipeEnv) Sync(seq, epoch uint64, peek bool) error { return e.syncer.To(seq, epoch, peek) }
 
 // Acked schedules a checkpoint if one is due.
-func (e *pipeEnv) Acked() { (*Store)(e).maybeCheckpoint() }
+func (e *pipeEnv) Acked() { e.sched.Acked() }
 
 // catchUpUnlocked replays, without the writer lock, the frames other
 // writers have published since this process last looked: before a writer

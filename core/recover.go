@@ -126,68 +126,7 @@ func (s *Store) Checkpoint() error {
 		return err
 	}
 	// And the merges it makes due, unless another process is compacting.
-	return s.compactLoop()
-}
-
-// maybeCheckpoint writes a checkpoint when at least CheckpointEvery frames
-// are durable past the newest checkpoint this process knows of. It runs
-// after the commit is acknowledged, off the commit path: on a background
-// goroutine, or inline in the committing call when
-// Options.InlineCheckpoint is set. A checkpoint is an optimization of
-// recovery (the journal stays authoritative), so its failure never turns
-// the acknowledged commit into an error; it is recorded and returned by
-// Close (see ckptFailed).
-//
-// The background goroutine goes again while a checkpoint is still due when
-// it finishes: commits that arrived during a checkpoint would otherwise
-// find one running, skip theirs, and leave recovery more than K frames to
-// replay once the writers stop (C7). It stops on an error or when a pass
-// made no progress (another process holds CKPTLOCK). Close waits for it, so
-// a store closed right after a burst of commits leaves less than K frames
-// past its newest checkpoint.
-func (s *Store) maybeCheckpoint() {
-	if !s.checkpointDue() || !s.ckptRunning.CompareAndSwap(false, true) {
-		return
-	}
-	if s.o.InlineCheckpoint {
-		defer s.ckptRunning.Store(false)
-		err := s.checkpointNow(false)
-		if err == nil {
-			err = s.compactLoop()
-		}
-		s.recordCkptErr(err)
-		return
-	}
-	s.bg.Add(1)
-	go func() {
-		defer s.bg.Done()
-		defer s.ckptRunning.Store(false)
-		for {
-			before := s.ckptNext.Load()
-			if err := s.checkpointNow(false); err != nil {
-				s.recordCkptErr(err)
-				return
-			}
-			s.maybeCompact()
-			if s.ckptNext.Load() == before || !s.checkpointDue() {
-				return
-			}
-		}
-	}()
-}
-
-// maybeCompact starts a background compaction unless this process runs one
-// already, so that checkpoints go on while it merges.
-func (s *Store) maybeCompact() {
-	if !s.compacting.CompareAndSwap(false, true) {
-		return
-	}
-	s.bg.Add(1)
-	go func() {
-		defer s.bg.Done()
-		defer s.compacting.Store(false)
-		s.recordCkptErr(s.compactLoop())
-	}()
+	return s.compactor.Loop()
 }
 
 // checkpointDue reports whether CheckpointEvery frames have passed the
@@ -196,31 +135,6 @@ func (s *Store) checkpointDue() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.p.NextSeq >= s.ckptNext.Load()+uint64(s.o.CheckpointEvery)
-}
-
-// recordCkptErr keeps the first checkpoint error for Close.
-func (s *Store) recordCkptErr(err error) {
-	if err == nil {
-		return
-	}
-	s.ckptMu.Lock()
-	if s.ckptErr == nil {
-		s.ckptErr = err
-	}
-	s.ckptMu.Unlock()
-}
-
-// ckptFailed returns (and clears) the recorded checkpoint error, wrapped to
-// say that no acknowledged commit is affected.
-func (s *Store) ckptFailed() error {
-	s.ckptMu.Lock()
-	defer s.ckptMu.Unlock()
-	err := s.ckptErr
-	s.ckptErr = nil
-	if err == nil {
-		return nil
-	}
-	return fmt.Errorf("a checkpoint after an acknowledged commit failed (every acknowledged commit is durable; recovery replays more journal until a checkpoint succeeds): %w", err)
 }
 
 // checkpointNow writes a checkpoint of the durable prefix if it can take
@@ -238,7 +152,7 @@ func (s *Store) checkpointNow(force bool) error {
 // timeout for it. busy reports that the lock was not had in time (err is
 // then the lock's ErrBusy); every other error is typed.
 func (s *Store) checkpointWithin(timeout time.Duration, force bool) (busy bool, err error) {
-	l, err := s.fs.Lock(s.lockPath("CKPTLOCK"), timeout)
+	l, err := s.fs.Lock(s.lockPath(ckpt.LockName), timeout)
 	if err != nil {
 		if errors.Is(err, ErrBusy) {
 			return true, err
@@ -346,38 +260,4 @@ func (s *Store) checkpointLocked(force bool) error {
 	// The checkpoint naming the new run list is durable: the projection
 	// swaps its tail for the runs.
 	return s.installRuns(names, dur.NextSeq, dur.Epoch, reflogLen)
-}
-
-// maxRuns bounds the runs compaction leaves (checkpoints written while a
-// merge runs add to them until the next merge).
-const maxRuns = 8
-
-// mergeCount picks the runs compaction merges: given the sizes of the
-// checkpoint's runs, newest first, it returns how many of the newest to
-// merge into one (0 or 1: none).
-//
-// The policy is size-tiered: the newest runs are merged while the next
-// older run is no more than twice the size gathered so far, so runs form a
-// roughly geometric series and each record is rewritten O(log(N/K)) times
-// over a store's life. Merging every run whenever there are too many (the
-// earlier policy) rewrote the whole index every maxRuns+1 checkpoints: at
-// 1M changesets, hundreds of megabytes per few thousand commits. The run
-// count is also capped at maxRuns, by merging as many of the newest as it
-// takes.
-func mergeCount(sizes []int64) int {
-	if len(sizes) < 2 {
-		return 0
-	}
-	n, acc := 1, sizes[0]
-	for n < len(sizes) && sizes[n] <= 2*acc {
-		acc += sizes[n]
-		n++
-	}
-	if len(sizes)-n+1 > maxRuns {
-		n = len(sizes) - maxRuns + 1
-	}
-	if n < 2 {
-		return 0
-	}
-	return n
 }

@@ -91,7 +91,7 @@ func (s *Store) adoptForReader() {
 	}
 	defer s.adopting.Store(false)
 	s.adoptTried.Store(next)
-	l, err := s.fs.Lock(s.lockPath("CKPTLOCK"), 0)
+	l, err := s.fs.Lock(s.lockPath(ckpt.LockName), 0)
 	if err != nil {
 		return
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/swarmops/swarmops/core/index"
 	"github.com/swarmops/swarmops/core/internal/ckpt"
+	"github.com/swarmops/swarmops/core/internal/compact"
 	"github.com/swarmops/swarmops/core/internal/cscache"
 	"github.com/swarmops/swarmops/core/internal/errs"
 	"github.com/swarmops/swarmops/core/internal/groupsync"
@@ -40,7 +41,7 @@ const (
 	// CLI command is one open: at 1,024 a 32-agent CLI run spent most of
 	// its CPU replaying (22.7 commits/s; 36.3 at 256). A checkpoint costs
 	// about five syncs, 0.02 per commit at 256 (P1 allows 0.1), and the
-	// size-tiered compaction (mergeCount) keeps the index rewrites
+	// size-tiered compaction (compact.MergeCount) keeps the index rewrites
 	// logarithmic in the history, whatever K is.
 	DefaultCheckpointEvery = 256
 	// DefaultInlineThreshold: blobs up to this size travel inside their
@@ -104,18 +105,14 @@ type Store struct {
 	bg       sync.WaitGroup
 	// ckptNext is the next seq of the newest checkpoint this process knows.
 	ckptNext atomic.Uint64
-	// ckptRunning keeps one background checkpoint per process at a time,
-	// compacting one background compaction.
-	ckptRunning atomic.Bool
-	compacting  atomic.Bool
+	// sched decides when this process checkpoints and compacts, and
+	// keeps the first error of those for Close; compactor merges runs.
+	sched     *ckpt.Scheduler
+	compactor *compact.Compactor
 	// adopting keeps one reader-side checkpoint adoption at a time
 	// (adoptForReader); adoptTried is the projection end it last tried at.
 	adopting   atomic.Bool
 	adoptTried atomic.Uint64
-	// ckptErr is the first error of a checkpoint run after an acknowledged
-	// commit; Close returns it.
-	ckptMu  sync.Mutex
-	ckptErr error
 }
 
 func (o *Options) fill() error {
@@ -172,6 +169,10 @@ func newStore(dir string, o Options, id journal.StoreID) *Store {
 	s.st = state.New(o.FS, path.Join(dir, "state"), s.key)
 	s.writer = writelock.New(writelock.Config{FS: o.FS, Dir: dir, Timeout: o.LockTimeout, RetryPlace: o.RetryPlace,
 		CatchUp: s.catchUpUnlocked, Closed: &s.closed})
+	s.compactor = compact.New(compact.Config{FS: o.FS, Dir: dir, Store: id, LockTimeout: o.LockTimeout, Install: s.installRuns})
+	s.sched = ckpt.NewScheduler(ckpt.SchedulerConfig{Inline: o.InlineCheckpoint, Background: s.background,
+		Due: s.checkpointDue, Known: s.ckptNext.Load, Write: func() error { return s.checkpointNow(false) },
+		Compact: s.compactor.Loop})
 	s.pipe = pipeline.New(pipeline.Config{Env: (*pipeEnv)(s), Lock: s.writer, NotNeeded: writelock.ErrNotNeeded,
 		AckBeforeSync: o.Weaken&WeakAckBeforeSync != 0, Background: s.background})
 	s.csc = cscache.New(o.CacheBytes)
@@ -305,7 +306,7 @@ func Create(dir string, o Options) (*Store, error) {
 func interruptedInit(names []string) bool {
 	for _, n := range names {
 		switch n {
-		case "journal", "objects", "index", reflog.Name, ckpt.Temp, "state", writelock.LockName, groupsync.LockName, "CKPTLOCK", mergeLockName, writelock.QueueDir:
+		case "journal", "objects", "index", reflog.Name, ckpt.Temp, "state", writelock.LockName, groupsync.LockName, ckpt.LockName, compact.LockName, writelock.QueueDir:
 		default:
 			return false
 		}
@@ -493,7 +494,7 @@ func (s *Store) Close() error {
 	}
 	s.bg.Wait()
 	s.closeFiles()
-	return s.ckptFailed()
+	return s.sched.Failed()
 }
 
 func (s *Store) usable() error {
