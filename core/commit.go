@@ -61,15 +61,15 @@ var errRebuild = fmt.Errorf("%w: the store was recovered by another process duri
 
 func (s *Store) commitOnce(req CommitRequest) (ID, error) {
 	// Build outside the writer lock: read the parents, build trees, hash.
-	s.mu.Lock()
-	epoch := s.epoch
-	s.mu.Unlock()
+	s.view.mu.Lock()
+	epoch := s.view.epoch
+	s.view.mu.Unlock()
 	changes := make([]treebuild.Change, len(req.Changes))
 	for i, c := range req.Changes {
 		changes[i] = treebuild.Change{Path: c.Path, Delete: c.Delete, Data: c.Data, Mode: c.Mode}
 	}
-	b := treebuild.New((*writerView)(s), s.o.InlineThreshold)
-	when := s.o.Now
+	b := treebuild.New((*writerView)(s), s.opts.InlineThreshold)
+	when := s.opts.Now
 	if !req.Time.IsZero() {
 		when = func() time.Time { return req.Time }
 	}
@@ -85,7 +85,7 @@ func (s *Store) commitOnce(req CommitRequest) (ID, error) {
 		}
 		moves = append(moves, refs.Move{Name: req.Advance, Old: old, New: id})
 	}
-	if err := loose.Write(s.fs, s.dir, b.Loose(), s.o.Weaken&WeakSkipDirSync != 0); err != nil {
+	if err := loose.Write(s.fs, s.dir, b.Loose(), s.opts.Weaken&WeakSkipDirSync != 0); err != nil {
 		return ID{}, err
 	}
 	tx := &txn.Txn{Time: t, Objs: b.Objects(), Moves: moves, BuiltEpoch: epoch}
@@ -104,9 +104,9 @@ type writerView Store
 // per run, whose filters answer once checks have paid for loading them.
 func (v *writerView) Has(id ID, k objects.Kind) bool {
 	s := (*Store)(v)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.p.Idx.Has(id, k)
+	s.view.mu.Lock()
+	defer s.view.mu.Unlock()
+	return s.view.proj.Idx.Has(id, k)
 }
 
 // Read reads an object in the writer's view, from the last commit's
@@ -114,9 +114,9 @@ func (v *writerView) Has(id ID, k objects.Kind) bool {
 func (v *writerView) Read(id ID, k objects.Kind) ([]byte, error) {
 	s := (*Store)(v)
 	if data, ok := s.recent.Get(id); ok {
-		s.mu.Lock()
-		l, ok := s.p.Idx.GetKind(id, k)
-		s.mu.Unlock()
+		s.view.mu.Lock()
+		l, ok := s.view.proj.Idx.GetKind(id, k)
+		s.view.mu.Unlock()
 		if ok && l.Kind == k && !l.Loose && l.Size == int64(len(data)) {
 			return data, nil
 		}
@@ -154,14 +154,14 @@ func (s *Store) UpdateRefs(u ...RefUpdate) error {
 			need = append(need, x.New)
 		}
 	}
-	return s.pipe.Commit(&txn.Txn{Time: s.o.Now().UTC(), Moves: moves}, need)
+	return s.pipe.Commit(&txn.Txn{Time: s.opts.Now().UTC(), Moves: moves}, need)
 }
 
 // pipeEnv is the store as its commit pipeline sees it (pipeline.Env).
 type pipeEnv Store
 
 // ReadState reads both state records.
-func (e *pipeEnv) ReadState() (*state.Both, error) { return e.st.ReadPair() }
+func (e *pipeEnv) ReadState() (*state.Both, error) { return e.state.ReadPair() }
 
 // CatchUp replays, without the writer lock, the frames published up to the
 // end read (catchUpTo).
@@ -172,14 +172,14 @@ func (e *pipeEnv) CatchUp(st *state.Both) error { return (*Store)(e).catchUpTo(s
 func (e *pipeEnv) EarlyRefs(st *state.Both, check func(*refs.Table)) bool {
 	s := (*Store)(e)
 	end := st.End
-	if !state.Healthy(end, st.EOK, st.Dur, st.DOK, s.boot) || !s.mu.TryLock() {
+	if !state.Healthy(end, st.EOK, st.Dur, st.DOK, s.boot) || !s.view.mu.TryLock() {
 		return false
 	}
-	defer s.mu.Unlock()
-	if end.Epoch != s.epoch || s.p.NextSeq != end.NextSeq || s.p.Pos != end.Pos {
+	defer s.view.mu.Unlock()
+	if end.Epoch != s.view.epoch || s.view.proj.NextSeq != end.NextSeq || s.view.proj.Pos != end.Pos {
 		return false
 	}
-	check(s.p.Refs)
+	check(s.view.proj.Refs)
 	return true
 }
 
@@ -188,7 +188,7 @@ func (e *pipeEnv) EarlyRefs(st *state.Both, check func(*refs.Table)) bool {
 func (e *pipeEnv) Append(r *pipeline.Request) (seq, epoch uint64, behind bool, err error) {
 	s := (*Store)(e)
 	seq, epoch, err = s.appendLocked(r.Txn, r.Payload, r.Digest, r.Need)
-	return seq, epoch, s.durBehind, err
+	return seq, epoch, s.appender.behind, err
 }
 
 // Sync is the sync step (groupsync).
@@ -211,7 +211,7 @@ func (e *pipeEnv) Acked() { e.sched.Acked() }
 // lock and reloads the projection if the epoch moved. An I/O error is the
 // operation's (C9): it is returned, and the caller fails.
 func (s *Store) catchUpUnlocked() error {
-	end, ok, err := s.st.Read(state.End)
+	end, ok, err := s.state.Read(state.End)
 	if err != nil {
 		return err
 	}
@@ -224,13 +224,13 @@ func (s *Store) catchUpTo(end state.Rec, ok bool) error {
 	if !ok {
 		return nil
 	}
-	if !s.mu.TryLock() {
+	if !s.view.mu.TryLock() {
 		// Another goroutine of this process is using the projection
 		// (appending, or catching it up already).
 		return nil
 	}
-	defer s.mu.Unlock()
-	if end.Epoch != s.epoch || s.p.NextSeq >= end.NextSeq {
+	defer s.view.mu.Unlock()
+	if end.Epoch != s.view.epoch || s.view.proj.NextSeq >= end.NextSeq {
 		return nil
 	}
 	if err := s.catchUp(end.NextSeq); err != nil && !errors.Is(err, ErrCorrupt) {
@@ -242,7 +242,7 @@ func (s *Store) catchUpTo(end state.Rec, ok bool) error {
 // appendLocked is the critical section: read the tail state, catch up,
 // check, append, publish the end. Caller holds LOCK.
 func (s *Store) appendLocked(t *txn.Txn, payload []byte, digest [32]byte, need []ID) (uint64, uint64, error) {
-	end, eok, dur, dok, err := s.st.ReadBoth()
+	end, eok, dur, dok, err := s.state.ReadBoth()
 	if err != nil {
 		return 0, 0, err
 	}
@@ -250,44 +250,44 @@ func (s *Store) appendLocked(t *txn.Txn, payload []byte, digest [32]byte, need [
 		if _, err := s.recoverLocked(false); err != nil {
 			return 0, 0, err
 		}
-		if end, eok, dur, dok, err = s.st.ReadBoth(); err != nil {
+		if end, eok, dur, dok, err = s.state.ReadBoth(); err != nil {
 			return 0, 0, err
 		}
 		if !eok || !dok {
-			return 0, 0, errs.Corrupt(s.st.Path(), 0, "state unreadable after recovery")
+			return 0, 0, errs.Corrupt(s.state.Path(), 0, "state unreadable after recovery")
 		}
 	}
-	s.mu.Lock()
+	s.view.mu.Lock()
 	locked := true
 	defer func() {
 		if locked {
-			s.mu.Unlock()
+			s.view.mu.Unlock()
 		}
 	}()
-	if end.Epoch != s.epoch {
+	if end.Epoch != s.view.epoch {
 		if err := s.reload(end.Epoch, end.NextSeq); err != nil {
 			return 0, 0, err
 		}
 	}
-	if len(t.Objs) > 0 && s.epoch != t.BuiltEpoch {
+	if len(t.Objs) > 0 && s.view.epoch != t.BuiltEpoch {
 		return 0, 0, errRebuild
 	}
 	if err := s.catchUp(end.NextSeq); err != nil {
 		return 0, 0, err
 	}
-	if s.p.NextSeq != end.NextSeq || s.p.Pos != end.Pos {
-		return 0, 0, errs.Corrupt(s.st.Path(), 0, "published end %s/%d does not match the journal (%s/%d)",
-			end.Pos, end.NextSeq, s.p.Pos, s.p.NextSeq)
+	if s.view.proj.NextSeq != end.NextSeq || s.view.proj.Pos != end.Pos {
+		return 0, 0, errs.Corrupt(s.state.Path(), 0, "published end %s/%d does not match the journal (%s/%d)",
+			end.Pos, end.NextSeq, s.view.proj.Pos, s.view.proj.NextSeq)
 	}
 	for _, id := range need {
-		if l, ok := s.p.Idx.GetKind(id, objects.KindChangeset); !ok || l.Kind != objects.KindChangeset {
-			if err := s.p.Idx.TakeErr(); err != nil {
+		if l, ok := s.view.proj.Idx.GetKind(id, objects.KindChangeset); !ok || l.Kind != objects.KindChangeset {
+			if err := s.view.proj.Idx.TakeErr(); err != nil {
 				return 0, 0, err
 			}
 			return 0, 0, fmt.Errorf("%w: changeset %s", ErrNotFound, id)
 		}
 	}
-	if err := s.p.Refs.Check(t.Moves); err != nil {
+	if err := s.view.proj.Refs.Check(t.Moves); err != nil {
 		// The conflict reports a value from the projection up to end,
 		// which may include frames not yet durable: the caller makes
 		// end durable before reporting it (see transact).
@@ -297,46 +297,46 @@ func (s *Store) appendLocked(t *txn.Txn, payload []byte, digest [32]byte, need [
 	// would make, made once here and recorded in the frame's kind.
 	kind := byte(txn.FrameFresh)
 	for _, o := range t.Objs {
-		if o.Kind == objects.KindChangeset && s.p.Idx.Has(o.ID, o.Kind) {
+		if o.Kind == objects.KindChangeset && s.view.proj.Idx.Has(o.ID, o.Kind) {
 			kind = txn.FrameTxn
 		}
 	}
-	if err := s.p.Idx.TakeErr(); err != nil {
+	if err := s.view.proj.Idx.TakeErr(); err != nil {
 		return 0, 0, err
 	}
-	if s.o.Weaken&WeakFalseFresh != 0 {
+	if s.opts.Weaken&WeakFalseFresh != 0 {
 		kind = txn.FrameFresh
 	}
 	seq := end.NextSeq
-	s.durBehind = dur.NextSeq != end.NextSeq
-	// The append runs without s.mu. A write into the page a sync is
+	s.appender.behind = dur.NextSeq != end.NextSeq
+	// The append runs without s.view.mu. A write into the page a sync is
 	// writing back waits for it, and crossing into a new window zero-fills
 	// it: a snapshot in this process waited behind both (P7). Nothing moves
 	// the projection meanwhile: this holds the writer lock, so no recovery
 	// can change the epoch, and every catch-up stops at the published end,
 	// which is the projection's until the end below is written.
-	s.mu.Unlock()
+	s.view.mu.Unlock()
 	locked = false
 	frame := journal.EncodeFrame(s.key, kind, seq, dur.NextSeq-1, payload, digest)
-	at, err := s.w.Append(end.Pos, seq, frame)
+	at, err := s.appender.w.Append(end.Pos, seq, frame)
 	if err != nil {
-		s.w.Close()
+		s.appender.w.Close()
 		return 0, 0, errs.IO(fmt.Sprintf("append frame %d to %s", seq, journal.SegName(at.Seg)), err)
 	}
-	s.mu.Lock()
+	s.view.mu.Lock()
 	locked = true
-	if s.epoch != end.Epoch || s.p.NextSeq != seq || s.p.Pos != end.Pos {
+	if s.view.epoch != end.Epoch || s.view.proj.NextSeq != seq || s.view.proj.Pos != end.Pos {
 		return 0, 0, fmt.Errorf("%w: the projection moved to %s/%d while frame %d was appended at %s",
-			ErrIO, s.p.Pos, s.p.NextSeq, seq, end.Pos)
+			ErrIO, s.view.proj.Pos, s.view.proj.NextSeq, seq, end.Pos)
 	}
 	fr := &journal.Frame{Kind: kind, Seq: seq, Watermark: dur.NextSeq - 1, Payload: payload, Pos: at, Size: int64(len(frame))}
 	newEnd := state.Rec{Epoch: end.Epoch, Pos: fr.End(), NextSeq: seq + 1, Boot: s.boot}
-	if err := s.st.Write(state.End, newEnd); err != nil {
+	if err := s.state.Write(state.End, newEnd); err != nil {
 		return 0, 0, err
 	}
 	// The in-memory moves carry the time as a replay decodes it.
 	t.Time = time.Unix(0, t.Time.UnixNano()).UTC()
-	if err := s.p.ApplyTxn(fr, t, s.jcfg.SegPath(at.Seg)); err != nil {
+	if err := s.view.proj.ApplyTxn(fr, t, s.jcfg.SegPath(at.Seg)); err != nil {
 		return 0, 0, err
 	}
 	s.markLocked()

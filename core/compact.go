@@ -22,19 +22,19 @@ func (s *Store) installRuns(names []string, nextSeq, epoch uint64, reflogLen int
 
 // installIndex is installRuns with the runs already open; it owns x.
 func (s *Store) installIndex(x *index.Index, names []string, nextSeq, epoch uint64, reflogLen int64) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.epoch != epoch || s.p.NextSeq < nextSeq || nextSeq < s.p.CkptSeq {
+	s.view.mu.Lock()
+	defer s.view.mu.Unlock()
+	if s.view.epoch != epoch || s.view.proj.NextSeq < nextSeq || nextSeq < s.view.proj.CkptSeq {
 		x.Close()
 		return
 	}
-	old := s.p.Idx
+	old := s.view.proj.Idx
 	nx := proj.NewRunIdx(x, names)
 	nx.SetCache(s.blk)
 	nx.Mem = old.Since(nextSeq)
-	s.p.Idx = nx
-	s.p.CkptSeq = nextSeq
+	s.view.proj.Idx = nx
+	s.view.proj.CkptSeq = nextSeq
 	old.Retire()
-	s.p.Refs.Trim(nextSeq)
-	s.p.ReflogLen = reflogLen
+	s.view.proj.Refs.Trim(nextSeq)
+	s.view.proj.ReflogLen = reflogLen
 }

@@ -133,10 +133,10 @@ func twoHandles(t *testing.T, k int) (*Store, *Store) {
 // tailOf returns how many changesets s's in-memory tail holds, and the
 // frames its runs cover (below ckpt) and it has replayed (below next).
 func tailOf(s *Store) (changesets int64, ckpt, next uint64) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	_, changesets, _ = s.p.Idx.Mem.Count()
-	return changesets, s.p.CkptSeq, s.p.NextSeq
+	s.view.mu.Lock()
+	defer s.view.mu.Unlock()
+	_, changesets, _ = s.view.proj.Idx.Mem.Count()
+	return changesets, s.view.proj.CkptSeq, s.view.proj.NextSeq
 }
 
 // TestWritersAdoptOtherProcessesCheckpoints checks that a writer whose
@@ -257,10 +257,10 @@ func TestRetiredRunsStayOpenWhilePinned(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	s.mu.Lock()
-	pinned := s.p.Idx
+	s.view.mu.Lock()
+	pinned := s.view.proj.Idx
 	x := pinned.Pin()
-	s.mu.Unlock()
+	s.view.mu.Unlock()
 	if x == nil {
 		t.Fatal("no index runs after three checkpoints")
 	}
@@ -272,15 +272,15 @@ func TestRetiredRunsStayOpenWhilePinned(t *testing.T) {
 	}
 	nx := cur.Proj.Idx.Detach()
 	s.installIndex(nx, cur.Runs, cur.NextSeq, cur.Epoch, cur.ReflogLen)
-	if s.p.Idx == pinned {
+	if s.view.proj.Idx == pinned {
 		t.Fatal("installIndex kept the old runIdx; the test needs it replaced")
 	}
 	if err := x.View().Verify(); err != nil {
 		t.Fatalf("pinned runs read after the projection dropped them: %v", err)
 	}
-	s.mu.Lock()
+	s.view.mu.Lock()
 	pinned.Unpin()
-	s.mu.Unlock()
+	s.view.mu.Unlock()
 	if err := x.View().Verify(); err == nil {
 		t.Fatal("the runs are still readable after their last borrower unpinned them; they were never closed")
 	}

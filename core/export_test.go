@@ -10,7 +10,7 @@ func PendingCommits(s *Store) int {
 // was loaded from a checkpoint (open, reload or the last checkpoint swap
 // leave it counting from there).
 func FramesApplied(s *Store) int64 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.p.Frames
+	s.view.mu.Lock()
+	defer s.view.mu.Unlock()
+	return s.view.proj.Frames
 }

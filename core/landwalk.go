@@ -32,7 +32,7 @@ func lostRace(err error, ref string) (ID, bool) {
 // before returning (transact), so the first snapshot normally holds it; the
 // wait (at most the store's lock timeout, then ErrBusy) is kept as a guard.
 func (s *Store) snapshotWith(id ID) (*Snapshot, error) {
-	deadline := time.Now().Add(s.o.LockTimeout)
+	deadline := time.Now().Add(s.opts.LockTimeout)
 	for delay := 100 * time.Microsecond; ; delay = min(2*delay, 10*time.Millisecond) {
 		sn, err := s.Snapshot()
 		if err != nil || id.IsZero() {
@@ -45,7 +45,7 @@ func (s *Store) snapshotWith(id ID) (*Snapshot, error) {
 		case !errors.Is(err, ErrNotFound):
 			return nil, err
 		case time.Now().After(deadline):
-			return nil, fmt.Errorf("%w: changeset %s, the target's new head, is not durable after %v", ErrBusy, errs.Short(id), s.o.LockTimeout)
+			return nil, fmt.Errorf("%w: changeset %s, the target's new head, is not durable after %v", ErrBusy, errs.Short(id), s.opts.LockTimeout)
 		}
 		time.Sleep(delay)
 	}

@@ -22,7 +22,7 @@ import (
 // explicit, in which case it verifies every frame up to the end, syncs and
 // publishes durable = end, cutting nothing.
 func (s *Store) recoverLocked(explicit bool) (*RecoverReport, error) {
-	l, err := s.fs.Lock(s.lockPath(groupsync.LockName), s.o.LockTimeout)
+	l, err := s.fs.Lock(s.lockPath(groupsync.LockName), s.opts.LockTimeout)
 	if err != nil {
 		if errors.Is(err, ErrBusy) {
 			return nil, fmt.Errorf("sync lock of %s: %w", s.dir, err)
@@ -31,14 +31,14 @@ func (s *Store) recoverLocked(explicit bool) (*RecoverReport, error) {
 	}
 	defer l.Unlock()
 	rep := &RecoverReport{}
-	end, eok, dur, dok, err := s.st.ReadBoth()
+	end, eok, dur, dok, err := s.state.ReadBoth()
 	if err != nil {
 		return nil, err
 	}
 	if state.Healthy(end, eok, dur, dok, s.boot) && !explicit {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		if end.Epoch != s.epoch {
+		s.view.mu.Lock()
+		defer s.view.mu.Unlock()
+		if end.Epoch != s.view.epoch {
 			return rep, s.reload(end.Epoch, end.NextSeq)
 		}
 		return rep, s.catchUp(end.NextSeq)
@@ -50,13 +50,13 @@ func (s *Store) recoverLocked(explicit bool) (*RecoverReport, error) {
 	if c.Store != s.id {
 		return rep, errs.Corrupt(s.dir+"/checkpoint", 0, "checkpoint names another store")
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.r.Forget()
-	s.w.Close()
+	s.view.mu.Lock()
+	defer s.view.mu.Unlock()
+	s.view.reader.Forget()
+	s.appender.w.Close()
 	var rr recovery.Report
-	p, epoch, err := recovery.Run(recovery.Input{FS: s.fs, Dir: s.dir, Journal: s.jcfg, Reader: s.r, Checkpoint: c,
-		State: s.st, End: end, Dur: dur, EOK: eok, DOK: dok, Boot: s.boot}, &rr)
+	p, epoch, err := recovery.Run(recovery.Input{FS: s.fs, Dir: s.dir, Journal: s.jcfg, Reader: s.view.reader, Checkpoint: c,
+		State: s.state, End: end, Dur: dur, EOK: eok, DOK: dok, Boot: s.boot}, &rr)
 	rep.TornBytesCut, rep.FramesReplayed = rr.TornBytesCut, rr.FramesReplayed
 	for _, ce := range rr.Corrupt {
 		rep.Corrupt = append(rep.Corrupt, VerifyProblem{File: ce.File, Offset: ce.Offset, Reason: ce.Reason})
@@ -65,12 +65,12 @@ func (s *Store) recoverLocked(explicit bool) (*RecoverReport, error) {
 		c.Proj.Idx.Close()
 		return rep, err
 	}
-	if s.p != nil {
-		s.p.Idx.Retire()
+	if s.view.proj != nil {
+		s.view.proj.Idx.Retire()
 	}
-	s.p = p
-	s.p.Idx.SetCache(s.blk)
-	s.epoch = epoch
+	s.view.proj = p
+	s.view.proj.Idx.SetCache(s.blk)
+	s.view.epoch = epoch
 	s.markLocked()
 	s.csc.Clear()
 	s.poisoned.Store(false)
@@ -118,9 +118,9 @@ func (s *Store) Checkpoint() error {
 	if err := s.usable(); err != nil {
 		return err
 	}
-	busy, err := s.checkpointWithin(s.o.LockTimeout, true)
+	busy, err := s.checkpointWithin(s.opts.LockTimeout, true)
 	if busy {
-		return fmt.Errorf("checkpoint lock of %s not taken within %v: %w", s.dir, s.o.LockTimeout, err)
+		return fmt.Errorf("checkpoint lock of %s not taken within %v: %w", s.dir, s.opts.LockTimeout, err)
 	}
 	if err != nil {
 		return err
@@ -132,9 +132,9 @@ func (s *Store) Checkpoint() error {
 // checkpointDue reports whether CheckpointEvery frames have passed the
 // newest checkpoint this process knows of.
 func (s *Store) checkpointDue() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.p.NextSeq >= s.ckptNext.Load()+uint64(s.o.CheckpointEvery)
+	s.view.mu.Lock()
+	defer s.view.mu.Unlock()
+	return s.view.proj.NextSeq >= s.ckptNext.Load()+uint64(s.opts.CheckpointEvery)
 }
 
 // checkpointNow writes a checkpoint of the durable prefix if it can take
@@ -172,7 +172,7 @@ func (s *Store) checkpointLocked(force bool) error {
 		return err
 	}
 	s.ckptNext.Store(max(s.ckptNext.Load(), cur.NextSeq))
-	dur, ok, err := s.st.ReadStable(state.Durable, s.boot)
+	dur, ok, err := s.state.ReadStable(state.Durable, s.boot)
 	if err != nil {
 		return err
 	}
@@ -181,8 +181,8 @@ func (s *Store) checkpointLocked(force bool) error {
 		// recovers, and a later checkpoint covers its prefix.
 		return nil
 	}
-	s.mu.Lock()
-	if dur.Epoch != s.epoch || (!force && dur.NextSeq < cur.NextSeq+uint64(s.o.CheckpointEvery)) {
+	s.view.mu.Lock()
+	if dur.Epoch != s.view.epoch || (!force && dur.NextSeq < cur.NextSeq+uint64(s.opts.CheckpointEvery)) {
 		// Another process wrote the checkpoint this one was due for: the
 		// projection swaps its tail of the frames before it for the
 		// checkpoint's runs, as after a checkpoint of its own. Without
@@ -190,8 +190,8 @@ func (s *Store) checkpointLocked(force bool) error {
 		// checkpoint kept every frame it replayed in memory: with 32
 		// writers, maps that grew without end, and their growth was a
 		// quarter of the page faults of W2.
-		adopt := cur.Epoch == s.epoch && cur.NextSeq > s.p.CkptSeq && s.p.NextSeq >= cur.NextSeq
-		s.mu.Unlock()
+		adopt := cur.Epoch == s.view.epoch && cur.NextSeq > s.view.proj.CkptSeq && s.view.proj.NextSeq >= cur.NextSeq
+		s.view.mu.Unlock()
 		if adopt {
 			x := cur.Proj.Idx.Detach() // installIndex owns the open runs now
 			s.installIndex(x, cur.Runs, cur.NextSeq, cur.Epoch, cur.ReflogLen)
@@ -199,20 +199,20 @@ func (s *Store) checkpointLocked(force bool) error {
 		return nil
 	}
 	if err := s.catchUp(dur.NextSeq); err != nil {
-		s.mu.Unlock()
+		s.view.mu.Unlock()
 		return err
 	}
 	// The projection may include frames past the durable position; the
 	// checkpoint covers exactly the durable prefix. The records of the frames
 	// since the current checkpoint become a new index run (durable before the
 	// checkpoint names it); the ref table goes into the checkpoint.
-	batch := s.p.Idx.BatchBetween(cur.NextSeq, dur.NextSeq)
-	if b := s.p.Refs.Base(); b > cur.NextSeq {
-		s.mu.Unlock()
+	batch := s.view.proj.Idx.BatchBetween(cur.NextSeq, dur.NextSeq)
+	if b := s.view.proj.Refs.Base(); b > cur.NextSeq {
+		s.view.mu.Unlock()
 		return fmt.Errorf("%w: the ref table holds moves from frame %d on, the checkpoint needs them from %d", ErrIO, b, cur.NextSeq)
 	}
-	rnames, rlogs := s.p.Refs.Since(cur.NextSeq, dur.NextSeq)
-	s.mu.Unlock()
+	rnames, rlogs := s.view.proj.Refs.Since(cur.NextSeq, dur.NextSeq)
+	s.view.mu.Unlock()
 	defer cur.Proj.Idx.Close()
 	// Replay does not look blobs and trees up in the runs, so the tail may
 	// repeat some the runs hold: they stay out of the new run.
@@ -250,9 +250,9 @@ func (s *Store) checkpointLocked(force bool) error {
 			return err
 		}
 	}
-	s.mu.Lock()
-	b := ckpt.Encode(s.id, dur.Pos, dur.NextSeq, dur.Epoch, names, reflogLen, s.p.Refs)
-	s.mu.Unlock()
+	s.view.mu.Lock()
+	b := ckpt.Encode(s.id, dur.Pos, dur.NextSeq, dur.Epoch, names, reflogLen, s.view.proj.Refs)
+	s.view.mu.Unlock()
 	if err := ckpt.Write(s.fs, s.dir, b, false); err != nil {
 		return err
 	}

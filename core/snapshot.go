@@ -33,7 +33,7 @@ func (s *Store) Snapshot() (*Snapshot, error) {
 	if s.closed.Load() {
 		return nil, fmt.Errorf("%w: store is closed", ErrClosed)
 	}
-	dur, ok, err := s.st.Read(state.Durable)
+	dur, ok, err := s.state.Read(state.Durable)
 	if err != nil {
 		return nil, err
 	}
@@ -41,17 +41,17 @@ func (s *Store) Snapshot() (*Snapshot, error) {
 		if err := s.writer.With(func() error { _, err := s.recoverLocked(false); return err }); err != nil {
 			return nil, err
 		}
-		if dur, ok, err = s.st.ReadStable(state.Durable, s.boot); err != nil {
+		if dur, ok, err = s.state.ReadStable(state.Durable, s.boot); err != nil {
 			return nil, err
 		}
 		if !ok {
-			return nil, errs.Corrupt(s.st.Path(), state.DurableOff, "durable record unreadable after recovery")
+			return nil, errs.Corrupt(s.state.Path(), state.DurableOff, "durable record unreadable after recovery")
 		}
 	}
 	// The common case takes no mutex: the projection already holds the
 	// durable prefix, so a reader does not wait for a writer of this
 	// process that is appending (P7).
-	if m := s.mark.Load(); m != nil && m.epoch == dur.Epoch && m.next >= dur.NextSeq {
+	if m := s.view.mark.Load(); m != nil && m.epoch == dur.Epoch && m.next >= dur.NextSeq {
 		return &Snapshot{s: s, seq: dur.NextSeq - 1, pos: dur.Pos}, nil
 	}
 	if err := s.snapshotCatchUp(dur); err != nil {
@@ -63,9 +63,9 @@ func (s *Store) Snapshot() (*Snapshot, error) {
 
 // snapshotCatchUp brings the projection to the durable record dur.
 func (s *Store) snapshotCatchUp(dur state.Rec) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if dur.Epoch != s.epoch {
+	s.view.mu.Lock()
+	defer s.view.mu.Unlock()
+	if dur.Epoch != s.view.epoch {
 		if err := s.reload(dur.Epoch, dur.NextSeq); err != nil {
 			return err
 		}
@@ -82,15 +82,15 @@ func (s *Store) snapshotCatchUp(dur state.Rec) error {
 // error or no newer checkpoint leaves the projection as it is, complete,
 // and it tries again K frames later.
 func (s *Store) adoptForReader() {
-	k := uint64(s.o.CheckpointEvery)
-	s.mu.Lock()
-	next, base := s.p.NextSeq, s.p.CkptSeq
-	s.mu.Unlock()
-	if next < base+2*k || next < s.adoptTried.Load()+k || !s.adopting.CompareAndSwap(false, true) {
+	k := uint64(s.opts.CheckpointEvery)
+	s.view.mu.Lock()
+	next, base := s.view.proj.NextSeq, s.view.proj.CkptSeq
+	s.view.mu.Unlock()
+	if next < base+2*k || next < s.adopt.tried.Load()+k || !s.adopt.running.CompareAndSwap(false, true) {
 		return
 	}
-	defer s.adopting.Store(false)
-	s.adoptTried.Store(next)
+	defer s.adopt.running.Store(false)
+	s.adopt.tried.Store(next)
 	l, err := s.fs.Lock(s.lockPath(ckpt.LockName), 0)
 	if err != nil {
 		return
@@ -122,31 +122,31 @@ func (s *Store) readObject(id ID, k objects.Kind, maxSeq uint64, catchUp bool) (
 // readObjectSeq is readObject that also returns the sequence number of the
 // frame that brought the object (0 for a blob or tree from an index run).
 func (s *Store) readObjectSeq(id ID, k objects.Kind, maxSeq uint64, catchUp bool) ([]byte, uint64, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	l, ok := s.p.Idx.GetKind(id, k)
+	s.view.mu.Lock()
+	defer s.view.mu.Unlock()
+	l, ok := s.view.proj.Idx.GetKind(id, k)
 	if !ok && catchUp {
-		end, eok, err := s.st.ReadStable(state.End, s.boot)
+		end, eok, err := s.state.ReadStable(state.End, s.boot)
 		if err != nil {
 			return nil, 0, err
 		}
-		if eok && end.Epoch == s.epoch {
+		if eok && end.Epoch == s.view.epoch {
 			if err := s.catchUp(end.NextSeq); err != nil {
 				return nil, 0, err
 			}
-			l, ok = s.p.Idx.GetKind(id, k)
+			l, ok = s.view.proj.Idx.GetKind(id, k)
 		}
 	}
 	if ok && l.Seq > maxSeq && k != objects.KindChangeset {
 		// The tail's record may be a later copy of a blob or tree an index
 		// run already holds (replay does not look in the runs for them);
 		// the run's record is visible to every snapshot.
-		if rl, rok := s.p.Idx.RunKind(id, k); rok {
+		if rl, rok := s.view.proj.Idx.RunKind(id, k); rok {
 			l = rl
 		}
 	}
 	if !ok || l.Seq > maxSeq {
-		if err := s.p.Idx.TakeErr(); err != nil {
+		if err := s.view.proj.Idx.TakeErr(); err != nil {
 			return nil, 0, err
 		}
 	}
@@ -165,11 +165,11 @@ func (s *Store) readObjectSeq(id ID, k objects.Kind, maxSeq uint64, catchUp bool
 			return nil, 0, err
 		}
 	} else {
-		if err := s.r.ReadAt(l.Seg, l.Off, data); err != nil {
+		if err := s.view.reader.ReadAt(l.Seg, l.Off, data); err != nil {
 			return nil, 0, errs.IO("read "+id.String(), err)
 		}
 	}
-	if s.o.Weaken&WeakSkipChecksum == 0 && objects.IDOf(k, data) != id {
+	if s.opts.Weaken&WeakSkipChecksum == 0 && objects.IDOf(k, data) != id {
 		if !l.Loose {
 			file, off = s.jcfg.SegPath(l.Seg), l.Off
 		}
@@ -184,13 +184,13 @@ func (sn *Snapshot) Seq() uint64 { return sn.seq }
 // refsAt returns the ref table, exact at seq: a table restored from (or
 // trimmed at) a checkpoint newer than seq first reads back the older moves
 // from the reflog file. Only a snapshot older than a checkpoint this
-// process loaded or wrote needs that. Caller holds s.mu.
+// process loaded or wrote needs that. Caller holds s.view.mu.
 func (s *Store) refsAt(seq uint64) (*refs.Table, error) {
-	t := s.p.Refs
+	t := s.view.proj.Refs
 	if t.Covers(seq) {
 		return t, nil
 	}
-	older, err := reflog.Read(s.fs, s.dir, s.p.ReflogLen)
+	older, err := reflog.Read(s.fs, s.dir, s.view.proj.ReflogLen)
 	if err != nil {
 		return nil, err
 	}
@@ -200,13 +200,13 @@ func (s *Store) refsAt(seq uint64) (*refs.Table, error) {
 
 // Ref returns a ref's value, or ErrNotFound.
 func (sn *Snapshot) Ref(name string) (ID, error) {
-	sn.s.mu.Lock()
+	sn.s.view.mu.Lock()
 	rt, err := sn.s.refsAt(sn.seq)
 	var id ID
 	if err == nil {
 		id = rt.Get(name, sn.seq)
 	}
-	sn.s.mu.Unlock()
+	sn.s.view.mu.Unlock()
 	if err != nil {
 		return ID{}, err
 	}
@@ -218,8 +218,8 @@ func (sn *Snapshot) Ref(name string) (ID, error) {
 
 // Refs lists every ref, sorted by name.
 func (sn *Snapshot) Refs() ([]RefEntry, error) {
-	sn.s.mu.Lock()
-	defer sn.s.mu.Unlock()
+	sn.s.view.mu.Lock()
+	defer sn.s.view.mu.Unlock()
 	rt, err := sn.s.refsAt(sn.seq)
 	if err != nil {
 		return nil, err
@@ -235,18 +235,18 @@ func (sn *Snapshot) Refs() ([]RefEntry, error) {
 // existed. The moves before the newest checkpoint the process knows come
 // from the reflog file (one read of its chunks), the rest from memory.
 func (sn *Snapshot) RefLog(name string) ([]RefLogEntry, error) {
-	sn.s.mu.Lock()
-	base, rlen := sn.s.p.Refs.Base(), sn.s.p.ReflogLen
+	sn.s.view.mu.Lock()
+	base, rlen := sn.s.view.proj.Refs.Base(), sn.s.view.proj.ReflogLen
 	var log []refs.Entry
-	for _, e := range sn.s.p.Refs.Log(name, sn.seq) {
+	for _, e := range sn.s.view.proj.Refs.Log(name, sn.seq) {
 		if e.Seq >= base {
 			log = append(log, e)
 		}
 	}
-	sn.s.mu.Unlock()
+	sn.s.view.mu.Unlock()
 	if base > 0 {
 		// The file's first rlen bytes never change, so reading them
-		// outside s.mu is safe against a concurrent checkpoint.
+		// outside s.view.mu is safe against a concurrent checkpoint.
 		older, err := reflog.Read(sn.s.fs, sn.s.dir, rlen)
 		if err != nil {
 			return nil, err
@@ -476,15 +476,15 @@ func (sn *Snapshot) Log(from ID, n int) ([]ID, error) {
 // see (brought by a frame at or below its durable sequence), returning any
 // error the index met while reading its runs.
 func (sn *Snapshot) visible(lookup func(*proj.RunIdx) []ID) ([]ID, error) {
-	sn.s.mu.Lock()
-	defer sn.s.mu.Unlock()
+	sn.s.view.mu.Lock()
+	defer sn.s.view.mu.Unlock()
 	var out []ID
-	for _, id := range lookup(sn.s.p.Idx) {
-		if sn.s.p.Idx.VisibleAt(id, sn.seq) {
+	for _, id := range lookup(sn.s.view.proj.Idx) {
+		if sn.s.view.proj.Idx.VisibleAt(id, sn.seq) {
 			out = append(out, id)
 		}
 	}
-	if err := sn.s.p.Idx.TakeErr(); err != nil {
+	if err := sn.s.view.proj.Idx.TakeErr(); err != nil {
 		return nil, err
 	}
 	return out, nil

@@ -18,6 +18,7 @@ import (
 	"github.com/swarmops/swarmops/core/internal/cscache"
 	"github.com/swarmops/swarmops/core/internal/errs"
 	"github.com/swarmops/swarmops/core/internal/groupsync"
+	"github.com/swarmops/swarmops/core/internal/lockorder"
 	"github.com/swarmops/swarmops/core/internal/pipeline"
 	"github.com/swarmops/swarmops/core/internal/proj"
 	"github.com/swarmops/swarmops/core/internal/reflog"
@@ -58,61 +59,79 @@ const DefaultCacheBytes = 32 << 20
 
 // Store is an open SwarmOps store. It is safe for concurrent use by many
 // goroutines; many processes may open the same store at once.
+//
+// Its state is grouped by concern, each group with the lock that guards
+// it; the order in which they may be taken is the lock-order table of the
+// package documentation.
 type Store struct {
 	dir  string
 	fs   vfs.FS
-	o    Options
+	opts Options
 	id   journal.StoreID
 	key  journal.Key
-	boot [16]byte
+	boot [16]byte // state.BootHash of the boot this handle opened in
 	jcfg journal.Config
-	st   *state.File
+	// state is the shared state file: each record is written whole by the
+	// holder of its file lock (LOCK for the end, SYNCLOCK for the durable
+	// record), and every read checks what it read, so it needs no mutex.
+	state *state.File
+
 	// writer is the writer lock: the FIFO queue in lockq/, LOCK, kept
-	// places and Hold.
+	// places and Hold (its mutexes are its own).
 	writer *writelock.Lock
-
-	// w is used only while holding the writer lock (LOCK excludes
-	// goroutines of this process too), and so is durBehind: whether the
-	// last frame appendLocked appended found frames awaiting a sync.
-	w         *journal.Writer
-	durBehind bool
-
-	// pipe is the commit pipeline.
-	pipe *pipeline.Pipeline
-
-	// recent holds the changeset and tree encodings of this process's
-	// last commit (treebuild.Recent).
+	// appender is the journal's write end and what the last append found.
+	// It is appended to only under LOCK, outside view.mu; it is closed
+	// under view.mu by a reload or a recovery, which no append of this
+	// process can overlap (an epoch changes only under LOCK).
+	appender struct {
+		w      *journal.Writer
+		behind bool // the last append found frames awaiting a sync
+	}
+	// pipe is the commit pipeline, syncer the sync step (group commit),
+	// made once the boot is known, and recent the last commit's objects;
+	// each guards itself.
+	pipe   *pipeline.Pipeline
+	syncer *groupsync.Syncer
 	recent treebuild.Recent
 
-	// syncer is the sync step (group commit); made once the boot is known.
-	syncer *groupsync.Syncer
-
-	mu    sync.Mutex // guards p, r, epoch
-	p     *proj.Proj
-	r     *journal.Reader
-	epoch uint64
-	// mark publishes the epoch and end of p for Snapshot, which takes no
-	// mutex when p already holds the durable prefix (see markLocked).
-	mark atomic.Pointer[projMark]
-	// csc caches changesets snapshots have read; emptied with every reload.
+	// view is this process's projection of the journal.
+	view struct {
+		// mu guards proj, reader and epoch: the projection, the reader
+		// it replays with, and the epoch it belongs to.
+		mu     lockorder.Mutex[lockorder.Projection]
+		proj   *proj.Proj
+		reader *journal.Reader
+		epoch  uint64
+		// mark publishes the epoch and end of proj for Snapshot, which
+		// takes no mutex when proj already holds the durable prefix
+		// (see markLocked). It is written under mu, read without it.
+		mark atomic.Pointer[projMark]
+	}
+	// csc caches changesets snapshots have read; emptied with every
+	// reload. blk caches the index run blocks lookups read, for every run
+	// the projection opens (nil when Options.CacheBytes < 0). Each guards
+	// itself.
 	csc *cscache.Cache
-	// blk caches the index run blocks lookups read, for every run the
-	// projection opens (nil when Options.CacheBytes < 0).
 	blk *index.BlockCache
 
-	poisoned atomic.Bool
-	closed   atomic.Bool
-	bg       sync.WaitGroup
-	// ckptNext is the next seq of the newest checkpoint this process knows.
-	ckptNext atomic.Uint64
 	// sched decides when this process checkpoints and compacts, and
 	// keeps the first error of those for Close; compactor merges runs.
 	sched     *ckpt.Scheduler
 	compactor *compact.Compactor
-	// adopting keeps one reader-side checkpoint adoption at a time
-	// (adoptForReader); adoptTried is the projection end it last tried at.
-	adopting   atomic.Bool
-	adoptTried atomic.Uint64
+	// ckptNext is the next seq of the newest checkpoint this process knows.
+	ckptNext atomic.Uint64
+	// adopt keeps one reader-side checkpoint adoption at a time
+	// (adoptForReader); tried is the projection end it last tried at.
+	adopt struct {
+		running atomic.Bool
+		tried   atomic.Uint64
+	}
+
+	// poisoned is set by a failed journal sync, closed by Close; bg counts
+	// the background goroutines (checkpoints, compactions) Close waits for.
+	poisoned atomic.Bool
+	closed   atomic.Bool
+	bg       sync.WaitGroup
 }
 
 func (o *Options) fill() error {
@@ -122,6 +141,8 @@ func (o *Options) fill() error {
 			return fmt.Errorf("%w: Options.FS is nil and no real-OS filesystem is linked", ErrInvalid)
 		}
 	}
+	// A lockorder build checks the order of the file locks too.
+	o.FS = lockorder.WrapFS(o.FS)
 	if o.LockTimeout == 0 {
 		o.LockTimeout = DefaultLockTimeout
 	}
@@ -159,14 +180,14 @@ func (o *Options) fill() error {
 }
 
 func newStore(dir string, o Options, id journal.StoreID) *Store {
-	s := &Store{dir: dir, fs: o.FS, o: o, id: id, key: journal.DeriveKey(id)}
+	s := &Store{dir: dir, fs: o.FS, opts: o, id: id, key: journal.DeriveKey(id)}
 	s.jcfg = journal.Config{
 		FS: o.FS, Dir: path.Join(dir, "journal"), Store: id, Key: s.key, SegmentSize: o.SegmentSize,
 		SkipChecksum: o.Weaken&WeakSkipChecksum != 0, SkipDirSync: o.Weaken&WeakSkipDirSync != 0,
 	}
-	s.w = journal.NewWriter(s.jcfg)
-	s.r = journal.NewReader(s.jcfg)
-	s.st = state.New(o.FS, path.Join(dir, "state"), s.key)
+	s.appender.w = journal.NewWriter(s.jcfg)
+	s.view.reader = journal.NewReader(s.jcfg)
+	s.state = state.New(o.FS, path.Join(dir, "state"), s.key)
 	s.writer = writelock.New(writelock.Config{FS: o.FS, Dir: dir, Timeout: o.LockTimeout, RetryPlace: o.RetryPlace,
 		CatchUp: s.catchUpUnlocked, Closed: &s.closed})
 	s.compactor = compact.New(compact.Config{FS: o.FS, Dir: dir, Store: id, LockTimeout: o.LockTimeout, Install: s.installRuns})
@@ -196,9 +217,9 @@ func (s *Store) lockPath(name string) string { return path.Join(s.dir, name) }
 // setBoot records the current boot id, and makes the parts that carry it.
 func (s *Store) setBoot(boot string) {
 	s.boot = state.BootHash(boot)
-	s.syncer = groupsync.New(groupsync.Config{FS: s.fs, Dir: s.dir, State: s.st, Boot: s.boot, Journal: s.jcfg,
-		LockTimeout: s.o.LockTimeout, Poisoned: &s.poisoned,
-		SkipDatasync: s.o.Weaken&WeakSkipDatasync != 0, EarlyDurable: s.o.Weaken&WeakEarlyDurable != 0})
+	s.syncer = groupsync.New(groupsync.Config{FS: s.fs, Dir: s.dir, State: s.state, Boot: s.boot, Journal: s.jcfg,
+		LockTimeout: s.opts.LockTimeout, Poisoned: &s.poisoned,
+		SkipDatasync: s.opts.Weaken&WeakSkipDatasync != 0, EarlyDurable: s.opts.Weaken&WeakEarlyDurable != 0})
 }
 
 // Create initializes a new store in dir, creating dir if needed. It fails
@@ -256,7 +277,7 @@ func Create(dir string, o Options) (*Store, error) {
 			return nil, errs.IO("create "+sub, err)
 		}
 	}
-	if err := s.w.CreateSegment(1, 1, 0); err != nil {
+	if err := s.appender.w.CreateSegment(1, 1, 0); err != nil {
 		return nil, errs.IO("create first segment", err)
 	}
 	if err := s.jcfg.Sync(1, 1); err != nil {
@@ -279,9 +300,9 @@ func Create(dir string, o Options) (*Store, error) {
 	}
 	start := journal.Pos{Seg: 1, Off: journal.FirstFrame}
 	epoch := state.RandEpoch()
-	s.p = proj.New(start, 1)
+	s.view.proj = proj.New(start, 1)
 	// writeCheckpoint syncs dir after the rename.
-	if err := ckpt.Write(fsys, dir, ckpt.Encode(id, start, 1, epoch, nil, 0, s.p.Refs), false); err != nil {
+	if err := ckpt.Write(fsys, dir, ckpt.Encode(id, start, 1, epoch, nil, 0, s.view.proj.Refs), false); err != nil {
 		return nil, err
 	}
 	boot, err := fsys.BootID()
@@ -289,13 +310,13 @@ func Create(dir string, o Options) (*Store, error) {
 		return nil, errs.IO("boot id", err)
 	}
 	s.setBoot(boot)
-	s.epoch = epoch
+	s.view.epoch = epoch
 	s.ckptNext.Store(1)
 	rec := state.Rec{Epoch: epoch, Pos: start, NextSeq: 1, Boot: s.boot}
-	if err := s.st.Write(state.Durable, rec); err != nil {
+	if err := s.state.Write(state.Durable, rec); err != nil {
 		return nil, err
 	}
-	if err := s.st.Write(state.End, rec); err != nil {
+	if err := s.state.Write(state.End, rec); err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -363,11 +384,11 @@ func openStore(dir string, o Options) (*Store, error) {
 		return nil, errs.IO("boot id", err)
 	}
 	s.setBoot(boot)
-	s.p = c.Proj
-	s.p.Idx.SetCache(s.blk)
-	s.epoch = c.Epoch
+	s.view.proj = c.Proj
+	s.view.proj.Idx.SetCache(s.blk)
+	s.view.epoch = c.Epoch
 	s.ckptNext.Store(c.NextSeq)
-	if _, err := s.r.SegHeader(c.Pos.Seg); err != nil {
+	if _, err := s.view.reader.SegHeader(c.Pos.Seg); err != nil {
 		s.closeFiles()
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, errs.Corrupt(s.jcfg.SegPath(c.Pos.Seg), 0, "segment named by the checkpoint is missing")
@@ -383,7 +404,7 @@ func (s *Store) load() error {
 	// Plain reads: an invalid record (torn by a concurrent write, or lost
 	// with the page cache) sends us to recoverLocked, which re-reads under
 	// both locks and finds out which it was.
-	end, eok, dur, dok, err := s.st.ReadBoth()
+	end, eok, dur, dok, err := s.state.ReadBoth()
 	if err != nil {
 		return err
 	}
@@ -393,10 +414,10 @@ func (s *Store) load() error {
 			return err
 		})
 	}
-	s.mu.Lock()
-	s.epoch = end.Epoch
+	s.view.mu.Lock()
+	s.view.epoch = end.Epoch
 	err = s.catchUp(end.NextSeq)
-	s.mu.Unlock()
+	s.view.mu.Unlock()
 	if err != nil || dur.NextSeq >= end.NextSeq {
 		return err
 	}
@@ -405,18 +426,18 @@ func (s *Store) load() error {
 
 // catchUp replays frames into the projection until the frame carrying
 // target. Frames before a published end or durable position were written
-// whole, so a scan that stops short is corruption. Caller holds s.mu.
+// whole, so a scan that stops short is corruption. Caller holds s.view.mu.
 func (s *Store) catchUp(target uint64) error {
-	if s.p.NextSeq >= target {
+	if s.view.proj.NextSeq >= target {
 		s.markLocked()
 		return nil
 	}
-	s.p.Idx.Mem.Reserve(target - s.p.NextSeq)
+	s.view.proj.Idx.Mem.Reserve(target - s.view.proj.NextSeq)
 	var aerr error
 	// apply keeps nothing of a payload but what it decodes: the scan may
 	// lend it.
-	res, err := s.r.ScanBorrowed(s.p.Pos, s.p.NextSeq, target, func(fr *journal.Frame) error {
-		aerr = s.p.Apply(fr, s.jcfg.SegPath(fr.Pos.Seg))
+	res, err := s.view.reader.ScanBorrowed(s.view.proj.Pos, s.view.proj.NextSeq, target, func(fr *journal.Frame) error {
+		aerr = s.view.proj.Apply(fr, s.jcfg.SegPath(fr.Pos.Seg))
 		return aerr
 	})
 	if aerr != nil {
@@ -441,42 +462,42 @@ type projMark struct{ epoch, next uint64 }
 // ahead of the projection: within an epoch the projection only grows (a
 // recovery that keeps the epoch rebuilds it through the published end, and
 // one that cuts frames starts a new epoch), so a snapshot of a durable
-// prefix the mark covers finds all of it, as one taken under s.mu would.
-// Caller holds s.mu.
+// prefix the mark covers finds all of it, as one taken under s.view.mu would.
+// Caller holds s.view.mu.
 func (s *Store) markLocked() {
-	if m := s.mark.Load(); m == nil || m.epoch != s.epoch || m.next != s.p.NextSeq {
-		s.mark.Store(&projMark{epoch: s.epoch, next: s.p.NextSeq})
+	if m := s.view.mark.Load(); m == nil || m.epoch != s.view.epoch || m.next != s.view.proj.NextSeq {
+		s.view.mark.Store(&projMark{epoch: s.view.epoch, next: s.view.proj.NextSeq})
 	}
 }
 
 // reload replaces the projection with one rebuilt from the checkpoint, after
-// another process's recovery changed the epoch. Caller holds s.mu.
+// another process's recovery changed the epoch. Caller holds s.view.mu.
 func (s *Store) reload(epoch uint64, target uint64) error {
 	c, err := ckpt.Read(s.fs, s.dir)
 	if err != nil {
 		return err
 	}
-	s.r.Forget()
-	s.w.Close()
-	if s.p != nil {
-		s.p.Idx.Close()
+	s.view.reader.Forget()
+	s.appender.w.Close()
+	if s.view.proj != nil {
+		s.view.proj.Idx.Close()
 	}
-	s.p = c.Proj
-	s.p.Idx.SetCache(s.blk)
-	s.epoch = epoch
+	s.view.proj = c.Proj
+	s.view.proj.Idx.SetCache(s.blk)
+	s.view.epoch = epoch
 	s.csc.Clear()
 	return s.catchUp(target)
 }
 
 func (s *Store) closeFiles() {
-	s.mu.Lock()
-	s.r.Close()
-	if s.p != nil {
-		s.p.Idx.Retire()
+	s.view.mu.Lock()
+	s.view.reader.Close()
+	if s.view.proj != nil {
+		s.view.proj.Idx.Retire()
 	}
-	s.mu.Unlock()
-	s.w.Close()
-	s.st.Close()
+	s.view.mu.Unlock()
+	s.appender.w.Close()
+	s.state.Close()
 	s.writer.Close()
 	if s.syncer != nil {
 		s.syncer.Close()
@@ -513,10 +534,10 @@ func (s *Store) Info() (*Info, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.view.mu.Lock()
+	defer s.view.mu.Unlock()
 	in := &Info{DurableSeq: sn.seq, CheckpointSeq: s.ckptNext.Load() - 1}
-	s.p.Idx.Each(func(_ ID, l proj.Loc) {
+	s.view.proj.Idx.Each(func(_ ID, l proj.Loc) {
 		if l.Seq > sn.seq {
 			return
 		}
@@ -528,7 +549,7 @@ func (s *Store) Info() (*Info, error) {
 			in.LooseObjects++
 		}
 	})
-	if err := s.p.Idx.TakeErr(); err != nil {
+	if err := s.view.proj.Idx.TakeErr(); err != nil {
 		return nil, err
 	}
 	rt, err := s.refsAt(sn.seq)

@@ -49,11 +49,11 @@ func (s *Store) Verify(deep bool, progress func(done, total int)) (*VerifyReport
 		v.dc.EndHashing()
 		v.dc.Start()
 	}
-	s.mu.Lock()
+	s.view.mu.Lock()
 	v.compareIndex()
 	refs := v.compareRefs()
-	base, rlen := s.p.Refs.Base(), s.p.ReflogLen
-	s.mu.Unlock()
+	base, rlen := s.view.proj.Refs.Base(), s.view.proj.ReflogLen
+	s.view.mu.Unlock()
 	v.compareReflog(base, rlen)
 	v.checkRuns(deep)
 	objN, _, _ := v.fresh.Idx.Count()
@@ -148,12 +148,12 @@ func (v *verifier) replay(progress func(done, total int)) error {
 // replay's, both ways. One pass over the store's index (its tail, then its
 // runs in order) looks each record up in the replay's: a lookup of every
 // replayed object in the runs cost a block read each, a third of a deep
-// verify at 100k. Caller holds s.mu.
+// verify at 100k. Caller holds s.view.mu.
 func (v *verifier) compareIndex() {
 	s, seq := v.s, v.sn.seq
 	replayed := v.fresh.Idx.Mem
 	matched := 0
-	s.p.Idx.Each(func(id ID, got proj.Loc) {
+	s.view.proj.Idx.Each(func(id ID, got proj.Loc) {
 		l, ok := replayed.Get(id)
 		if !ok {
 			if got.Seq <= seq {
@@ -166,7 +166,7 @@ func (v *verifier) compareIndex() {
 			// The tail may hold a later copy of a blob or tree a run
 			// holds (see Proj.ApplyTxn): the run's record is the one to
 			// match.
-			if rl, rok := s.p.Idx.RunKind(id, l.Kind); rok {
+			if rl, rok := s.view.proj.Idx.RunKind(id, l.Kind); rok {
 				got = rl
 			}
 		}
@@ -182,7 +182,7 @@ func (v *verifier) compareIndex() {
 	if n, _, _ := replayed.Count(); int64(matched) != n {
 		// Some replayed object is not in the index: find which.
 		replayed.Each(func(id ID, l proj.Loc) {
-			if _, ok := s.p.Idx.Get(id); !ok {
+			if _, ok := s.view.proj.Idx.Get(id); !ok {
 				v.problem("", 0, id.String(), "object in the journal (frame %d) is missing from the index", l.Seq)
 			}
 		})
@@ -190,9 +190,9 @@ func (v *verifier) compareIndex() {
 }
 
 // compareRefs holds the ref table against the replay's, and returns the
-// replay's refs. Caller holds s.mu.
+// replay's refs. Caller holds s.view.mu.
 func (v *verifier) compareRefs() []refs.Move {
-	want, got := v.fresh.Refs.List(v.sn.seq), v.s.p.Refs.List(v.sn.seq)
+	want, got := v.fresh.Refs.List(v.sn.seq), v.s.view.proj.Refs.List(v.sn.seq)
 	wm := map[string]ID{}
 	for _, m := range want {
 		wm[m.Name] = m.New
@@ -241,22 +241,22 @@ func (v *verifier) compareReflog(base uint64, rlen int64) {
 }
 
 // checkRuns reports a failed run lookup of the comparisons, and with deep
-// checks every index run in full. The runs are checked without s.mu held,
+// checks every index run in full. The runs are checked without s.view.mu held,
 // so that commits go on; a checkpoint or merge installed meanwhile retires
 // them, and the pin keeps them open until the check is done.
 func (v *verifier) checkRuns(deep bool) {
 	s := v.s
-	s.mu.Lock()
-	if err := s.p.Idx.Err(); err != nil {
+	s.view.mu.Lock()
+	if err := s.view.proj.Idx.Err(); err != nil {
 		v.problem("", 0, "", "index run lookup failed: %v", err)
 	}
-	pinned := s.p.Idx
+	pinned := s.view.proj.Idx
 	runX := pinned.Pin()
-	s.mu.Unlock()
+	s.view.mu.Unlock()
 	defer func() {
-		s.mu.Lock()
+		s.view.mu.Lock()
 		pinned.Unpin()
-		s.mu.Unlock()
+		s.view.mu.Unlock()
 	}()
 	if deep && runX != nil {
 		if err := runX.View().Verify(); err != nil {
@@ -269,10 +269,10 @@ func (v *verifier) checkRuns(deep bool) {
 // and the record counts in its runs' headers (an object in two runs counts
 // twice).
 func (s *Store) objectCountHint() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	n := s.p.Idx.Mem.Len()
-	for _, r := range s.p.Idx.Runs() {
+	s.view.mu.Lock()
+	defer s.view.mu.Unlock()
+	n := s.view.proj.Idx.Mem.Len()
+	for _, r := range s.view.proj.Idx.Runs() {
 		n += int(r.Changesets() + r.Objects())
 	}
 	return n

@@ -43,20 +43,20 @@ func TestVerifyComparesTheIndexWithTheJournal(t *testing.T) {
 			t.Fatalf("Verify(deep=%v) of a sound store: %v %+v", deep, err, rep)
 		}
 	}
-	s.mu.Lock()
-	if !s.p.Idx.HasRuns() {
-		s.mu.Unlock()
+	s.view.mu.Lock()
+	if !s.view.proj.Idx.HasRuns() {
+		s.view.mu.Unlock()
 		t.Fatal("no index runs: the test needs part of the history in runs")
 	}
-	tail := s.p.Idx.Mem
+	tail := s.view.proj.Idx.Mem
 	var ids []ID
 	tail.Each(func(id ID, l proj.Loc) {
-		if _, inRuns := s.p.Idx.RunKind(id, l.Kind); !inRuns {
+		if _, inRuns := s.view.proj.Idx.RunKind(id, l.Kind); !inRuns {
 			ids = append(ids, id)
 		}
 	})
 	if len(ids) < 2 {
-		s.mu.Unlock()
+		s.view.mu.Unlock()
 		t.Fatalf("%d objects only in the tail; want 2", len(ids))
 	}
 	dropped, changed := ids[0], ids[1]
@@ -67,7 +67,7 @@ func TestVerifyComparesTheIndexWithTheJournal(t *testing.T) {
 	var invented ID
 	invented[0] = 0xee
 	tail.Set(invented, proj.Loc{Seq: 1, Seg: 1, Off: 600, Size: 10, Kind: l.Kind})
-	s.mu.Unlock()
+	s.view.mu.Unlock()
 
 	rep, err := s.Verify(false, nil)
 	if err != nil {

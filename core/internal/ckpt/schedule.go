@@ -2,8 +2,9 @@ package ckpt
 
 import (
 	"fmt"
-	"sync"
 	"sync/atomic"
+
+	"github.com/swarmops/swarmops/core/internal/lockorder"
 )
 
 // LockName is the checkpoint lock's file name in the store directory: one
@@ -40,7 +41,7 @@ type Scheduler struct {
 	// failure is the first error of a checkpoint or compaction run after
 	// an acknowledged commit; mu guards err.
 	failure struct {
-		mu  sync.Mutex
+		mu  lockorder.Mutex[lockorder.Leaf]
 		err error
 	}
 }

@@ -4,8 +4,8 @@ package cscache
 
 import (
 	"slices"
-	"sync"
 
+	"github.com/swarmops/swarmops/core/internal/lockorder"
 	"github.com/swarmops/swarmops/core/objects"
 )
 
@@ -38,7 +38,7 @@ const entryOverhead = 240
 // once, and a hit in cur costs one map lookup under a read lock, so
 // concurrent readers of one Store do not queue behind each other.
 type Cache struct {
-	mu       sync.RWMutex // read-locked for a hit in cur, the common case
+	mu       lockorder.RWMutex[lockorder.Cache] // read-locked for a hit in cur, the common case
 	cur, old map[objects.ID]entry
 	curBytes int64
 	half     int64 // bytes one generation may hold; 0: caching is off

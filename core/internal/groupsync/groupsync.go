@@ -13,13 +13,13 @@ import (
 	"fmt"
 	"os"
 	"path"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/spf13/afero"
 
 	"github.com/swarmops/swarmops/core/internal/errs"
+	"github.com/swarmops/swarmops/core/internal/lockorder"
 	"github.com/swarmops/swarmops/core/internal/state"
 	"github.com/swarmops/swarmops/core/journal"
 	"github.com/swarmops/swarmops/core/vfs"
@@ -62,7 +62,7 @@ type Syncer struct {
 	// handle is the journal segment seg opened under epoch, kept open for
 	// the sync step of later commits (see syncJournal). mu guards it.
 	handle struct {
-		mu         sync.Mutex
+		mu         lockorder.Mutex[lockorder.SyncHandle]
 		f          afero.File
 		seg, epoch uint64
 	}

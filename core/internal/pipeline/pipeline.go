@@ -12,9 +12,9 @@ import (
 	"errors"
 	"fmt"
 	"iter"
-	"sync"
 
 	"github.com/swarmops/swarmops/core/internal/errs"
+	"github.com/swarmops/swarmops/core/internal/lockorder"
 	"github.com/swarmops/swarmops/core/internal/state"
 	"github.com/swarmops/swarmops/core/internal/txn"
 	"github.com/swarmops/swarmops/core/journal"
@@ -82,7 +82,7 @@ type Pipeline struct {
 	// queue holds the transactions waiting for a batch, and whether one
 	// of them leads a batch now; mu guards both.
 	queue struct {
-		mu      sync.Mutex
+		mu      lockorder.Mutex[lockorder.Leaf]
 		pending []*Request
 		leading bool
 	}
@@ -90,7 +90,7 @@ type Pipeline struct {
 	// the value it set (heads), and the refs it has seen another writer
 	// move (shared: see contended); mu guards both.
 	owned struct {
-		mu     sync.Mutex
+		mu     lockorder.Mutex[lockorder.Leaf]
 		heads  map[string]objects.ID
 		shared map[string]bool
 	}

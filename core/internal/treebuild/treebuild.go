@@ -10,10 +10,10 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/swarmops/swarmops/core/internal/errs"
+	"github.com/swarmops/swarmops/core/internal/lockorder"
 	"github.com/swarmops/swarmops/core/internal/txn"
 	"github.com/swarmops/swarmops/core/objects"
 )
@@ -298,7 +298,7 @@ func (b *Builder) write(n *tnode, isRoot bool) (objects.ID, bool, error) {
 // their id when they were built are the object's content whatever the disk
 // holds. It is safe for concurrent use.
 type Recent struct {
-	mu   sync.Mutex
+	mu   lockorder.Mutex[lockorder.Leaf]
 	objs map[objects.ID][]byte // guarded by mu; replaced whole
 }
 

@@ -13,11 +13,11 @@ import (
 	"iter"
 	"path"
 	"slices"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/swarmops/swarmops/core/internal/errs"
+	"github.com/swarmops/swarmops/core/internal/lockorder"
 	"github.com/swarmops/swarmops/core/internal/lockq"
 	"github.com/swarmops/swarmops/core/vfs"
 )
@@ -60,7 +60,7 @@ type Lock struct {
 	// serializes the sections that run under the held lock. taking is set
 	// from the start of a Hold to its release.
 	hold struct {
-		mu     sync.Mutex
+		mu     lockorder.Mutex[lockorder.Hold]
 		held   bool
 		taking atomic.Bool
 	}
@@ -69,7 +69,7 @@ type Lock struct {
 	// turn, for their retry; refs are the refs they moved, and timer gives
 	// the place up if no retry takes it in time. mu guards all three.
 	place struct {
-		mu    sync.Mutex
+		mu    lockorder.Mutex[lockorder.Leaf]
 		t     *lockq.Ticket
 		refs  []string
 		timer *time.Timer
