@@ -1,33 +1,15 @@
 package core
 
-// This file fixes the public API while the store is built. Bodies that say
-// "not implemented" are filled in by the store work (issue 3).
-
 import (
-	"errors"
 	"time"
 
 	"github.com/swarmops/swarmops/core/objects"
 	"github.com/swarmops/swarmops/core/vfs"
+	"github.com/swarmops/swarmops/internal/testknobs"
 )
 
 // ID is an object id.
 type ID = objects.ID
-
-// Weakening is a set of test-only canaries that deliberately break a
-// durability rule, so the crash sweep can prove it would notice. The zero
-// value is the correct store. No CLI flag or environment variable sets it.
-type Weakening uint32
-
-// The canaries.
-const (
-	WeakSkipDatasync  Weakening = 1 << iota // never fdatasync the journal
-	WeakAckBeforeSync                       // acknowledge, then sync
-	WeakSkipDirSync                         // skip SyncDir when a segment or loose object is created
-	WeakSkipChecksum                        // do not verify checksums on read or recovery
-	WeakEarlyDurable                        // publish the durable offset before the sync
-	WeakFalseFresh                          // write every frame as fresh, even one whose changeset the store holds
-)
 
 // Options configure a Store.
 type Options struct {
@@ -52,7 +34,6 @@ type Options struct {
 	// does not fit. 0: DefaultRetryPlace, negative: places are not kept.
 	RetryPlace time.Duration
 	Now        func() time.Time
-	Weaken     Weakening
 	// InlineCheckpoint, for tests, runs the checkpoint that follows an
 	// acknowledged commit synchronously in the committing call instead of
 	// on a background goroutine, so the sequence of filesystem calls is
@@ -60,6 +41,19 @@ type Options struct {
 	// the checkpoint starts either way, and a checkpoint error is reported
 	// by Close in both modes.
 	InlineCheckpoint bool
+
+	// weaken is the test-only canaries (internal/testknobs.Weaken).
+	weaken testknobs.Weakening
+}
+
+func init() {
+	testknobs.RegisterOptions(func(opts any, w testknobs.Weakening) bool {
+		o, ok := opts.(*Options)
+		if ok {
+			o.weaken = w
+		}
+		return ok
+	})
 }
 
 // Change is one path change of a commit.
@@ -161,5 +155,3 @@ type RecoverReport struct {
 	FramesReplayed int64
 	Corrupt        []VerifyProblem
 }
-
-var errNotImplemented = errors.New("core: not implemented")

@@ -18,6 +18,7 @@ import (
 	"github.com/swarmops/swarmops/core/objects"
 	"github.com/swarmops/swarmops/core/vfs"
 	"github.com/swarmops/swarmops/faultfs"
+	"github.com/swarmops/swarmops/internal/testknobs"
 )
 
 // benchDir is where real-OS benchmarks put their files
@@ -390,7 +391,9 @@ func lookupSizes(b *testing.B) []int {
 func BenchmarkLookupKinds(b *testing.B) {
 	for _, n := range lookupSizes(b) {
 		dir := filepath.Join(benchDir(b), "s")
-		w, err := core.Create(dir, core.Options{Weaken: core.WeakSkipDatasync, InlineCheckpoint: true})
+		wo := core.Options{InlineCheckpoint: true}
+		testknobs.Weaken(&wo, testknobs.SkipDatasync)
+		w, err := core.Create(dir, wo)
 		if err != nil {
 			b.Fatal(err)
 		}

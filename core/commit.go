@@ -14,6 +14,7 @@ import (
 	"github.com/swarmops/swarmops/core/journal"
 	"github.com/swarmops/swarmops/core/objects"
 	"github.com/swarmops/swarmops/core/refs"
+	"github.com/swarmops/swarmops/internal/testknobs"
 )
 
 // Commit writes a changeset whose tree is Parents[0]'s tree (empty if none)
@@ -85,7 +86,7 @@ func (s *Store) commitOnce(req CommitRequest) (ID, error) {
 		}
 		moves = append(moves, refs.Move{Name: req.Advance, Old: old, New: id})
 	}
-	if err := loose.Write(s.fs, s.dir, b.Loose(), s.opts.Weaken&WeakSkipDirSync != 0); err != nil {
+	if err := loose.Write(s.fs, s.dir, b.Loose(), s.opts.weaken&testknobs.SkipDirSync != 0); err != nil {
 		return ID{}, err
 	}
 	tx := &txn.Txn{Time: t, Objs: b.Objects(), Moves: moves, BuiltEpoch: epoch}
@@ -304,7 +305,7 @@ func (s *Store) appendLocked(t *txn.Txn, payload []byte, digest [32]byte, need [
 	if err := s.view.proj.Idx.TakeErr(); err != nil {
 		return 0, 0, err
 	}
-	if s.opts.Weaken&WeakFalseFresh != 0 {
+	if s.opts.weaken&testknobs.FalseFresh != 0 {
 		kind = txn.FrameFresh
 	}
 	seq := end.NextSeq

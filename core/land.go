@@ -6,18 +6,12 @@ import (
 	"github.com/swarmops/swarmops/core/internal/errs"
 	"github.com/swarmops/swarmops/core/internal/merge"
 	"github.com/swarmops/swarmops/core/objects"
+	"github.com/swarmops/swarmops/internal/testknobs"
 )
 
 // DefaultLandAttempts bounds Land's retries after lost races when
 // LandOptions.MaxAttempts is zero.
 const DefaultLandAttempts = 16
-
-// TestHookLandBeforeCommit, when non-nil, is called by Land after it has
-// computed a merge (or chosen a fast-forward) and before it tries to commit
-// it, with the 1-based attempt
-// number. It exists so tests can make a race happen on purpose (the CLI sets
-// it only from SWARMOPS_TEST_LAND_PAUSE). It is nil in normal operation.
-var TestHookLandBeforeCommit func(attempt int)
 
 // Land applies the change made by the changeset change onto the head of the
 // ref onto, and moves the ref.
@@ -271,9 +265,9 @@ func (l *lander) releaseTurn() {
 	}
 }
 
-// beforeLandCommit calls TestHookLandBeforeCommit, if set.
+// beforeLandCommit calls the test hook testknobs.LandBeforeCommit, if set.
 func beforeLandCommit(attempt int) {
-	if TestHookLandBeforeCommit != nil {
-		TestHookLandBeforeCommit(attempt)
+	if h := testknobs.LandBeforeCommit; h != nil {
+		h(attempt)
 	}
 }

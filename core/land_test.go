@@ -10,6 +10,7 @@ import (
 
 	"github.com/swarmops/swarmops/core/internal/errs"
 	"github.com/swarmops/swarmops/faultfs"
+	"github.com/swarmops/swarmops/internal/testknobs"
 )
 
 // newLandStore makes a store on the power-loss memory filesystem with main
@@ -56,8 +57,8 @@ func advanceMain(t *testing.T, s *Store, changes []Change) ID {
 }
 
 func setLandHook(t *testing.T, f func(attempt int)) {
-	TestHookLandBeforeCommit = f
-	t.Cleanup(func() { TestHookLandBeforeCommit = nil })
+	testknobs.LandBeforeCommit = f
+	t.Cleanup(func() { testknobs.LandBeforeCommit = nil })
 }
 
 func TestLandAfterALostRaceRemergesOnlyWhatTheTargetGained(t *testing.T) {

@@ -16,6 +16,7 @@ import (
 	"github.com/swarmops/swarmops/core/journal"
 	"github.com/swarmops/swarmops/core/objects"
 	"github.com/swarmops/swarmops/core/refs"
+	"github.com/swarmops/swarmops/internal/testknobs"
 )
 
 // Snapshot is a lock-free, read-only view of the durable prefix: it sees
@@ -111,7 +112,7 @@ func (s *Store) adoptForReader() {
 }
 
 // readObject returns the encoding of object id of kind k visible at maxSeq,
-// checking it against its id (unless the WeakSkipChecksum canary is on).
+// checking it against its id (unless the SkipChecksum canary is on).
 // catchUp lets the writer's builder see frames other processes appended
 // since it last looked.
 func (s *Store) readObject(id ID, k objects.Kind, maxSeq uint64, catchUp bool) ([]byte, error) {
@@ -169,7 +170,7 @@ func (s *Store) readObjectSeq(id ID, k objects.Kind, maxSeq uint64, catchUp bool
 			return nil, 0, errs.IO("read "+id.String(), err)
 		}
 	}
-	if s.opts.Weaken&WeakSkipChecksum == 0 && objects.IDOf(k, data) != id {
+	if s.opts.weaken&testknobs.SkipChecksum == 0 && objects.IDOf(k, data) != id {
 		if !l.Loose {
 			file, off = s.jcfg.SegPath(l.Seg), l.Off
 		}

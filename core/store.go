@@ -27,6 +27,7 @@ import (
 	"github.com/swarmops/swarmops/core/internal/writelock"
 	"github.com/swarmops/swarmops/core/journal"
 	"github.com/swarmops/swarmops/core/vfs"
+	"github.com/swarmops/swarmops/internal/testknobs"
 )
 
 // Defaults of Options.
@@ -183,7 +184,7 @@ func newStore(dir string, o Options, id journal.StoreID) *Store {
 	s := &Store{dir: dir, fs: o.FS, opts: o, id: id, key: journal.DeriveKey(id)}
 	s.jcfg = journal.Config{
 		FS: o.FS, Dir: path.Join(dir, "journal"), Store: id, Key: s.key, SegmentSize: o.SegmentSize,
-		SkipChecksum: o.Weaken&WeakSkipChecksum != 0, SkipDirSync: o.Weaken&WeakSkipDirSync != 0,
+		SkipChecksum: o.weaken&testknobs.SkipChecksum != 0, SkipDirSync: o.weaken&testknobs.SkipDirSync != 0,
 	}
 	s.appender.w = journal.NewWriter(s.jcfg)
 	s.view.reader = journal.NewReader(s.jcfg)
@@ -195,7 +196,7 @@ func newStore(dir string, o Options, id journal.StoreID) *Store {
 		Due: s.checkpointDue, Known: s.ckptNext.Load, Write: func() error { return s.checkpointNow(false) },
 		Compact: s.compactor.Loop})
 	s.pipe = pipeline.New(pipeline.Config{Env: (*pipeEnv)(s), Lock: s.writer, NotNeeded: writelock.ErrNotNeeded,
-		AckBeforeSync: o.Weaken&WeakAckBeforeSync != 0, Background: s.background})
+		AckBeforeSync: o.weaken&testknobs.AckBeforeSync != 0, Background: s.background})
 	s.csc = cscache.New(o.CacheBytes)
 	if o.CacheBytes > 0 {
 		s.blk = index.NewBlockCache(o.CacheBytes)
@@ -219,7 +220,7 @@ func (s *Store) setBoot(boot string) {
 	s.boot = state.BootHash(boot)
 	s.syncer = groupsync.New(groupsync.Config{FS: s.fs, Dir: s.dir, State: s.state, Boot: s.boot, Journal: s.jcfg,
 		LockTimeout: s.opts.LockTimeout, Poisoned: &s.poisoned,
-		SkipDatasync: s.opts.Weaken&WeakSkipDatasync != 0, EarlyDurable: s.opts.Weaken&WeakEarlyDurable != 0})
+		SkipDatasync: s.opts.weaken&testknobs.SkipDatasync != 0, EarlyDurable: s.opts.weaken&testknobs.EarlyDurable != 0})
 }
 
 // Create initializes a new store in dir, creating dir if needed. It fails

@@ -46,6 +46,7 @@ import (
 
 	"github.com/swarmops/swarmops/core"
 	"github.com/swarmops/swarmops/faultfs"
+	"github.com/swarmops/swarmops/internal/testknobs"
 	"github.com/swarmops/swarmops/scenarios"
 )
 
@@ -90,7 +91,7 @@ type Config struct {
 	// i % Shards == Shard.
 	Shard, Shards int
 	// Weaken sets a canary on every store the sweep opens.
-	Weaken core.Weakening
+	Weaken testknobs.Weakening
 	// StopAtFirst ends the sweep at the first violation (canaries).
 	StopAtFirst bool
 	// Baseline holds Violation.Key values to leave out of the report: the
@@ -550,7 +551,7 @@ func (cfg *Config) tasks(sc int, ref *reference, ms []modelSeed) []task {
 
 // makeReference runs the scenario uncrashed on a counting memory filesystem
 // and derives the oracle's expectations.
-func makeReference(sc *scenarios.Scenario, weaken core.Weakening) (*reference, error) {
+func makeReference(sc *scenarios.Scenario, weaken testknobs.Weakening) (*reference, error) {
 	mem := faultfs.NewMem()
 	cnt := faultfs.NewCounting(mem)
 	cnt.StartTrace()
@@ -634,7 +635,7 @@ func makeReference(sc *scenarios.Scenario, weaken core.Weakening) (*reference, e
 }
 
 // safeReference is makeReference with a panic turned into an error.
-func safeReference(sc *scenarios.Scenario, weaken core.Weakening) (ref *reference, err error) {
+func safeReference(sc *scenarios.Scenario, weaken testknobs.Weakening) (ref *reference, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			ref, err = nil, fmt.Errorf("panic: %v\n%s", p, debug.Stack())
@@ -707,7 +708,7 @@ func errString(err error) string {
 
 // Trace returns the numbered filesystem calls of a scenario's reference run
 // (the crash points), one line per call, with the operation each belongs to.
-func Trace(sc *scenarios.Scenario, weaken core.Weakening) ([]string, error) {
+func Trace(sc *scenarios.Scenario, weaken testknobs.Weakening) ([]string, error) {
 	ref, err := makeReference(sc, weaken)
 	if err != nil {
 		return nil, err

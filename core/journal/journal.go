@@ -251,10 +251,10 @@ type Config struct {
 	Key         Key
 	SegmentSize int64 // 0: DefaultSegmentSize
 	Window      int64 // 0: DefaultWindow
-	// SkipChecksum is the test-only canary WeakSkipChecksum: frames are
+	// SkipChecksum is the test-only canary testknobs.SkipChecksum: frames are
 	// accepted on structure and sequence alone.
 	SkipChecksum bool
-	// SkipDirSync is the test-only canary WeakSkipDirSync.
+	// SkipDirSync is the test-only canary testknobs.SkipDirSync.
 	SkipDirSync bool
 }
 
