@@ -5,9 +5,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/swarmops/swarmops/core/index"
 	"github.com/swarmops/swarmops/core/objects"
-	"github.com/swarmops/swarmops/faultfs"
 )
 
 // tailFrame is one frame's index records as a small commit makes them: a
@@ -49,23 +47,13 @@ func memIndexFrom(frames []tailFrame) *MemIndex {
 	return m
 }
 
-// tailBatch is one frame as a core/index batch.
-func tailBatch(i int, f tailFrame) index.Batch {
-	loc := func(off int64, n uint32) index.Loc { return index.Loc{Segment: 1, Offset: off, Length: n} }
-	return index.Batch{
-		Changesets: []index.CSRecord{{ID: f.cs, Generation: uint64(i + 1), Delta: f.delta, Loc: loc(4096, 200)}},
-		Objects: []index.ObjRecord{{ID: f.t1, Kind: objects.KindTree, Loc: loc(4300, 60)},
-			{ID: f.t2, Kind: objects.KindTree, Loc: loc(4400, 60)}, {ID: f.blob, Kind: objects.KindBlob, Loc: loc(4500, 10)}},
-	}
-}
-
-// BenchmarkTailIndex compares the two in-memory indexes of the frames past
-// a checkpoint on one workload: the projection's MemIndex (maps) and
-// core/index's Tail (immutable sorted chunks behind a View), at K, 2K (the
-// most a reader's tail holds before it adopts a checkpoint) and 8K frames
-// of a small commit each. add is one frame's records; get and miss are
-// lookups by id, prefix a unique 12-digit changeset prefix, delta a lookup
-// by delta hash.
+// BenchmarkTailIndex measures the in-memory index of the frames past a
+// checkpoint (MemIndex) at K, 2K (the most a reader's tail holds before it
+// adopts a checkpoint) and 8K frames of a small commit each. add is one
+// frame's records; get and miss are lookups by id, prefix a unique
+// 12-digit changeset prefix, delta a lookup by delta hash. The same
+// workload measured core/index's Tail, the immutable sorted-chunk index it
+// replaced, slower on every operation: 1.8 to 25 times.
 func BenchmarkTailIndex(b *testing.B) {
 	for _, n := range []int{256, 2048, 8192} {
 		frames := tailFrames(n)
@@ -79,13 +67,6 @@ func BenchmarkTailIndex(b *testing.B) {
 			prefixes[i] = p
 		}
 		m := memIndexFrom(frames)
-		x := index.New(faultfs.NewMem())
-		for i, f := range frames {
-			if err := x.Add(tailBatch(i, f)); err != nil {
-				b.Fatal(err)
-			}
-		}
-		v := x.View()
 		b.Run(fmt.Sprintf("index=mem/frames=%d/add", n), func(b *testing.B) {
 			var m *MemIndex
 			for i := 0; b.Loop(); i++ {
@@ -100,28 +81,10 @@ func BenchmarkTailIndex(b *testing.B) {
 				m.Put(f.blob, Loc{Seq: seq, Seg: 1, Off: 4500, Size: 10, Kind: objects.KindBlob})
 			}
 		})
-		b.Run(fmt.Sprintf("index=tail/frames=%d/add", n), func(b *testing.B) {
-			var x *index.Index
-			for i := 0; b.Loop(); i++ {
-				if i%n == 0 {
-					x = index.New(faultfs.NewMem())
-				}
-				if err := x.Add(tailBatch(i, frames[i%n])); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
 		b.Run(fmt.Sprintf("index=mem/frames=%d/get", n), func(b *testing.B) {
 			for i := 0; b.Loop(); i++ {
 				if _, ok := m.Get(frames[(i*7919)%n].cs); !ok {
 					b.Fatal("not found")
-				}
-			}
-		})
-		b.Run(fmt.Sprintf("index=tail/frames=%d/get", n), func(b *testing.B) {
-			for i := 0; b.Loop(); i++ {
-				if _, ok, err := v.Changeset(frames[(i*7919)%n].cs); !ok || err != nil {
-					b.Fatal("not found", err)
 				}
 			}
 		})
@@ -132,13 +95,6 @@ func BenchmarkTailIndex(b *testing.B) {
 				}
 			}
 		})
-		b.Run(fmt.Sprintf("index=tail/frames=%d/miss", n), func(b *testing.B) {
-			for b.Loop() {
-				if _, ok, err := v.Changeset(miss); ok || err != nil {
-					b.Fatal("found", err)
-				}
-			}
-		})
 		b.Run(fmt.Sprintf("index=mem/frames=%d/prefix", n), func(b *testing.B) {
 			for i := 0; b.Loop(); i++ {
 				if len(m.Prefix(prefixes[(i*7919)%n])) != 1 {
@@ -146,24 +102,10 @@ func BenchmarkTailIndex(b *testing.B) {
 				}
 			}
 		})
-		b.Run(fmt.Sprintf("index=tail/frames=%d/prefix", n), func(b *testing.B) {
-			for i := 0; b.Loop(); i++ {
-				if ms, err := v.Prefix(prefixes[(i*7919)%n], 2); len(ms) != 1 || err != nil {
-					b.Fatal("not unique", err)
-				}
-			}
-		})
 		b.Run(fmt.Sprintf("index=mem/frames=%d/delta", n), func(b *testing.B) {
 			for i := 0; b.Loop(); i++ {
 				if len(m.ByDelta(frames[(i*7919)%n].delta)) != 1 {
 					b.Fatal("not found")
-				}
-			}
-		})
-		b.Run(fmt.Sprintf("index=tail/frames=%d/delta", n), func(b *testing.B) {
-			for i := 0; b.Loop(); i++ {
-				if ids, err := v.ByDelta(frames[(i*7919)%n].delta); len(ids) != 1 || err != nil {
-					b.Fatal("not found", err)
 				}
 			}
 		})
