@@ -2,13 +2,10 @@ package core
 
 import (
 	"fmt"
-	"sort"
 	"strconv"
 	"strings"
 
-	"github.com/swarmops/swarmops/core/internal/ckpt"
 	"github.com/swarmops/swarmops/core/internal/errs"
-	"github.com/swarmops/swarmops/core/internal/loose"
 	"github.com/swarmops/swarmops/core/internal/proj"
 	"github.com/swarmops/swarmops/core/internal/reflog"
 	"github.com/swarmops/swarmops/core/internal/state"
@@ -16,7 +13,6 @@ import (
 	"github.com/swarmops/swarmops/core/journal"
 	"github.com/swarmops/swarmops/core/objects"
 	"github.com/swarmops/swarmops/core/refs"
-	"github.com/swarmops/swarmops/internal/testknobs"
 )
 
 // Snapshot is a lock-free, read-only view of the durable prefix: it sees
@@ -74,130 +70,8 @@ func (s *Store) snapshotCatchUp(dur state.Rec) error {
 	return s.catchUp(dur.NextSeq)
 }
 
-// adoptForReader swaps the projection's tail for the runs of a newer
-// checkpoint once the tail holds more than 2K frames. Writers do this when
-// they are due for a checkpoint (checkpointLocked); a process that only
-// reads never is, and its tail held every frame it had replayed, without
-// end in a long-lived process beside busy writers. It is best effort: a
-// busy CKPTLOCK (held while a checkpoint or a merge installs runs), an I/O
-// error or no newer checkpoint leaves the projection as it is, complete,
-// and it tries again K frames later.
-func (s *Store) adoptForReader() {
-	k := uint64(s.opts.CheckpointEvery)
-	s.view.mu.Lock()
-	next, base := s.view.proj.NextSeq, s.view.proj.CkptSeq
-	s.view.mu.Unlock()
-	if next < base+2*k || next < s.adopt.tried.Load()+k || !s.adopt.running.CompareAndSwap(false, true) {
-		return
-	}
-	defer s.adopt.running.Store(false)
-	s.adopt.tried.Store(next)
-	l, err := s.fs.Lock(s.lockPath(ckpt.LockName), 0)
-	if err != nil {
-		return
-	}
-	defer l.Unlock()
-	// The checkpoint file alone first: its runs are opened only if it is
-	// newer than the projection's.
-	cur, err := ckpt.ReadFile(s.fs, s.dir)
-	if err != nil || cur.NextSeq <= base {
-		return
-	}
-	x, err := ckpt.OpenRuns(s.fs, s.dir, cur.Runs)
-	if err != nil {
-		return
-	}
-	s.ckptNext.Store(max(s.ckptNext.Load(), cur.NextSeq))
-	s.installIndex(x, cur.Runs, cur.NextSeq, cur.Epoch, cur.ReflogLen)
-}
-
-// readObject returns the encoding of object id of kind k visible at maxSeq,
-// checking it against its id (unless the SkipChecksum canary is on).
-// catchUp lets the writer's builder see frames other processes appended
-// since it last looked.
-func (s *Store) readObject(id ID, k objects.Kind, maxSeq uint64, catchUp bool) ([]byte, error) {
-	data, _, err := s.readObjectSeq(id, k, maxSeq, catchUp)
-	return data, err
-}
-
-// readObjectSeq is readObject that also returns the sequence number of the
-// frame that brought the object (0 for a blob or tree from an index run).
-func (s *Store) readObjectSeq(id ID, k objects.Kind, maxSeq uint64, catchUp bool) ([]byte, uint64, error) {
-	s.view.mu.Lock()
-	defer s.view.mu.Unlock()
-	l, ok := s.view.proj.Idx.GetKind(id, k)
-	if !ok && catchUp {
-		end, eok, err := s.state.ReadStable(state.End, s.boot)
-		if err != nil {
-			return nil, 0, err
-		}
-		if eok && end.Epoch == s.view.epoch {
-			if err := s.catchUp(end.NextSeq); err != nil {
-				return nil, 0, err
-			}
-			l, ok = s.view.proj.Idx.GetKind(id, k)
-		}
-	}
-	if ok && l.Seq > maxSeq && k != objects.KindChangeset {
-		// The tail's record may be a later copy of a blob or tree an index
-		// run already holds (replay does not look in the runs for them);
-		// the run's record is visible to every snapshot.
-		if rl, rok := s.view.proj.Idx.RunKind(id, k); rok {
-			l = rl
-		}
-	}
-	if !ok || l.Seq > maxSeq {
-		if err := s.view.proj.Idx.TakeErr(); err != nil {
-			return nil, 0, err
-		}
-	}
-	if !ok || l.Seq > maxSeq {
-		return nil, 0, fmt.Errorf("%w: %s %s", ErrNotFound, k, id)
-	}
-	if l.Kind != k {
-		return nil, 0, fmt.Errorf("%w: %s is a %s, not a %s", ErrNotFound, id, l.Kind, k)
-	}
-	data := make([]byte, l.Size)
-	var file string
-	var off int64
-	if l.Loose {
-		_, file = loose.Path(s.dir, id)
-		if err := loose.Read(s.fs, file, data); err != nil {
-			return nil, 0, err
-		}
-	} else {
-		if err := s.view.reader.ReadAt(l.Seg, l.Off, data); err != nil {
-			return nil, 0, errs.IO("read "+id.String(), err)
-		}
-	}
-	if s.opts.weaken&testknobs.SkipChecksum == 0 && objects.IDOf(k, data) != id {
-		if !l.Loose {
-			file, off = s.jcfg.SegPath(l.Seg), l.Off
-		}
-		return nil, 0, errs.Corrupt(file, off, "%s %s does not hash to its id", k, id)
-	}
-	return data, l.Seq, nil
-}
-
 // Seq returns the last journal sequence number the snapshot sees.
 func (sn *Snapshot) Seq() uint64 { return sn.seq }
-
-// refsAt returns the ref table, exact at seq: a table restored from (or
-// trimmed at) a checkpoint newer than seq first reads back the older moves
-// from the reflog file. Only a snapshot older than a checkpoint this
-// process loaded or wrote needs that. Caller holds s.view.mu.
-func (s *Store) refsAt(seq uint64) (*refs.Table, error) {
-	t := s.view.proj.Refs
-	if t.Covers(seq) {
-		return t, nil
-	}
-	older, err := reflog.Read(s.fs, s.dir, s.view.proj.ReflogLen)
-	if err != nil {
-		return nil, err
-	}
-	t.Fill(older)
-	return t, nil
-}
 
 // Ref returns a ref's value, or ErrNotFound.
 func (sn *Snapshot) Ref(name string) (ID, error) {
@@ -501,110 +375,4 @@ func (sn *Snapshot) ByDelta(h objects.Hash) ([]ID, error) {
 		return nil, fmt.Errorf("%w: no changeset with delta %s", ErrNotFound, h)
 	}
 	return out, nil
-}
-
-// Diff lists the file changes from changeset a to changeset b, sorted by
-// path. a may be the zero id (an empty tree).
-//
-// It walks the two trees side by side and skips every subtree whose id the
-// two share, so its cost follows the size of the difference (times the size
-// of the directories on the way to it), not the size of the trees.
-func (sn *Snapshot) Diff(a, b ID) ([]PathChange, error) {
-	var ra ID
-	if !a.IsZero() {
-		ca, err := sn.Changeset(a)
-		if err != nil {
-			return nil, err
-		}
-		ra = ca.Root
-	}
-	cb, err := sn.Changeset(b)
-	if err != nil {
-		return nil, err
-	}
-	var out []PathChange
-	if err := sn.diffTrees("", ra, cb.Root, &out); err != nil {
-		return nil, err
-	}
-	// Tree order puts "a/b" before "a.txt"; the contract is byte order.
-	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
-	return out, nil
-}
-
-// entries returns a tree's entries; the zero id is the empty tree.
-func (sn *Snapshot) entries(id ID) ([]objects.Entry, error) {
-	if id.IsZero() {
-		return nil, nil
-	}
-	t, err := sn.Tree(id)
-	if err != nil {
-		return nil, err
-	}
-	return t.Entries, nil
-}
-
-// diffTrees appends the file changes from tree a to tree b, both under
-// prefix (either may be the zero id, an empty tree).
-func (sn *Snapshot) diffTrees(prefix string, a, b ID, out *[]PathChange) error {
-	if a == b {
-		return nil
-	}
-	ea, err := sn.entries(a)
-	if err != nil {
-		return err
-	}
-	eb, err := sn.entries(b)
-	if err != nil {
-		return err
-	}
-	// side lists every file of one subtree as added or deleted.
-	side := func(e objects.Entry, add bool) error {
-		p := prefix + e.Name
-		switch {
-		case e.Mode.IsDir() && add:
-			return sn.diffTrees(p+"/", ID{}, e.ID, out)
-		case e.Mode.IsDir():
-			return sn.diffTrees(p+"/", e.ID, ID{}, out)
-		case add:
-			*out = append(*out, PathChange{Path: p, Op: "add", New: e})
-		default:
-			*out = append(*out, PathChange{Path: p, Op: "delete", Old: e})
-		}
-		return nil
-	}
-	i, j := 0, 0
-	for i < len(ea) || j < len(eb) {
-		switch {
-		case j == len(eb) || (i < len(ea) && ea[i].Name < eb[j].Name):
-			if err := side(ea[i], false); err != nil {
-				return err
-			}
-			i++
-		case i == len(ea) || eb[j].Name < ea[i].Name:
-			if err := side(eb[j], true); err != nil {
-				return err
-			}
-			j++
-		default:
-			x, y := ea[i], eb[j]
-			i, j = i+1, j+1
-			switch {
-			case x.Mode == y.Mode && x.ID == y.ID:
-			case x.Mode.IsDir() && y.Mode.IsDir():
-				if err := sn.diffTrees(prefix+x.Name+"/", x.ID, y.ID, out); err != nil {
-					return err
-				}
-			case x.Mode.IsDir() || y.Mode.IsDir():
-				if err := side(x, false); err != nil {
-					return err
-				}
-				if err := side(y, true); err != nil {
-					return err
-				}
-			default:
-				*out = append(*out, PathChange{Path: prefix + x.Name, Op: "modify", Old: x, New: y})
-			}
-		}
-	}
-	return nil
 }

@@ -96,7 +96,9 @@ func EncodeChunk(from, to uint64, names []string, logs [][]refs.Entry) []byte {
 
 // Decode decodes the chunks of b (the file's first length bytes) into
 // the moves of every ref, oldest first. Chunks must follow each other in
-// sequence order, each within [from, to) of its header.
+// sequence order, each within [from, to) of its header. It is one piece,
+// a chunk's layout from top to bottom, with one position and one way to
+// fail.
 func Decode(b []byte) (map[string][]refs.Entry, error) {
 	out := map[string][]refs.Entry{}
 	var next uint64

@@ -139,7 +139,9 @@ func Decode(p []byte) (*Txn, error) {
 }
 
 // DecodeInto is Decode into t, whose slices it reuses: replay decodes
-// thousands of frames into one txn instead of allocating each.
+// thousands of frames into one txn instead of allocating each. It is one
+// piece, the payload's layout from top to bottom, with one position and
+// one way to fail, in the hot path of every replay.
 func DecodeInto(t *Txn, p []byte) error {
 	pos := 0
 	fail := func(what string) error {
