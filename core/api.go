@@ -19,7 +19,7 @@ type Options struct {
 	InlineThreshold int           // blobs larger than this are loose objects; 0: default
 	SegmentSize     int64         // journal segment size; 0: default
 	// CacheBytes bounds each of a Store's two read caches, the changesets
-	// its snapshots have read and verified (csCache) and the index run
+	// its snapshots have read and verified (internal/cscache) and the index run
 	// blocks its lookups have read (index.BlockCache), so a long-lived
 	// process answers repeated lookups without reading; 0:
 	// DefaultCacheBytes, negative: no caches.

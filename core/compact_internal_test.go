@@ -237,7 +237,7 @@ func TestReadersAdoptCheckpoints(t *testing.T) {
 // TestRetiredRunsStayOpenWhilePinned is the race a deep Verify ran into:
 // it checks the projection's runs without the store's lock held, and a
 // checkpoint or merge installed meanwhile used to close them under it
-// ("file already closed"). A pinned runIdx that is retired stays open until
+// ("file already closed"). A pinned proj.RunIdx that is retired stays open until
 // its last borrower unpins it, and is closed then.
 func TestRetiredRunsStayOpenWhilePinned(t *testing.T) {
 	const k = 4
@@ -265,7 +265,7 @@ func TestRetiredRunsStayOpenWhilePinned(t *testing.T) {
 		t.Fatal("no index runs after three checkpoints")
 	}
 	// Install the current checkpoint's runs again, as another process's
-	// checkpoint would: the projection retires the pinned runIdx.
+	// checkpoint would: the projection retires the pinned RunIdx.
 	cur, err := ckpt.Read(m, "/s")
 	if err != nil {
 		t.Fatal(err)
@@ -273,7 +273,7 @@ func TestRetiredRunsStayOpenWhilePinned(t *testing.T) {
 	nx := cur.Proj.Idx.Detach()
 	s.installIndex(nx, cur.Runs, cur.NextSeq, cur.Epoch, cur.ReflogLen)
 	if s.view.proj.Idx == pinned {
-		t.Fatal("installIndex kept the old runIdx; the test needs it replaced")
+		t.Fatal("installIndex kept the old RunIdx; the test needs it replaced")
 	}
 	if err := x.View().Verify(); err != nil {
 		t.Fatalf("pinned runs read after the projection dropped them: %v", err)

@@ -192,7 +192,7 @@ func TestCrashCheckCatchesWeakenings(t *testing.T) {
 
 // readerSees reports whether a reader opening the crashed state (same boot)
 // sees the op's effect at the crash instant. An open that wrote or synced
-// (it made the dead writer's published frames durable, syncOrphaned) is not
+// (it made the dead writer's published frames durable, groupsync.Syncer.Orphaned) is not
 // such a reader: what it saw is durable because of its own sync, which the
 // crash clones of the instant do not have (crashsweep's pureReader).
 func readerSees(live *faultfs.MemFS, want core.ID, advance bool) bool {
@@ -379,9 +379,9 @@ func TestCrashDuringCreate(t *testing.T) {
 
 // TestOpenSyncsAnOrphanedTail: a writer killed between publishing its frame
 // and the sync step leaves the frame in the page cache, past the durable
-// end. The next open makes it durable (syncOrphaned), with one datasync, so
+// end. The next open makes it durable (groupsync.Syncer.Orphaned), with one datasync, so
 // the client that opens, reads main and moves it does not lose its
-// compare-and-swap to a frame it could not see. Without syncOrphaned the
+// compare-and-swap to a frame it could not see. Without that sync the
 // move conflicts at those crash points ("ref \"main\": expected ...").
 func TestOpenSyncsAnOrphanedTail(t *testing.T) {
 	base, ids := crashBase(t)

@@ -29,7 +29,7 @@ func lostRace(err error, ref string) (ID, bool) {
 
 // snapshotWith returns a snapshot that holds changeset id (any snapshot if
 // id is zero). A lost compare-and-swap makes the value it reports durable
-// before returning (transact), so the first snapshot normally holds it; the
+// before returning (internal/pipeline), so the first snapshot normally holds it; the
 // wait (at most the store's lock timeout, then ErrBusy) is kept as a guard.
 func (s *Store) snapshotWith(id ID) (*Snapshot, error) {
 	deadline := time.Now().Add(s.opts.LockTimeout)

@@ -50,7 +50,7 @@ func Create(dir string, o Options) (*Store, error) {
 	start := journal.Pos{Seg: 1, Off: journal.FirstFrame}
 	epoch := state.RandEpoch()
 	s.view.proj = proj.New(start, 1)
-	// writeCheckpoint syncs dir after the rename.
+	// ckpt.Write syncs dir after the rename.
 	if err := ckpt.Write(fsys, dir, ckpt.Encode(id, start, 1, epoch, nil, 0, s.view.proj.Refs), false); err != nil {
 		return nil, err
 	}

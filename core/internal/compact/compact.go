@@ -124,7 +124,7 @@ func (c *Compactor) Once() (merged bool, err error) {
 	if err != nil || !installed {
 		// The merged run stays until the next compaction removes it: it
 		// may be named by a checkpoint that reached the disk even though
-		// writeCheckpoint failed after the rename.
+		// ckpt.Write failed after the rename.
 		return false, err
 	}
 	for _, name := range inputs {
