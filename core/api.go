@@ -4,57 +4,10 @@ import (
 	"time"
 
 	"github.com/swarmops/swarmops/core/objects"
-	"github.com/swarmops/swarmops/core/vfs"
-	"github.com/swarmops/swarmops/internal/testknobs"
 )
 
 // ID is an object id.
 type ID = objects.ID
-
-// Options configure a Store.
-type Options struct {
-	FS              vfs.FS        // nil: the real OS
-	LockTimeout     time.Duration // 0: 10s
-	CheckpointEvery int           // frames between checkpoints; 0: default
-	InlineThreshold int           // blobs larger than this are loose objects; 0: default
-	SegmentSize     int64         // journal segment size; 0: default
-	// CacheBytes bounds each of a Store's two read caches, the changesets
-	// its snapshots have read and verified (internal/cscache) and the index run
-	// blocks its lookups have read (index.BlockCache), so a long-lived
-	// process answers repeated lookups without reading; 0:
-	// DefaultCacheBytes, negative: no caches.
-	CacheBytes int64
-	// RetryPlace is how long a process keeps its place in the writer
-	// queue after a commit advancing a ref lost its compare-and-swap
-	// there, so that its retry (the next transaction moving that ref)
-	// waits from that place instead of from the back: writers racing for
-	// one ref then publish in the order they first queued, not in the
-	// order they learned of their losses. A place no retry takes within
-	// this time is given up, and so is one the process's next transaction
-	// does not fit. 0: DefaultRetryPlace, negative: places are not kept.
-	RetryPlace time.Duration
-	Now        func() time.Time
-	// InlineCheckpoint, for tests, runs the checkpoint that follows an
-	// acknowledged commit synchronously in the committing call instead of
-	// on a background goroutine, so the sequence of filesystem calls is
-	// deterministic (crash-point sweeps). The commit is acknowledged before
-	// the checkpoint starts either way, and a checkpoint error is reported
-	// by Close in both modes.
-	InlineCheckpoint bool
-
-	// weaken is the test-only canaries (internal/testknobs.Weaken).
-	weaken testknobs.Weakening
-}
-
-func init() {
-	testknobs.RegisterOptions(func(opts any, w testknobs.Weakening) bool {
-		o, ok := opts.(*Options)
-		if ok {
-			o.weaken = w
-		}
-		return ok
-	})
-}
 
 // Change is one path change of a commit.
 type Change struct {

@@ -6,7 +6,6 @@ import (
 	"path"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/swarmops/swarmops/core/index"
 	"github.com/swarmops/swarmops/core/internal/ckpt"
@@ -25,34 +24,6 @@ import (
 	"github.com/swarmops/swarmops/core/vfs"
 	"github.com/swarmops/swarmops/internal/testknobs"
 )
-
-// Defaults of Options.
-const (
-	DefaultLockTimeout = 10 * time.Second
-	// DefaultRetryPlace is the default Options.RetryPlace. A retry comes
-	// back within a few milliseconds even with 32 writers on two cores;
-	// a place nobody comes back for holds up the writers behind it for
-	// at most this long, and only once it reaches the front.
-	DefaultRetryPlace = 20 * time.Millisecond
-	// DefaultCheckpointEvery is K, the frames between checkpoints. Every
-	// open replays the frames past the newest checkpoint, up to K, and a
-	// CLI command is one open: at 1,024 a 32-agent CLI run spent most of
-	// its CPU replaying (22.7 commits/s; 36.3 at 256). A checkpoint costs
-	// about five syncs, 0.02 per commit at 256 (P1 allows 0.1), and the
-	// size-tiered compaction (compact.MergeCount) keeps the index rewrites
-	// logarithmic in the history, whatever K is.
-	DefaultCheckpointEvery = 256
-	// DefaultInlineThreshold: blobs up to this size travel inside their
-	// frame; larger ones become loose objects (one extra datasync and
-	// directory sync each), which keeps the journal from being dominated by
-	// a few large files while a small commit stays at one sync.
-	DefaultInlineThreshold = 64 << 10
-)
-
-// DefaultCacheBytes is the default Options.CacheBytes: about a hundred
-// thousand small changesets, or the changeset and delta tables of the index
-// runs of about 150,000 changesets.
-const DefaultCacheBytes = 32 << 20
 
 // Store is an open SwarmOps store. It is safe for concurrent use by many
 // goroutines; many processes may open the same store at once.
@@ -129,51 +100,6 @@ type Store struct {
 	poisoned atomic.Bool
 	closed   atomic.Bool
 	bg       sync.WaitGroup
-}
-
-func (o *Options) fill() error {
-	if o.FS == nil {
-		o.FS = defaultFS()
-		if o.FS == nil {
-			return fmt.Errorf("%w: Options.FS is nil and no real-OS filesystem is linked", ErrInvalid)
-		}
-	}
-	// A lockorder build checks the order of the file locks too.
-	o.FS = lockorder.WrapFS(o.FS)
-	if o.LockTimeout == 0 {
-		o.LockTimeout = DefaultLockTimeout
-	}
-	if o.LockTimeout < 0 {
-		return fmt.Errorf("%w: Options.LockTimeout %v is negative", ErrInvalid, o.LockTimeout)
-	}
-	if o.CheckpointEvery == 0 {
-		o.CheckpointEvery = DefaultCheckpointEvery
-	}
-	if o.CheckpointEvery < 0 {
-		return fmt.Errorf("%w: Options.CheckpointEvery %d is negative", ErrInvalid, o.CheckpointEvery)
-	}
-	if o.InlineThreshold == 0 {
-		o.InlineThreshold = DefaultInlineThreshold
-	}
-	if o.InlineThreshold < 0 || o.InlineThreshold > journal.MaxPayload/4 {
-		return fmt.Errorf("%w: Options.InlineThreshold %d out of range", ErrInvalid, o.InlineThreshold)
-	}
-	if o.SegmentSize == 0 {
-		o.SegmentSize = journal.DefaultSegmentSize
-	}
-	if o.SegmentSize < 4*journal.FirstFrame {
-		return fmt.Errorf("%w: Options.SegmentSize %d too small", ErrInvalid, o.SegmentSize)
-	}
-	if o.Now == nil {
-		o.Now = time.Now
-	}
-	if o.CacheBytes == 0 {
-		o.CacheBytes = DefaultCacheBytes
-	}
-	if o.RetryPlace == 0 {
-		o.RetryPlace = DefaultRetryPlace
-	}
-	return nil
 }
 
 func newStore(dir string, o Options, id journal.StoreID) *Store {
