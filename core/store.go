@@ -2,7 +2,6 @@ package core
 
 import (
 	"fmt"
-	"os"
 	"path"
 	"sync"
 	"sync/atomic"
@@ -135,6 +134,7 @@ func (s *Store) background(fn func()) {
 	}()
 }
 
+// lockPath names a lock file of the store directory.
 func (s *Store) lockPath(name string) string { return path.Join(s.dir, name) }
 
 // setBoot records the current boot id, and makes the parts that carry it.
@@ -145,6 +145,9 @@ func (s *Store) setBoot(boot string) {
 		SkipDatasync: s.opts.weaken&testknobs.SkipDatasync != 0, EarlyDurable: s.opts.weaken&testknobs.EarlyDurable != 0})
 }
 
+// closeFiles releases the handle's files: its projection's runs (or they
+// are closed by their last borrower), readers, writer, the state file, its
+// place in the writer queue and the kept segment handle.
 func (s *Store) closeFiles() {
 	s.view.mu.Lock()
 	s.view.reader.Close()
@@ -174,6 +177,8 @@ func (s *Store) Close() error {
 	return s.sched.Failed()
 }
 
+// usable reports ErrClosed for a closed handle, or one a failed sync
+// poisoned.
 func (s *Store) usable() error {
 	if s.closed.Load() {
 		return fmt.Errorf("%w: store is closed", ErrClosed)
@@ -226,6 +231,3 @@ func (s *Store) Info() (*Info, error) {
 	}
 	return in, nil
 }
-
-// openFlags is used for files the store creates.
-const openFlags = os.O_RDWR | os.O_CREATE
