@@ -25,20 +25,23 @@ func (e *pipeEnv) ReadState() (*state.Both, error) { return e.state.ReadPair() }
 func (e *pipeEnv) CatchUp(st *state.Both) error { return (*Store)(e).catchUpTo(st.End, st.EOK) }
 
 // EarlyRefs lends the projection's ref table for the early conflict checks
-// when it is exactly at st's end on a healthy store and not in use.
-func (e *pipeEnv) EarlyRefs(st *state.Both, check func(*refs.Table)) bool {
+// when it is exactly at st's end on a healthy store and not in use: it
+// returns with view.mu held, which EarlyDone releases.
+func (e *pipeEnv) EarlyRefs(st *state.Both) *refs.Table {
 	s := (*Store)(e)
 	end := st.End
 	if !state.Healthy(end, st.EOK, st.Dur, st.DOK, s.boot) || !s.view.mu.TryLock() {
-		return false
+		return nil
 	}
-	defer s.view.mu.Unlock()
 	if end.Epoch != s.view.epoch || s.view.proj.NextSeq != end.NextSeq || s.view.proj.Pos != end.Pos {
-		return false
+		s.view.mu.Unlock()
+		return nil
 	}
-	check(s.view.proj.Refs)
-	return true
+	return s.view.proj.Refs
 }
+
+// EarlyDone ends the loan of EarlyRefs.
+func (e *pipeEnv) EarlyDone() { e.view.mu.Unlock() }
 
 // Append is the critical section (appendLocked); behind is what the last
 // append of this process found.

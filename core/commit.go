@@ -62,16 +62,16 @@ func (s *Store) commitOnce(req CommitRequest) (ID, error) {
 	s.view.mu.Lock()
 	epoch := s.view.epoch
 	s.view.mu.Unlock()
-	changes := make([]treebuild.Change, len(req.Changes))
-	for i, c := range req.Changes {
-		changes[i] = treebuild.Change{Path: c.Path, Delete: c.Delete, Data: c.Data, Mode: c.Mode}
-	}
 	b := treebuild.New((*writerView)(s), s.opts.InlineThreshold)
 	when := s.opts.Now
 	if !req.Time.IsZero() {
 		when = func() time.Time { return req.Time }
 	}
-	id, t, err := b.Build(req.Parents, changes, req.Agent, req.Message, when)
+	change := func(i int) treebuild.Change {
+		c := &req.Changes[i]
+		return treebuild.Change{Path: c.Path, Delete: c.Delete, Data: c.Data, Mode: c.Mode}
+	}
+	id, t, err := b.Build(req.Parents, len(req.Changes), change, req.Agent, req.Message, when)
 	if err != nil {
 		return ID{}, err
 	}

@@ -116,7 +116,7 @@ func newStore(dir string, o Options, id journal.StoreID) *Store {
 	s.sched = ckpt.NewScheduler(ckpt.SchedulerConfig{Inline: o.InlineCheckpoint, Background: s.background,
 		Due: s.checkpointDue, Known: s.ckptNext.Load, Write: func() error { return s.checkpointNow(false) },
 		Compact: s.compactor.Loop})
-	s.pipe = pipeline.New(pipeline.Config{Env: (*pipeEnv)(s), Lock: s.writer, NotNeeded: writelock.ErrNotNeeded,
+	s.pipe = pipeline.New(pipeline.Config{Env: (*pipeEnv)(s), Lock: s.writer,
 		AckBeforeSync: o.weaken&testknobs.AckBeforeSync != 0, Background: s.background})
 	s.csc = cscache.New(o.CacheBytes)
 	if o.CacheBytes > 0 {

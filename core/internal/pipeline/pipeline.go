@@ -4,19 +4,23 @@
 // already lost, appends the rest as one frame each, and makes the batch
 // durable with one sync step.
 //
-// It reaches the store only through Env and Locker, the seam Pebble's
-// commitEnv is the model of, so it can be tested alone with fakes of both.
+// It reaches the store only through Env, the seam Pebble's commitEnv is the
+// model of, and the writer lock (core/internal/writelock), so it can be
+// tested alone with a fake of the store and a real lock on a memory
+// filesystem. Both are called on every commit, the lock as a concrete type:
+// the closures a turn takes (its work, its "still needed" check) then stay
+// on the stack.
 package pipeline
 
 import (
 	"errors"
 	"fmt"
-	"iter"
 
 	"github.com/swarmops/swarmops/core/internal/errs"
 	"github.com/swarmops/swarmops/core/internal/lockorder"
 	"github.com/swarmops/swarmops/core/internal/state"
 	"github.com/swarmops/swarmops/core/internal/txn"
+	"github.com/swarmops/swarmops/core/internal/writelock"
 	"github.com/swarmops/swarmops/core/journal"
 	"github.com/swarmops/swarmops/core/objects"
 	"github.com/swarmops/swarmops/core/refs"
@@ -30,11 +34,13 @@ type Env interface {
 	// to the end in st; it may do nothing (the projection is busy, or st
 	// unreadable). Only an I/O error is returned.
 	CatchUp(st *state.Both) error
-	// EarlyRefs calls check with the ref table of the projection, and
-	// reports true, only if the store is healthy per st and the
-	// projection holds exactly the frames up to st's end; it reports
-	// false, without calling check, when that cannot be had at once.
-	EarlyRefs(st *state.Both, check func(rt *refs.Table)) bool
+	// EarlyRefs lends the ref table of the projection, until EarlyDone,
+	// only if the store is healthy per st and the projection holds exactly
+	// the frames up to st's end; it returns nil when that cannot be had at
+	// once (and then EarlyDone is not called).
+	EarlyRefs(st *state.Both) *refs.Table
+	// EarlyDone ends the loan of EarlyRefs.
+	EarlyDone()
 	// Append appends r as one frame, under the writer lock: it checks r's
 	// needed changesets and ref moves against the projection caught up to
 	// the published end, appends and publishes the new end. seq and epoch
@@ -49,20 +55,10 @@ type Env interface {
 	Acked()
 }
 
-// Locker is the writer lock (writelock.Lock).
-type Locker interface {
-	WithIf(fn func() error, needed func() bool, lookahead bool, moves []string) error
-	FitPlace(moves iter.Seq[string])
-	RenewPlace()
-	Held() bool
-}
-
 // Config is what a Pipeline works with.
 type Config struct {
 	Env  Env
-	Lock Locker
-	// NotNeeded is the error Lock.WithIf returns when needed said no.
-	NotNeeded error
+	Lock *writelock.Lock
 	// AckBeforeSync is the test-only canary that acknowledges a batch
 	// before its sync step, which Background then runs on a goroutine
 	// the store waits for when it closes.
@@ -74,8 +70,7 @@ type Config struct {
 // concurrent use.
 type Pipeline struct {
 	env           Env
-	lock          Locker
-	notNeeded     error
+	lock          *writelock.Lock
 	ackBeforeSync bool
 	background    func(fn func())
 
@@ -98,8 +93,7 @@ type Pipeline struct {
 
 // New returns a pipeline.
 func New(c Config) *Pipeline {
-	return &Pipeline{env: c.Env, lock: c.Lock, notNeeded: c.NotNeeded,
-		ackBeforeSync: c.AckBeforeSync, background: c.Background}
+	return &Pipeline{env: c.Env, lock: c.Lock, ackBeforeSync: c.AckBeforeSync, background: c.Background}
 }
 
 // Request is one transaction in the pipeline.
@@ -204,20 +198,23 @@ func (p *Pipeline) earlyConflicts(batch []*Request, st *state.Both) (live int, e
 			return live, err
 		}
 	}
+	rt := p.env.EarlyRefs(st)
+	if rt == nil {
+		return live, nil
+	}
+	defer p.env.EarlyDone()
 	end := st.End
-	p.env.EarlyRefs(st, func(rt *refs.Table) {
-		for _, r := range batch {
-			if r.early || len(r.Txn.Moves) == 0 {
-				continue
-			}
-			var c *refs.Conflict
-			if err := rt.Check(r.Txn.Moves); errors.As(err, &c) {
-				r.early, r.err = true, errs.Ref(err)
-				r.seq, r.epoch = end.NextSeq-1, end.Epoch
-				live--
-			}
+	for _, r := range batch {
+		if r.early || len(r.Txn.Moves) == 0 {
+			continue
 		}
-	})
+		var c *refs.Conflict
+		if err := rt.Check(r.Txn.Moves); errors.As(err, &c) {
+			r.early, r.err = true, errs.Ref(err)
+			r.seq, r.epoch = end.NextSeq-1, end.Epoch
+			live--
+		}
+	}
 	return live, nil
 }
 
@@ -351,7 +348,7 @@ func (p *Pipeline) appendBatch(batch []*Request, st *state.Both) error {
 		}
 		return nil
 	}, needed, contended, moves)
-	if errors.Is(err, p.notNeeded) || err == nil {
+	if errors.Is(err, writelock.ErrNotNeeded) || err == nil {
 		err = nerr
 	}
 	return err

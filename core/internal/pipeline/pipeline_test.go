@@ -2,17 +2,19 @@ package pipeline
 
 import (
 	"errors"
-	"iter"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/swarmops/swarmops/core/internal/errs"
 	"github.com/swarmops/swarmops/core/internal/state"
 	"github.com/swarmops/swarmops/core/internal/txn"
+	"github.com/swarmops/swarmops/core/internal/writelock"
 	"github.com/swarmops/swarmops/core/journal"
 	"github.com/swarmops/swarmops/core/objects"
 	"github.com/swarmops/swarmops/core/refs"
+	"github.com/swarmops/swarmops/faultfs"
 )
 
 // fakeStore is a store of one process, in memory: a ref table, the frames
@@ -26,10 +28,10 @@ type fakeStore struct {
 	early bool
 	// hold, if not nil, is waited on by the first Sync: the batch that
 	// arrives meanwhile forms behind it.
-	hold  chan struct{}
-	turns int // writer-lock turns taken
-	syncs int // Sync calls that had work to do
-	acks  int
+	hold    chan struct{}
+	appends int // Append calls (each under a turn of the writer lock)
+	syncs   int // Sync calls that had work to do
+	acks    int
 }
 
 func newFakeStore() *fakeStore { return &fakeStore{refs: refs.New(), next: 1, durable: 1} }
@@ -46,19 +48,21 @@ func (f *fakeStore) ReadState() (*state.Both, error) {
 
 func (f *fakeStore) CatchUp(*state.Both) error { return nil }
 
-func (f *fakeStore) EarlyRefs(st *state.Both, check func(*refs.Table)) bool {
+func (f *fakeStore) EarlyRefs(st *state.Both) *refs.Table {
 	f.mu.Lock()
-	defer f.mu.Unlock()
 	if !f.early || st.End.NextSeq != f.next {
-		return false
+		f.mu.Unlock()
+		return nil
 	}
-	check(f.refs)
-	return true
+	return f.refs
 }
+
+func (f *fakeStore) EarlyDone() { f.mu.Unlock() }
 
 func (f *fakeStore) Append(r *Request) (uint64, uint64, bool, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.appends++
 	if err := f.refs.Check(r.Txn.Moves); err != nil {
 		return f.next - 1, 1, false, errs.Ref(err)
 	}
@@ -87,37 +91,24 @@ func (f *fakeStore) Sync(seq, epoch uint64, peek bool) error {
 
 func (f *fakeStore) Acked() { f.mu.Lock(); f.acks++; f.mu.Unlock() }
 
-// fakeLock is a writer lock of one process: a mutex, with no queue.
-type fakeLock struct {
-	mu sync.Mutex
-	f  *fakeStore
-	// lookahead records the last turn's lookahead.
-	lookahead bool
-}
-
-func (l *fakeLock) WithIf(fn func() error, needed func() bool, lookahead bool, moves []string) error {
-	if needed != nil && lookahead && !needed() {
-		return errNotNeeded
+// newPipeline returns a pipeline over the fake store, with a real writer
+// lock on a memory filesystem; the counting wrapper sees its turns (one
+// lock of LOCK each).
+func newPipeline(t *testing.T, f *fakeStore) (*Pipeline, *faultfs.Counting) {
+	t.Helper()
+	m := faultfs.NewMem()
+	if err := m.MkdirAll("/s", 0o755); err != nil {
+		t.Fatal(err)
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.f.mu.Lock()
-	l.f.turns++
-	l.f.mu.Unlock()
-	l.lookahead = lookahead
-	return fn()
+	c := faultfs.NewCounting(m)
+	l := writelock.New(writelock.Config{FS: c, Dir: "/s", Timeout: time.Second, RetryPlace: -1,
+		CatchUp: func() error { return nil }, Closed: new(atomic.Bool)})
+	t.Cleanup(l.Close)
+	return New(Config{Env: f, Lock: l}), c
 }
 
-func (l *fakeLock) FitPlace(iter.Seq[string]) {}
-func (l *fakeLock) RenewPlace()               {}
-func (l *fakeLock) Held() bool                { return false }
-
-var errNotNeeded = errors.New("not needed")
-
-func newPipeline(f *fakeStore) (*Pipeline, *fakeLock) {
-	l := &fakeLock{f: f}
-	return New(Config{Env: f, Lock: l, NotNeeded: errNotNeeded}), l
-}
+// turns counts the turns of the writer lock taken since c was reset.
+func turns(c *faultfs.Counting) int64 { return c.PathCount(faultfs.OpLock, "/s/"+writelock.LockName) }
 
 func move(name string, old, new objects.ID) *txn.Txn {
 	return &txn.Txn{Time: time.Unix(1, 0), Moves: []refs.Move{{Name: name, Old: old, New: new}}}
@@ -135,7 +126,7 @@ func id(b byte) (x objects.ID) {
 // own refs); queueing without it when another writer does would keep
 // losers in the queue to the end.
 func TestOwnRefsQueueWithoutLookahead(t *testing.T) {
-	p, _ := newPipeline(newFakeStore())
+	p, _ := newPipeline(t, newFakeStore())
 	req := func(name string, old objects.ID) []*Request {
 		return []*Request{{Txn: move(name, old, id(9))}}
 	}
@@ -162,19 +153,19 @@ func TestOwnRefsQueueWithoutLookahead(t *testing.T) {
 // through the sync step. Without the early check it takes a turn.
 func TestALostMoveFailsBeforeItsTurn(t *testing.T) {
 	f := newFakeStore()
-	p, _ := newPipeline(f)
+	p, c := newPipeline(t, f)
 	if err := p.Commit(move("main", objects.ID{}, id(1)), nil); err != nil {
 		t.Fatal(err)
 	}
 	f.early = true
-	turns := f.turns
+	c.Reset()
 	err := p.Commit(move("main", objects.ID{}, id(2)), nil)
 	var ce *errs.ConflictError
 	if !errors.As(err, &ce) || ce.Current != id(1) {
 		t.Fatalf("a lost move: %v; want a conflict with current %s", err, errs.Short(id(1)))
 	}
-	if f.turns != turns {
-		t.Fatalf("the lost move took %d turns of the writer lock; want none", f.turns-turns)
+	if n := turns(c); n != 0 || f.appends != 1 {
+		t.Fatalf("the lost move took %d turns of the writer lock (%d appends in all); want none", n, f.appends)
 	}
 	if f.acks != 1 {
 		t.Fatalf("%d acknowledged batches; want 1 (a conflict acknowledges nothing)", f.acks)
@@ -187,7 +178,7 @@ func TestALostMoveFailsBeforeItsTurn(t *testing.T) {
 func TestABatchSharesOneTurnAndOneSync(t *testing.T) {
 	const n = 8
 	f := newFakeStore()
-	p, _ := newPipeline(f)
+	p, c := newPipeline(t, f)
 	hold := make(chan struct{})
 	f.hold = hold
 	first := make(chan error, 1)
@@ -218,8 +209,8 @@ func TestABatchSharesOneTurnAndOneSync(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if f.turns != 2 || f.syncs != 2 {
-		t.Fatalf("%d turns and %d syncs for a batch of 1 and one of %d; want 2 and 2", f.turns, f.syncs, n)
+	if tn := turns(c); tn != 2 || f.syncs != 2 {
+		t.Fatalf("%d turns and %d syncs for a batch of 1 and one of %d; want 2 and 2", tn, f.syncs, n)
 	}
 }
 
