@@ -1,300 +1,264 @@
 package core
 
 import (
-	"bytes"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
-	"io/fs"
-	"os"
 	"path"
-	"strings"
 	"time"
 
 	"github.com/swarmops/swarmops/core/index"
-	"github.com/swarmops/swarmops/core/internal/b3"
-	"github.com/swarmops/swarmops/core/journal"
+	"github.com/swarmops/swarmops/core/internal/ckpt"
+	"github.com/swarmops/swarmops/core/internal/errs"
+	"github.com/swarmops/swarmops/core/internal/proj"
+	"github.com/swarmops/swarmops/core/internal/reflog"
+	"github.com/swarmops/swarmops/core/internal/state"
 	"github.com/swarmops/swarmops/core/refs"
-	"github.com/swarmops/swarmops/core/vfs"
 )
 
-// The checkpoint file is the durable root of a store: its identity, the
-// journal position it covers, the list of index runs holding every object,
-// changeset and delta of the frames before that position, and the ref table
-// with its reflogs. It is replaced atomically (temp file, datasync, rename,
-// directory sync), so after any crash it is either the old or the new one,
-// whole. Its size depends on the number of runs and refs, not on the number of
-// objects or ref moves: an open reads it, the run headers, and the frames
-// after it. Each ref's older moves live in the reflog file (reflog.go), read
-// only by a reflog listing or a snapshot older than the checkpoint.
-//
-//	 0 magic "SWCKPT01"  8 version u32 (= 3)  12 reserved u32  16 store id [16]
-//	32 segment u64  40 offset u64  48 next seq u64  56 epoch u64
-//	64 body (uvarints):
-//	   runs:   n, then per run (newest first): name-len name (a file in index/)
-//	   reflog: length of the reflog file's chunks (a multiple of 512)
-//	   refs:   n, then per ref: name-len name, its last move: seq old[32] new[32] time-ns
-//	end: BLAKE3-256 of everything before it (32 bytes)
-//
-// Every record in the runs and every move in the reflog's first length bytes
-// comes from a frame before next seq, so it is durable. Versions 1 (the whole
-// projection inline) and 2 (every reflog inline) are refused.
-const (
-	ckptHeaderSize = 64
-	ckptVersion    = 3
-	ckptName       = "checkpoint"
-	ckptTemp       = "checkpoint.tmp"
-	indexDir       = "index"
-)
-
-var ckptMagic = [8]byte{'S', 'W', 'C', 'K', 'P', 'T', '0', '1'}
-
-// checkpoint is a decoded checkpoint.
-type checkpoint struct {
-	Store   journal.StoreID
-	Pos     journal.Pos
-	NextSeq uint64
-	Epoch   uint64
-	Runs    []string // run file names in index/, newest first
-	// ReflogLen is how many bytes of the reflog file hold the moves of
-	// the frames before NextSeq.
-	ReflogLen int64
-	proj      *proj
-}
-
-// encodeCheckpoint serializes the run list, the reflog length and each ref's
-// last move in rt as of (before) seq nextSeq, which must end at pos.
-func encodeCheckpoint(id journal.StoreID, pos journal.Pos, nextSeq, epoch uint64, runs []string, reflogLen int64, rt *refs.Table) []byte {
-	b := make([]byte, ckptHeaderSize, 1<<12)
-	copy(b[0:8], ckptMagic[:])
-	binary.LittleEndian.PutUint32(b[8:], ckptVersion)
-	copy(b[16:32], id[:])
-	binary.LittleEndian.PutUint64(b[32:], pos.Seg)
-	binary.LittleEndian.PutUint64(b[40:], uint64(pos.Off))
-	binary.LittleEndian.PutUint64(b[48:], nextSeq)
-	binary.LittleEndian.PutUint64(b[56:], epoch)
-	b = binary.AppendUvarint(b, uint64(len(runs)))
-	for _, n := range runs {
-		b = binary.AppendUvarint(b, uint64(len(n)))
-		b = append(b, n...)
+// Checkpoint writes a checkpoint of the durable prefix now, whatever the
+// number of frames since the last one, so that the next open or recovery
+// replays no journal: what a tool does before it leaves a store idle, as
+// SQLite's wal_checkpoint or Pebble's Flush. It waits up to LockTimeout for
+// a checkpoint another process is writing (ErrBusy after that), then makes
+// the index merges that are due (unless another process is compacting).
+// Like every checkpoint it changes no data, and its failure leaves the
+// previous checkpoint valid.
+func (s *Store) Checkpoint() error {
+	if err := s.usable(); err != nil {
+		return err
 	}
-	b = binary.AppendUvarint(b, uint64(reflogLen))
-	var names []string
-	var last []refs.Entry
-	for _, n := range rt.Names() {
-		if e, ok := rt.Last(n, nextSeq-1); ok {
-			names, last = append(names, n), append(last, e)
-		}
-	}
-	b = binary.AppendUvarint(b, uint64(len(names)))
-	for i, n := range names {
-		e := last[i]
-		b = binary.AppendUvarint(b, uint64(len(n)))
-		b = append(b, n...)
-		b = binary.AppendUvarint(b, e.Seq)
-		b = append(b, e.Old[:]...)
-		b = append(b, e.New[:]...)
-		b = binary.AppendUvarint(b, uint64(e.Time.UnixNano()))
-	}
-	sum := b3.Sum256(b)
-	return append(b, sum[:]...)
-}
-
-var errCkpt = errors.New("malformed checkpoint")
-
-// decodeCheckpoint decodes b; c.proj holds the ref table and an index with no
-// runs opened yet (readCheckpoint opens them).
-func decodeCheckpoint(b []byte) (*checkpoint, error) {
-	if len(b) < ckptHeaderSize+32 {
-		return nil, fmt.Errorf("%w: %d bytes is too short", errCkpt, len(b))
-	}
-	if !bytes.Equal(b[0:8], ckptMagic[:]) {
-		return nil, fmt.Errorf("%w: bad magic", errCkpt)
-	}
-	if v := binary.LittleEndian.Uint32(b[8:]); v != ckptVersion {
-		return nil, fmt.Errorf("%w: version %d is not supported (this build reads version %d; stores written by versions 1 and 2 must be re-created)", errCkpt, v, ckptVersion)
-	}
-	body, sum := b[:len(b)-32], b[len(b)-32:]
-	if s := b3.Sum256(body); !bytes.Equal(s[:], sum) {
-		return nil, fmt.Errorf("%w: checksum mismatch", errCkpt)
-	}
-	c := &checkpoint{}
-	copy(c.Store[:], b[16:32])
-	c.Pos = journal.Pos{Seg: binary.LittleEndian.Uint64(b[32:]), Off: int64(binary.LittleEndian.Uint64(b[40:]))}
-	c.NextSeq = binary.LittleEndian.Uint64(b[48:])
-	c.Epoch = binary.LittleEndian.Uint64(b[56:])
-	if c.Pos.Seg == 0 || c.Pos.Off < journal.FirstFrame || c.NextSeq == 0 {
-		return nil, fmt.Errorf("%w: bad position", errCkpt)
-	}
-	p := newProj(c.Pos, c.NextSeq)
-	pos := ckptHeaderSize
-	bad := false
-	uv := func() uint64 {
-		v, n := binary.Uvarint(body[pos:])
-		if n <= 0 {
-			bad = true
-			return 0
-		}
-		pos += n
-		return v
-	}
-	take := func(n uint64) []byte {
-		if bad || uint64(len(body)-pos) < n {
-			bad = true
-			return make([]byte, n%4096)
-		}
-		s := body[pos : pos+int(n)]
-		pos += int(n)
-		return s
-	}
-	limit := uint64(len(body))
-	n := uv()
-	for i := uint64(0); i < n && !bad && i < limit; i++ {
-		name := string(take(uv()))
-		if name == "" || strings.ContainsAny(name, "/\\") || name == "." || name == ".." {
-			bad = true
-		}
-		c.Runs = append(c.Runs, name)
-	}
-	c.ReflogLen = int64(uv())
-	if c.ReflogLen < 0 || c.ReflogLen%reflogAlign != 0 {
-		bad = true
-	}
-	n = uv()
-	for i := uint64(0); i < n && !bad && i < limit; i++ {
-		name := string(take(uv()))
-		e := refs.Entry{Seq: uv(), Old: ID(take(32)), New: ID(take(32))}
-		e.Time = time.Unix(0, int64(uv())).UTC()
-		if e.Seq >= c.NextSeq {
-			bad = true
-		}
-		p.refs.Restore(name, []refs.Entry{e})
-	}
-	p.refs.SetBase(c.NextSeq)
-	p.reflogLen = c.ReflogLen
-	if bad || pos != len(body) {
-		return nil, fmt.Errorf("%w: body does not parse (at byte %d)", errCkpt, pos)
-	}
-	c.proj = p
-	return c, nil
-}
-
-// openRuns opens the index runs named (newest first) in dir/index.
-func openRuns(fsys vfs.FS, dir string, names []string) (*index.Index, error) {
-	paths := make([]string, len(names))
-	for i, n := range names {
-		paths[i] = path.Join(dir, indexDir, n)
-	}
-	x, err := index.Open(fsys, paths)
-	if err != nil {
-		var ce *index.CorruptError
-		if errors.As(err, &ce) {
-			return nil, corrupt(ce.File, ce.Offset, "index run named by the checkpoint: %s", ce.Reason)
-		}
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil, &missingRunError{corrupt(dir+"/"+ckptName, 0, "%v: %v", errRunMissing, err)}
-		}
-		return nil, ioErr("open index runs", err)
-	}
-	return x, nil
-}
-
-// readCheckpoint reads and decodes dir/checkpoint. A missing file is
-// ErrNotStore; anything unreadable is a *CorruptError naming the file.
-//
-// It also opens the index runs the checkpoint names. Another process's
-// checkpoint may replace it and delete runs it retired between the read and
-// the open; a missing run therefore re-reads the checkpoint (a few times)
-// before it is reported as damage.
-func readCheckpoint(fsys vfs.FS, dir string) (*checkpoint, error) {
-	for attempt := 0; ; attempt++ {
-		c, err := readCheckpointFile(fsys, dir)
-		if err != nil {
-			return nil, err
-		}
-		x, err := openRuns(fsys, dir, c.Runs)
-		if errors.Is(err, errRunMissing) && attempt < 4 {
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		c.proj.idx = newRunIdx(x, c.Runs)
-		return c, nil
-	}
-}
-
-// errRunMissing marks a run named by the checkpoint that does not exist.
-var errRunMissing = errors.New("index run named by the checkpoint is missing")
-
-func readCheckpointFile(fsys vfs.FS, dir string) (*checkpoint, error) {
-	p := path.Join(dir, ckptName)
-	st, err := fsys.Stat(p)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("%w: %s has no checkpoint file %s", ErrNotStore, dir, p)
+	busy, err := s.checkpointWithin(s.opts.LockTimeout, true)
+	if busy {
+		return fmt.Errorf("checkpoint lock of %s not taken within %v: %w", s.dir, s.opts.LockTimeout, err)
 	}
 	if err != nil {
-		return nil, ioErr("stat checkpoint", err)
+		return err
 	}
-	if !st.Mode().IsRegular() {
-		return nil, corrupt(p, 0, "checkpoint is not a regular file")
-	}
-	f, err := fsys.OpenFile(p, os.O_RDONLY, 0)
-	if err != nil {
-		return nil, ioErr("open checkpoint", err)
-	}
-	defer f.Close()
-	// The size comes from the open file, not from the Stat above: another
-	// process may rename a new checkpoint in between, and reading the new
-	// file with the old one's size made a sound store look corrupt
-	// (props' TestRefCASIsLinearizablePerRefOnRealFiles, about 1 run in 60).
-	if st, err = f.Stat(); err != nil {
-		return nil, ioErr("stat checkpoint", err)
-	}
-	b := make([]byte, st.Size())
-	if err := vfs.ReadFull(f, b, 0); err != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
-		return nil, ioErr("read checkpoint", err)
-	}
-	c, err := decodeCheckpoint(b)
-	if err != nil {
-		return nil, corrupt(p, 0, "%v", err)
-	}
-	return c, nil
+	// And the merges it makes due, unless another process is compacting.
+	return s.compactor.Loop()
 }
 
-// writeCheckpoint atomically replaces dir/checkpoint with b.
-func writeCheckpoint(fsys vfs.FS, dir string, b []byte, skipDirSync bool) error {
-	tmp := path.Join(dir, ckptTemp)
-	f, err := fsys.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		return ioErr("create checkpoint temp", err)
-	}
-	if _, err := f.WriteAt(b, 0); err != nil {
-		f.Close()
-		return ioErr("write checkpoint temp", err)
-	}
-	if err := vfs.Datasync(f); err != nil {
-		f.Close()
-		return ioErr("sync checkpoint temp", err)
-	}
-	if err := f.Close(); err != nil {
-		return ioErr("close checkpoint temp", err)
-	}
-	if err := fsys.Rename(tmp, path.Join(dir, ckptName)); err != nil {
-		return ioErr("rename checkpoint", err)
-	}
-	if !skipDirSync {
-		if err := fsys.SyncDir(dir); err != nil {
-			return ioErr("sync store directory", err)
-		}
+// checkpointDue reports whether CheckpointEvery frames have passed the
+// newest checkpoint this process knows of.
+func (s *Store) checkpointDue() bool {
+	s.view.mu.Lock()
+	defer s.view.mu.Unlock()
+	return s.view.proj.NextSeq >= s.ckptNext.Load()+uint64(s.opts.CheckpointEvery)
+}
+
+// checkpointNow writes a checkpoint of the durable prefix if it can take
+// CKPTLOCK at once (another process writing one makes this one
+// unnecessary, so a busy lock is not an error). force writes one even if
+// few frames are new. It returns every I/O error, typed.
+func (s *Store) checkpointNow(force bool) error {
+	if busy, err := s.checkpointWithin(0, force); !busy {
+		return err
 	}
 	return nil
 }
 
-// missingRunError is the *CorruptError of a missing run that also matches
-// errRunMissing, so readCheckpoint can retry it.
-type missingRunError struct{ err error }
+// checkpointWithin writes a checkpoint under CKPTLOCK, waiting up to
+// timeout for it. busy reports that the lock was not had in time (err is
+// then the lock's ErrBusy); every other error is typed.
+func (s *Store) checkpointWithin(timeout time.Duration, force bool) (busy bool, err error) {
+	l, err := s.fs.Lock(s.lockPath(ckpt.LockName), timeout)
+	if err != nil {
+		if errors.Is(err, ErrBusy) {
+			return true, err
+		}
+		return false, errs.IO("checkpoint lock", err)
+	}
+	err = s.checkpointLocked(force)
+	if uerr := l.Unlock(); uerr != nil && err == nil {
+		err = errs.IO("checkpoint unlock", uerr)
+	}
+	return false, err
+}
 
-func (e *missingRunError) Error() string   { return e.err.Error() }
-func (e *missingRunError) Unwrap() []error { return []error{e.err, errRunMissing} }
+// checkpointLocked writes a checkpoint of the durable prefix, if one is
+// due (or force), or else makes the projection use the runs of a newer
+// checkpoint another process wrote. Caller holds CKPTLOCK.
+func (s *Store) checkpointLocked(force bool) error {
+	cur, err := ckpt.Read(s.fs, s.dir)
+	if err != nil {
+		return err
+	}
+	s.ckptNext.Store(max(s.ckptNext.Load(), cur.NextSeq))
+	dur, ok, err := s.state.ReadStable(state.Durable, s.boot)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		// The state is being recovered (or was lost): the next opener
+		// recovers, and a later checkpoint covers its prefix.
+		return nil
+	}
+	batch, rnames, rlogs, due, err := s.checkpointBatch(cur, dur, force)
+	if err != nil || !due {
+		return err
+	}
+	defer cur.Proj.Idx.Close()
+	return s.publishCheckpoint(cur, dur, batch, rnames, rlogs)
+}
+
+// checkpointBatch gathers, under view.mu, what a checkpoint of the durable
+// prefix dur past the current checkpoint cur holds: the index records of
+// the frames since cur (batch) and their ref moves (rnames, rlogs). due is
+// false when none is due, after the projection has swapped its tail for
+// cur's runs if another process wrote cur.
+func (s *Store) checkpointBatch(cur *ckpt.Checkpoint, dur state.Rec, force bool) (batch index.Batch, rnames []string, rlogs [][]refs.Entry, due bool, err error) {
+	s.view.mu.Lock()
+	if dur.Epoch != s.view.epoch || (!force && dur.NextSeq < cur.NextSeq+uint64(s.opts.CheckpointEvery)) {
+		// Another process wrote the checkpoint this one was due for: the
+		// projection swaps its tail of the frames before it for the
+		// checkpoint's runs, as after a checkpoint of its own. Without
+		// this, every process but the one that happened to write each
+		// checkpoint kept every frame it replayed in memory: with 32
+		// writers, maps that grew without end, and their growth was a
+		// quarter of the page faults of W2.
+		adopt := cur.Epoch == s.view.epoch && cur.NextSeq > s.view.proj.CkptSeq && s.view.proj.NextSeq >= cur.NextSeq
+		s.view.mu.Unlock()
+		if adopt {
+			x := cur.Proj.Idx.Detach() // installIndex owns the open runs now
+			s.installIndex(x, cur.Runs, cur.NextSeq, cur.Epoch, cur.ReflogLen)
+		}
+		return batch, nil, nil, false, nil
+	}
+	defer s.view.mu.Unlock()
+	if err := s.catchUp(dur.NextSeq); err != nil {
+		return batch, nil, nil, false, err
+	}
+	// The projection may include frames past the durable position; the
+	// checkpoint covers exactly the durable prefix. The records of the frames
+	// since the current checkpoint become a new index run (durable before the
+	// checkpoint names it); the ref table goes into the checkpoint.
+	batch = s.view.proj.Idx.BatchBetween(cur.NextSeq, dur.NextSeq)
+	if b := s.view.proj.Refs.Base(); b > cur.NextSeq {
+		return batch, nil, nil, false, fmt.Errorf("%w: the ref table holds moves from frame %d on, the checkpoint needs them from %d", ErrIO, b, cur.NextSeq)
+	}
+	rnames, rlogs = s.view.proj.Refs.Since(cur.NextSeq, dur.NextSeq)
+	return batch, rnames, rlogs, true, nil
+}
+
+// publishCheckpoint writes the new run, the reflog chunk and the
+// checkpoint naming them, in that order, each durable before the next
+// names it, and swaps the projection's tail for the runs.
+func (s *Store) publishCheckpoint(cur *ckpt.Checkpoint, dur state.Rec, batch index.Batch, rnames []string, rlogs [][]refs.Entry) error {
+	// Replay does not look blobs and trees up in the runs, so the tail may
+	// repeat some the runs hold: they stay out of the new run.
+	cur.Proj.Idx.ExpectObjectChecks(len(batch.Objects))
+	objs := batch.Objects[:0]
+	for _, o := range batch.Objects {
+		if !cur.Proj.Idx.Has(ID(o.ID), o.Kind) {
+			objs = append(objs, o)
+		}
+	}
+	if err := cur.Proj.Idx.TakeErr(); err != nil {
+		return err
+	}
+	batch.Objects = objs
+	names := append([]string(nil), cur.Runs...)
+	if len(batch.Changesets)+len(batch.Objects) > 0 {
+		// Merging runs is compaction's (internal/compact), after this
+		// checkpoint is published: a merge inside it held every later
+		// checkpoint back for as long as the merge took.
+		name := ckpt.RunName(dur.NextSeq, dur.Epoch, "")
+		r, err := index.WriteRun(s.fs, path.Join(s.dir, ckpt.IndexDir, name), dur.NextSeq, batch)
+		if err != nil {
+			return errs.Index("write index run", err)
+		}
+		r.Close()
+		names = append([]string{name}, names...)
+	}
+	// The moves since the current checkpoint go to the reflog file, durable
+	// before the checkpoint names its new length; the checkpoint keeps only
+	// each ref's last move.
+	reflogLen := cur.ReflogLen
+	if len(rnames) > 0 {
+		var err error
+		chunk := reflog.EncodeChunk(cur.NextSeq, dur.NextSeq, rnames, rlogs)
+		if reflogLen, err = reflog.Append(s.fs, s.dir, cur.ReflogLen, chunk); err != nil {
+			return err
+		}
+	}
+	s.view.mu.Lock()
+	b := ckpt.Encode(s.id, dur.Pos, dur.NextSeq, dur.Epoch, names, reflogLen, s.view.proj.Refs)
+	s.view.mu.Unlock()
+	if err := ckpt.Write(s.fs, s.dir, b, false); err != nil {
+		return err
+	}
+	s.ckptNext.Store(dur.NextSeq)
+	// The checkpoint naming the new run list is durable: the projection
+	// swaps its tail for the runs.
+	return s.installRuns(names, dur.NextSeq, dur.Epoch, reflogLen)
+}
+
+// adoptForReader swaps the projection's tail for the runs of a newer
+// checkpoint once the tail holds more than 2K frames. Writers do this when
+// they are due for a checkpoint (checkpointLocked); a process that only
+// reads never is, and its tail held every frame it had replayed, without
+// end in a long-lived process beside busy writers. It is best effort: a
+// busy CKPTLOCK (held while a checkpoint or a merge installs runs), an I/O
+// error or no newer checkpoint leaves the projection as it is, complete,
+// and it tries again K frames later.
+func (s *Store) adoptForReader() {
+	k := uint64(s.opts.CheckpointEvery)
+	s.view.mu.Lock()
+	next, base := s.view.proj.NextSeq, s.view.proj.CkptSeq
+	s.view.mu.Unlock()
+	if next < base+2*k || next < s.adopt.tried.Load()+k || !s.adopt.running.CompareAndSwap(false, true) {
+		return
+	}
+	defer s.adopt.running.Store(false)
+	s.adopt.tried.Store(next)
+	l, err := s.fs.Lock(s.lockPath(ckpt.LockName), 0)
+	if err != nil {
+		return
+	}
+	defer l.Unlock()
+	// The checkpoint file alone first: its runs are opened only if it is
+	// newer than the projection's.
+	cur, err := ckpt.ReadFile(s.fs, s.dir)
+	if err != nil || cur.NextSeq <= base {
+		return
+	}
+	x, err := ckpt.OpenRuns(s.fs, s.dir, cur.Runs)
+	if err != nil {
+		return
+	}
+	s.ckptNext.Store(max(s.ckptNext.Load(), cur.NextSeq))
+	s.installIndex(x, cur.Runs, cur.NextSeq, cur.Epoch, cur.ReflogLen)
+}
+
+// installRuns makes the projection use the runs of a durable checkpoint at
+// (nextSeq, epoch): it swaps its tail of earlier frames for them, if it has
+// replayed that far in that epoch. If the runs cannot be opened the
+// projection keeps what it has (still complete), and the error is the
+// caller's (C9).
+func (s *Store) installRuns(names []string, nextSeq, epoch uint64, reflogLen int64) error {
+	x, err := ckpt.OpenRuns(s.fs, s.dir, names)
+	if err != nil {
+		return err
+	}
+	s.installIndex(x, names, nextSeq, epoch, reflogLen)
+	return nil
+}
+
+// installIndex is installRuns with the runs already open; it owns x.
+func (s *Store) installIndex(x *index.Index, names []string, nextSeq, epoch uint64, reflogLen int64) {
+	s.view.mu.Lock()
+	defer s.view.mu.Unlock()
+	if s.view.epoch != epoch || s.view.proj.NextSeq < nextSeq || nextSeq < s.view.proj.CkptSeq {
+		x.Close()
+		return
+	}
+	old := s.view.proj.Idx
+	nx := proj.NewRunIdx(x, names)
+	nx.SetCache(s.blk)
+	nx.Mem = old.Since(nextSeq)
+	s.view.proj.Idx = nx
+	s.view.proj.CkptSeq = nextSeq
+	old.Retire()
+	s.view.proj.Refs.Trim(nextSeq)
+	s.view.proj.ReflogLen = reflogLen
+}

@@ -3,17 +3,15 @@ package core
 import (
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
-	"path"
-	"sort"
-	"strings"
 	"time"
 
-	"github.com/swarmops/swarmops/core/journal"
+	"github.com/swarmops/swarmops/core/internal/errs"
+	"github.com/swarmops/swarmops/core/internal/loose"
+	"github.com/swarmops/swarmops/core/internal/treebuild"
+	"github.com/swarmops/swarmops/core/internal/txn"
 	"github.com/swarmops/swarmops/core/objects"
 	"github.com/swarmops/swarmops/core/refs"
-	"github.com/swarmops/swarmops/core/vfs"
+	"github.com/swarmops/swarmops/internal/testknobs"
 )
 
 // Commit writes a changeset whose tree is Parents[0]'s tree (empty if none)
@@ -42,7 +40,7 @@ func (s *Store) Commit(req CommitRequest) (ID, error) {
 	}
 	if req.Advance != "" {
 		if err := refs.ValidateName(req.Advance); err != nil {
-			return ID{}, refErr(err)
+			return ID{}, errs.Ref(err)
 		}
 	}
 	for attempt := 0; ; attempt++ {
@@ -60,39 +58,24 @@ func (s *Store) Commit(req CommitRequest) (ID, error) {
 var errRebuild = fmt.Errorf("%w: the store was recovered by another process during the commit", ErrIO)
 
 func (s *Store) commitOnce(req CommitRequest) (ID, error) {
-	var moves []refs.Move
 	// Build outside the writer lock: read the parents, build trees, hash.
-	s.mu.Lock()
-	epoch := s.epoch
-	s.mu.Unlock()
-	b := &builder{s: s, seen: map[ID]bool{}}
-	var gen uint64
-	var base ID
-	for i, p := range req.Parents {
-		cs, err := b.changeset(p)
-		if err != nil {
-			return ID{}, err
-		}
-		gen = max(gen, cs.Generation)
-		if i == 0 {
-			base = cs.Root
-		}
+	s.view.mu.Lock()
+	epoch := s.view.epoch
+	s.view.mu.Unlock()
+	b := treebuild.New((*writerView)(s), s.opts.InlineThreshold)
+	when := s.opts.Now
+	if !req.Time.IsZero() {
+		when = func() time.Time { return req.Time }
 	}
-	root, delta, err := b.apply(base, req.Changes)
+	change := func(i int) treebuild.Change {
+		c := &req.Changes[i]
+		return treebuild.Change{Path: c.Path, Delete: c.Delete, Data: c.Data, Mode: c.Mode}
+	}
+	id, t, err := b.Build(req.Parents, len(req.Changes), change, req.Agent, req.Message, when)
 	if err != nil {
 		return ID{}, err
 	}
-	t := req.Time
-	if t.IsZero() {
-		t = s.o.Now()
-	}
-	cs := &objects.Changeset{Parents: req.Parents, Root: root, Delta: objects.DeltaHash(delta),
-		Generation: gen + 1, Agent: req.Agent, Message: req.Message, Time: t.UTC()}
-	enc, id, err := cs.EncodeID()
-	if err != nil {
-		return ID{}, fmt.Errorf("%w: %w", ErrInvalid, err)
-	}
-	b.add(objects.KindChangeset, id, enc)
+	var moves []refs.Move
 	if req.Advance != "" {
 		var old ID
 		if len(req.Parents) > 0 {
@@ -100,51 +83,43 @@ func (s *Store) commitOnce(req CommitRequest) (ID, error) {
 		}
 		moves = append(moves, refs.Move{Name: req.Advance, Old: old, New: id})
 	}
-	if err := b.writeLoose(); err != nil {
+	if err := loose.Write(s.fs, s.dir, b.Loose(), s.opts.weaken&testknobs.SkipDirSync != 0); err != nil {
 		return ID{}, err
 	}
-	tx := &txn{Time: t.UTC(), Objs: b.objs, Moves: moves, builtEpoch: epoch}
-	if err := s.transact(tx, req.Parents); err != nil {
+	tx := &txn.Txn{Time: t, Objs: b.Objects(), Moves: moves, BuiltEpoch: epoch}
+	if err := s.pipe.Commit(tx, req.Parents); err != nil {
 		return ID{}, err
 	}
-	s.remember(b.objs)
+	s.recent.Remember(b.Objects())
 	return id, nil
 }
 
-// remember keeps the changeset and trees of this process's last durable
-// commit, so that the next commit, whose parent it usually is, need not read
-// them back from the journal and hash them again. Only their bytes are
-// reused: an object is still looked up in the projection first (recent
-// never makes an object visible), and bytes that were hashed to their id
-// when they were built are the object's content whatever the disk holds.
-func (s *Store) remember(objs []txnObj) {
-	m := make(map[ID][]byte, len(objs))
-	for _, o := range objs {
-		if o.Kind != objects.KindBlob && !o.Loose && o.Data != nil {
-			m[o.ID] = o.Data
-		}
-	}
-	s.recentMu.Lock()
-	s.recent = m
-	s.recentMu.Unlock()
+// writerView is the store as a commit's builder reads it: every frame
+// appended so far (the writer's view), and the last commit's objects.
+type writerView Store
+
+// Has reports whether the projection holds object id of kind k: one table
+// per run, whose filters answer once checks have paid for loading them.
+func (v *writerView) Has(id ID, k objects.Kind) bool {
+	s := (*Store)(v)
+	s.view.mu.Lock()
+	defer s.view.mu.Unlock()
+	return s.view.proj.Idx.Has(id, k)
 }
 
-// recentObject returns the bytes of object id of kind k if this process's
-// last commit built it and the writer's view holds it.
-func (s *Store) recentObject(id ID, k objects.Kind) ([]byte, bool) {
-	s.recentMu.Lock()
-	data, ok := s.recent[id]
-	s.recentMu.Unlock()
-	if !ok {
-		return nil, false
+// Read reads an object in the writer's view, from the last commit's
+// objects when it is one of them and the projection holds it as such.
+func (v *writerView) Read(id ID, k objects.Kind) ([]byte, error) {
+	s := (*Store)(v)
+	if data, ok := s.recent.Get(id); ok {
+		s.view.mu.Lock()
+		l, ok := s.view.proj.Idx.GetKind(id, k)
+		s.view.mu.Unlock()
+		if ok && l.Kind == k && !l.Loose && l.Size == int64(len(data)) {
+			return data, nil
+		}
 	}
-	s.mu.Lock()
-	l, ok := s.p.idx.getKind(id, k)
-	s.mu.Unlock()
-	if !ok || l.Kind != k || l.Loose || l.Size != int64(len(data)) {
-		return nil, false
-	}
-	return data, true
+	return s.readObject(id, k, ^uint64(0), true)
 }
 
 // UpdateRefs applies every compare-and-swap in u in one journal frame, all
@@ -163,7 +138,7 @@ func (s *Store) UpdateRefs(u ...RefUpdate) error {
 	seen := map[string]bool{}
 	for i, x := range u {
 		if err := refs.ValidateName(x.Name); err != nil {
-			return refErr(err)
+			return errs.Ref(err)
 		}
 		if seen[x.Name] {
 			return fmt.Errorf("%w: ref %q updated twice", ErrInvalid, x.Name)
@@ -177,871 +152,5 @@ func (s *Store) UpdateRefs(u ...RefUpdate) error {
 			need = append(need, x.New)
 		}
 	}
-	return s.transact(&txn{Time: s.o.Now().UTC(), Moves: moves}, need)
-}
-
-// transact appends t as one frame and returns once it is durable. need
-// lists changesets that must exist (parents, ref targets).
-//
-// Transactions of one process go through a commit pipeline: the first to
-// arrive leads a batch of every transaction waiting when it starts, takes
-// the writer lock once for all of them, appends each as its own frame
-// (each with its own checks, so one transaction's conflict is its alone),
-// makes them durable with one sync step, and hands the lead to the first
-// transaction that arrived meanwhile. Goroutines sharing a Store thus pay
-// one queue turn and one fdatasync per batch instead of one each, the way
-// Pebble's commit pipeline batches its writers; across processes, the sync
-// step groups the same way (syncTo).
-func (s *Store) transact(t *txn, need []ID) error {
-	payload := encodeTxn(t)
-	if len(payload) > journal.MaxPayload {
-		return fmt.Errorf("%w: transaction of %d bytes exceeds the frame limit", ErrInvalid, len(payload))
-	}
-	r := &commitReq{t: t, payload: payload, digest: journal.PayloadDigest(payload), need: need, turn: make(chan bool, 1)}
-	s.holdMu.Lock()
-	held := s.held
-	s.holdMu.Unlock()
-	if held {
-		// This process holds the writer lock (holdWriterLock): commit
-		// at once. Joining the pipeline could wait on a leader that waits
-		// in the queue behind the held turn.
-		s.commitBatch([]*commitReq{r})
-		return r.err
-	}
-	s.pipeMu.Lock()
-	s.pending = append(s.pending, r)
-	lead := !s.leading
-	s.leading = true
-	s.pipeMu.Unlock()
-	if !lead && !<-r.turn {
-		return r.err
-	}
-	s.pipeMu.Lock()
-	batch := s.pending
-	s.pending = nil
-	s.pipeMu.Unlock()
-	s.commitBatch(batch)
-	for _, o := range batch {
-		if o != r {
-			o.turn <- false
-		}
-	}
-	s.pipeMu.Lock()
-	if len(s.pending) > 0 {
-		s.pending[0].turn <- true
-	} else {
-		s.leading = false
-	}
-	s.pipeMu.Unlock()
-	return r.err
-}
-
-// commitReq is one transaction in the commit pipeline.
-type commitReq struct {
-	t       *txn
-	payload []byte
-	digest  [32]byte
-	need    []ID
-	seq     uint64 // frame appended (or, on a conflict, the end the check saw)
-	epoch   uint64
-	err     error
-	early   bool      // failed its compare-and-swap before its turn (earlyConflicts)
-	behind  bool      // other frames awaited a sync when this one was appended
-	turn    chan bool // true: lead the next batch; false: done, see err
-}
-
-// earlyConflicts fails, without the writer lock, every request of batch
-// whose ref moves conflict with the store as of the published end, and
-// returns how many requests still need their turn, or an I/O error. It decides only from a
-// projection caught up to an end read in this call, on a healthy store (the
-// precondition appendLocked checks under the lock), so the value a loser is
-// told of is one the ref held after the loser's call began, as under the
-// lock. Like a conflict found under the lock, its seq is the end the check
-// saw, which the sync step makes durable before the error is returned (C4,
-// C5). Anything else (the projection busy or behind, a torn read, another
-// epoch) leaves the decision to the turn. st is a read of both state
-// records made for this call (nil: the call reads them).
-func (s *Store) earlyConflicts(batch []*commitReq, st *stateRead) (live int, err error) {
-	moves := false
-	for _, r := range batch {
-		if !r.early {
-			live++
-			moves = moves || len(r.t.Moves) > 0
-		}
-	}
-	if !moves {
-		return live, nil
-	}
-	if st == nil {
-		if st, err = s.readState(); err != nil {
-			return live, err
-		}
-	}
-	end, eok, dur, dok := st.end, st.eok, st.dur, st.dok
-	if !s.healthy(end, eok, dur, dok) || !s.mu.TryLock() {
-		return live, nil
-	}
-	defer s.mu.Unlock()
-	if end.Epoch != s.epoch || s.p.nextSeq != end.NextSeq || s.p.pos != end.Pos {
-		return live, nil
-	}
-	for _, r := range batch {
-		if r.early || len(r.t.Moves) == 0 {
-			continue
-		}
-		var c *refs.Conflict
-		if err := s.p.refs.Check(r.t.Moves); errors.As(err, &c) {
-			r.early, r.err = true, refErr(err)
-			r.seq, r.epoch = end.NextSeq-1, end.Epoch
-			live--
-		}
-	}
-	return live, nil
-}
-
-// contended reports whether a request of batch moves a ref that another
-// writer moves too: one this process has seen moved from a value it did
-// not set, now or before (the mark stays: the winner of the last race for
-// a shared ref starts the next from its own value). Such a request may
-// lose its compare-and-swap while it queues, so it queues with lookahead
-// (withWriterLockIf), which lets it find out and leave early. A writer on
-// refs of its own waits once instead.
-func (s *Store) contended(batch []*commitReq) bool {
-	s.ownMu.Lock()
-	defer s.ownMu.Unlock()
-	hit := false
-	for _, r := range batch {
-		if r.early {
-			continue
-		}
-		for _, m := range r.t.Moves {
-			if s.shared[m.Name] {
-				hit = true
-			} else if s.ownHeads[m.Name] != m.Old {
-				if s.shared == nil {
-					s.shared = map[string]bool{}
-				}
-				s.shared[m.Name] = true
-				hit = true
-			}
-		}
-	}
-	return hit
-}
-
-// commitBatch appends every transaction of batch under one hold of the
-// writer lock and makes them durable; each request's err is its result.
-func (s *Store) commitBatch(batch []*commitReq) {
-	// One read of the state serves the catch-up before queueing and the
-	// first early conflict check (a system call less a commit).
-	st, err := s.readState()
-	if err == nil {
-		err = s.catchUpTo(st.end, st.eok)
-	}
-	if err != nil {
-		for _, r := range batch {
-			r.err = err
-		}
-		return
-	}
-	// A transaction whose compare-and-swap has already lost, to a frame
-	// published before it queued or while it queued, fails without its
-	// turn: with 32 writers racing for one ref, each publish used to cost
-	// a lock pass for every loser (about 30 per publish), and the winner,
-	// who learns the new head first, was the likeliest to win again.
-	// An I/O error on the way is the operation's (C9): it ends the wait
-	// and fails every request still waiting.
-	var nerr error
-	needed := func() bool {
-		live, err := s.earlyConflicts(batch, st)
-		st = nil
-		if err != nil {
-			nerr = err
-			return false
-		}
-		return live > 0
-	}
-	if !needed() {
-		if nerr == nil {
-			s.renewPlace()
-		}
-	} else {
-		// A place lost in the queue is kept for a commit that advances
-		// a ref: it is retried as one call, and its retry publishes next.
-		// A bare ref update is not: its retry usually follows a new
-		// commit, and its place would hold up the queue, front and all,
-		// until given up (a fifth of the publishes per second of commit
-		// then ref CAS, 32 writers). Only a contended batch queues with
-		// the checks that can lose it its turn.
-		s.fitPlace(batch)
-		contended := s.contended(batch)
-		var moves []string
-		for _, r := range batch {
-			if !contended || len(r.t.Objs) == 0 {
-				continue
-			}
-			for _, m := range r.t.Moves {
-				moves = append(moves, m.Name)
-			}
-		}
-		err = s.withWriterLockIf(func() error {
-			for _, r := range batch {
-				if !r.early {
-					r.seq, r.epoch, r.err = s.appendLocked(r.t, r.payload, r.digest, r.need)
-					r.behind = s.durBehind
-				}
-			}
-			return nil
-		}, needed, contended, moves)
-	}
-	if errors.Is(err, errNotNeeded) || err == nil {
-		err = nerr
-	}
-	if err != nil {
-		for _, r := range batch {
-			if r.err == nil {
-				r.err = err
-			}
-		}
-	}
-	// The sync step: one syncTo for the highest frame of each epoch (one
-	// epoch, unless a recovery ran inside the batch). A conflict's seq is
-	// the end its check saw: a loser must be told only a value every later
-	// reader sees (C4, C5), so that end is made durable before the
-	// ConflictError is returned, by the same step.
-	top := map[uint64]uint64{}
-	peek := map[uint64]bool{}
-	for _, r := range batch {
-		var ce *ConflictError
-		if (r.err == nil || errors.As(r.err, &ce)) && r.seq > 0 && r.seq > top[r.epoch] {
-			top[r.epoch] = r.seq
-		}
-		peek[r.epoch] = peek[r.epoch] || r.behind
-	}
-	if s.o.Weaken&WeakAckBeforeSync != 0 {
-		s.bg.Add(1)
-		go func() {
-			defer s.bg.Done()
-			for epoch, seq := range top {
-				s.syncTo(seq, epoch, true)
-			}
-		}()
-		return
-	}
-	serr := map[uint64]error{}
-	for epoch, seq := range top {
-		serr[epoch] = s.syncTo(seq, epoch, peek[epoch])
-	}
-	acked := false
-	for _, r := range batch {
-		var ce *ConflictError
-		switch {
-		case errors.As(r.err, &ce) && r.seq > 0 && serr[r.epoch] != nil:
-			r.err = fmt.Errorf("ref %q conflicts, but the value it saw could not be made durable: %w", ce.Ref, serr[r.epoch])
-		case r.err == nil:
-			r.err = serr[r.epoch]
-			acked = acked || r.err == nil
-		}
-		if r.err == nil && len(r.t.Moves) > 0 {
-			s.ownMu.Lock()
-			if s.ownHeads == nil {
-				s.ownHeads = map[string]ID{}
-			}
-			for _, m := range r.t.Moves {
-				s.ownHeads[m.Name] = m.New
-			}
-			s.ownMu.Unlock()
-		}
-	}
-	if acked {
-		s.maybeCheckpoint()
-	}
-}
-
-// catchUpUnlocked replays, without the writer lock, the frames other
-// writers have published since this process last looked: before a writer
-// queues, and while it queues (lockq.Join's progress), so the critical
-// section only replays the last few frames appended ahead of it. With many
-// writers nearly every frame is someone else's, and replaying them all under
-// the lock made every hand-off as long as a round of the others' frames.
-//
-// The published end is read without the lock, so what it finds may be
-// stale or cut under it by a concurrent recovery: a torn read, another
-// epoch, or a scan that stops short (ErrCorrupt) makes it stop and leave the
-// authoritative catch-up to appendLocked, which rereads the end under the
-// lock and reloads the projection if the epoch moved. An I/O error is the
-// operation's (C9): it is returned, and the caller fails.
-func (s *Store) catchUpUnlocked() error {
-	end, ok, err := s.st.read(recEnd)
-	if err != nil {
-		return err
-	}
-	return s.catchUpTo(end, ok)
-}
-
-// stateRead is one read of both state records.
-type stateRead struct {
-	end, dur stateRec
-	eok, dok bool
-}
-
-func (s *Store) readState() (*stateRead, error) {
-	var st stateRead
-	var err error
-	st.end, st.eok, st.dur, st.dok, err = s.st.readBoth()
-	return &st, err
-}
-
-// catchUpTo is catchUpUnlocked from an end record already read (ok false:
-// it was unreadable, and there is nothing to do).
-func (s *Store) catchUpTo(end stateRec, ok bool) error {
-	if !ok {
-		return nil
-	}
-	if !s.mu.TryLock() {
-		// Another goroutine of this process is using the projection
-		// (appending, or catching it up already).
-		return nil
-	}
-	defer s.mu.Unlock()
-	if end.Epoch != s.epoch || s.p.nextSeq >= end.NextSeq {
-		return nil
-	}
-	if err := s.catchUp(end.NextSeq); err != nil && !errors.Is(err, ErrCorrupt) {
-		return err
-	}
-	return nil
-}
-
-// appendLocked is the critical section: read the tail state, catch up,
-// check, append, publish the end. Caller holds LOCK.
-func (s *Store) appendLocked(t *txn, payload []byte, digest [32]byte, need []ID) (uint64, uint64, error) {
-	end, eok, dur, dok, err := s.st.readBoth()
-	if err != nil {
-		return 0, 0, err
-	}
-	if !s.healthy(end, eok, dur, dok) {
-		if _, err := s.recoverLocked(false); err != nil {
-			return 0, 0, err
-		}
-		if end, eok, dur, dok, err = s.st.readBoth(); err != nil {
-			return 0, 0, err
-		}
-		if !eok || !dok {
-			return 0, 0, corrupt(s.st.path, 0, "state unreadable after recovery")
-		}
-	}
-	s.mu.Lock()
-	locked := true
-	defer func() {
-		if locked {
-			s.mu.Unlock()
-		}
-	}()
-	if end.Epoch != s.epoch {
-		if err := s.reload(end.Epoch, end.NextSeq); err != nil {
-			return 0, 0, err
-		}
-	}
-	if len(t.Objs) > 0 && s.epoch != t.builtEpoch {
-		return 0, 0, errRebuild
-	}
-	if err := s.catchUp(end.NextSeq); err != nil {
-		return 0, 0, err
-	}
-	if s.p.nextSeq != end.NextSeq || s.p.pos != end.Pos {
-		return 0, 0, corrupt(s.st.path, 0, "published end %s/%d does not match the journal (%s/%d)",
-			end.Pos, end.NextSeq, s.p.pos, s.p.nextSeq)
-	}
-	for _, id := range need {
-		if l, ok := s.p.idx.getKind(id, objects.KindChangeset); !ok || l.Kind != objects.KindChangeset {
-			if err := s.p.idx.takeErr(); err != nil {
-				return 0, 0, err
-			}
-			return 0, 0, fmt.Errorf("%w: changeset %s", ErrNotFound, id)
-		}
-	}
-	if err := s.p.refs.Check(t.Moves); err != nil {
-		// The conflict reports a value from the projection up to end,
-		// which may include frames not yet durable: the caller makes
-		// end durable before reporting it (see transact).
-		return end.NextSeq - 1, end.Epoch, refErr(err)
-	}
-	// Whether any changeset of t is in the store already: the check replay
-	// would make, made once here and recorded in the frame's kind.
-	kind := byte(frameTxnFresh)
-	for _, o := range t.Objs {
-		if o.Kind == objects.KindChangeset && s.p.idx.has(o.ID, o.Kind) {
-			kind = frameTxn
-		}
-	}
-	if err := s.p.idx.takeErr(); err != nil {
-		return 0, 0, err
-	}
-	if s.o.Weaken&WeakFalseFresh != 0 {
-		kind = frameTxnFresh
-	}
-	seq := end.NextSeq
-	s.durBehind = dur.NextSeq != end.NextSeq
-	// The append runs without s.mu. A write into the page a sync is
-	// writing back waits for it, and crossing into a new window zero-fills
-	// it: a snapshot in this process waited behind both (P7). Nothing moves
-	// the projection meanwhile: this holds the writer lock, so no recovery
-	// can change the epoch, and every catch-up stops at the published end,
-	// which is the projection's until the end below is written.
-	s.mu.Unlock()
-	locked = false
-	frame := journal.EncodeFrame(s.key, kind, seq, dur.NextSeq-1, payload, digest)
-	at, err := s.w.Append(end.Pos, seq, frame)
-	if err != nil {
-		s.w.Close()
-		return 0, 0, ioErr(fmt.Sprintf("append frame %d to %s", seq, journal.SegName(at.Seg)), err)
-	}
-	s.mu.Lock()
-	locked = true
-	if s.epoch != end.Epoch || s.p.nextSeq != seq || s.p.pos != end.Pos {
-		return 0, 0, fmt.Errorf("%w: the projection moved to %s/%d while frame %d was appended at %s",
-			ErrIO, s.p.pos, s.p.nextSeq, seq, end.Pos)
-	}
-	fr := &journal.Frame{Kind: kind, Seq: seq, Watermark: dur.NextSeq - 1, Payload: payload, Pos: at, Size: int64(len(frame))}
-	newEnd := stateRec{Epoch: end.Epoch, Pos: fr.End(), NextSeq: seq + 1, Boot: s.boot}
-	if err := s.st.write(recEnd, newEnd); err != nil {
-		return 0, 0, err
-	}
-	// The in-memory moves carry the time as a replay decodes it.
-	t.Time = time.Unix(0, t.Time.UnixNano()).UTC()
-	if err := s.p.applyTxn(fr, t, s.jcfg.SegPath(at.Seg)); err != nil {
-		return 0, 0, err
-	}
-	s.markLocked()
-	return seq, end.Epoch, nil
-}
-
-// syncTo returns once frame seq is durable: under SYNCLOCK, if the published
-// durable position already covers it (someone else's fdatasync did), it
-// returns at once; otherwise it reads the end, fdatasyncs every segment from
-// the durable one to the end one, and publishes durable = end. One fdatasync
-// thus serves every frame appended before it (group commit). A failed sync
-// poisons the store and the durable record: the frames past it are never
-// synced again and acknowledged; recovery cuts them.
-//
-// peek: look at the durable record before queueing for SYNCLOCK. A writer
-// whose append found every published frame durable already is most likely
-// alone (one writer committing back to back), and nobody's sync can have
-// covered its frame yet; it skips the look, a system call a commit. Either
-// way the record is read again under SYNCLOCK, which decides.
-func (s *Store) syncTo(seq, epoch uint64, peek bool) error {
-	// Most waiters in a busy store find their frame already covered by a
-	// sync another writer made while they appended. They learn it from the
-	// durable record without queueing for SYNCLOCK: that record is written
-	// only after the fdatasync it reports, and a read torn by a concurrent
-	// write fails its checksum and falls through to the locked path.
-	if peek {
-		dur, ok, err := s.st.read(recDurable)
-		if err != nil {
-			return err
-		}
-		if ok && dur.Epoch == epoch && dur.Flags&flagPoisoned == 0 && dur.NextSeq > seq {
-			return nil
-		}
-	}
-	l, err := s.fs.Lock(s.lockPath("SYNCLOCK"), s.o.LockTimeout)
-	if err != nil {
-		if errors.Is(err, ErrBusy) {
-			return fmt.Errorf("sync lock of %s: %w", s.dir, err)
-		}
-		return ioErr("sync lock", err)
-	}
-	defer l.Unlock()
-	// One read for both records. Durable is written only under SYNCLOCK,
-	// which this holds; end is written by writers under LOCK, so a torn
-	// read of it is read again (readStable).
-	end, eok, dur, dok, err := s.st.readBoth()
-	if err != nil {
-		return err
-	}
-	if !dok || dur.Epoch != epoch {
-		return fmt.Errorf("%w: frame %d was cut by a recovery before it became durable", ErrIO, seq)
-	}
-	if dur.Flags&flagPoisoned != 0 {
-		return fmt.Errorf("%w: frame %d: an earlier journal sync failed; the tail awaits recovery", ErrIO, seq)
-	}
-	if dur.NextSeq > seq {
-		return nil
-	}
-	return s.syncLocked(seq, epoch, end, eok, dur)
-}
-
-// syncLocked is the sync step proper, for a frame seq the durable record
-// dur does not cover: it fdatasyncs the journal through the published end
-// and publishes durable = end. Caller holds SYNCLOCK and read end (eok: the
-// read was valid) and dur under it.
-func (s *Store) syncLocked(seq, epoch uint64, end stateRec, eok bool, dur stateRec) error {
-	var err error
-	if !eok {
-		if end, eok, err = s.st.readStable(recEnd, s.boot); err != nil {
-			return err
-		}
-	}
-	if !eok || end.Epoch != epoch || end.NextSeq <= seq {
-		return fmt.Errorf("%w: frame %d: published end unreadable or behind it", ErrIO, seq)
-	}
-	newDur := end
-	newDur.Boot = s.boot
-	if s.o.Weaken&WeakEarlyDurable != 0 {
-		if err := s.st.write(recDurable, newDur); err != nil {
-			return err
-		}
-	}
-	if s.o.Weaken&WeakSkipDatasync == 0 {
-		if err := s.syncJournal(dur.Pos.Seg, end.Pos.Seg, epoch); err != nil {
-			s.poisoned.Store(true)
-			dur.Flags |= flagPoisoned
-			_ = s.st.write(recDurable, dur)
-			return ioErr(fmt.Sprintf("sync journal for frame %d", seq), err)
-		}
-	}
-	return s.st.write(recDurable, newDur)
-}
-
-// syncOrphaned makes the frames published through seq durable, unless a
-// process is in the sync step, which will. An open calls it when the
-// published end is past the durable one. Such frames belong to a writer
-// that is about to sync them, is syncing them, or died in between: a
-// process crash leaves them in the page cache, where they wait for the next
-// writer's sync. Until then no snapshot shows them, so a client that opens
-// the store after a writer was killed, reads a ref and moves it, loses its
-// compare-and-swap to a frame it could not see and must retry (in W4,
-// five recoveries of nine). The sync is the one the next writer would
-// make; an open that finds SYNCLOCK held leaves it to its holder.
-func (s *Store) syncOrphaned(seq, epoch uint64) error {
-	l, err := s.fs.Lock(s.lockPath("SYNCLOCK"), 0)
-	if errors.Is(err, ErrBusy) {
-		return nil
-	}
-	if err != nil {
-		return ioErr("sync lock", err)
-	}
-	defer l.Unlock()
-	end, eok, dur, dok, err := s.st.readBoth()
-	if err != nil {
-		return err
-	}
-	if !dok || dur.Epoch != epoch || dur.Flags&flagPoisoned != 0 || dur.NextSeq > seq {
-		// Recovered or poisoned meanwhile (the next writer's recovery
-		// decides), or already covered.
-		return nil
-	}
-	return s.syncLocked(seq, epoch, end, eok, dur)
-}
-
-// syncJournal fdatasyncs segments from..to. Caller holds SYNCLOCK. The
-// common case, one segment, reuses a handle kept open across commits (one
-// open per segment per Store instead of one per commit). The handle is tied
-// to the epoch it was opened under: a segment is removed (and its number may
-// be created again) only by a recovery that cuts frames, which changes the
-// epoch, so a handle of the current epoch and segment names the live file.
-func (s *Store) syncJournal(from, to, epoch uint64) error {
-	if from != to {
-		return s.jcfg.Sync(from, to)
-	}
-	s.syncMu.Lock()
-	defer s.syncMu.Unlock()
-	if s.syncF == nil || s.syncSeg != to || s.syncEpoch != epoch {
-		s.closeSyncLocked()
-		f, err := s.fs.OpenFile(s.jcfg.SegPath(to), os.O_RDWR, 0)
-		if err != nil {
-			return err
-		}
-		s.syncF, s.syncSeg, s.syncEpoch = f, to, epoch
-	}
-	if err := vfs.Datasync(s.syncF); err != nil {
-		// A failed sync poisons the store; the handle is not reused.
-		s.closeSyncLocked()
-		return err
-	}
-	return nil
-}
-
-// closeSyncLocked closes the cached sync handle. Caller holds syncMu.
-func (s *Store) closeSyncLocked() {
-	if s.syncF != nil {
-		s.syncF.Close()
-		s.syncF = nil
-	}
-}
-
-// builder collects the objects of one commit, outside any lock.
-type builder struct {
-	s     *Store
-	objs  []txnObj
-	seen  map[ID]bool
-	loose []txnObj // with Data, written by writeLoose
-}
-
-// known reports whether the store already holds the object id of kind k,
-// which then need not travel in the frame. Nearly every object a commit
-// adds is new, so this is a check for an id expected absent: it searches
-// one table per run and lets the runs' filters answer once checks have
-// paid for loading them (runIdx.has). A lookup of any kind, two tables a
-// run without filters, made a fresh process's first commit read each of 4
-// runs 4 times per new object (the W4 recovery's first commit).
-func (b *builder) known(id ID, k objects.Kind) bool {
-	if b.seen[id] {
-		return true
-	}
-	b.s.mu.Lock()
-	ok := b.s.p.idx.has(id, k)
-	b.s.mu.Unlock()
-	return ok
-}
-
-func (b *builder) add(k objects.Kind, id ID, enc []byte) {
-	if b.known(id, k) {
-		return
-	}
-	b.seen[id] = true
-	o := txnObj{Kind: k, ID: id, Data: enc, Size: int64(len(enc))}
-	if k == objects.KindBlob && len(enc) > b.s.o.InlineThreshold {
-		b.loose = append(b.loose, o)
-		o.Loose, o.Data = true, nil
-	}
-	b.objs = append(b.objs, o)
-}
-
-// changeset reads a changeset from the writer's view (every appended
-// frame), catching up first if it is not there yet.
-func (b *builder) changeset(id ID) (*objects.Changeset, error) {
-	data, err := b.s.readBuilt(id, objects.KindChangeset)
-	if err != nil {
-		return nil, err
-	}
-	return decodeChangeset(id, data)
-}
-
-func (b *builder) tree(id ID) (*objects.Tree, error) {
-	data, err := b.s.readBuilt(id, objects.KindTree)
-	if err != nil {
-		return nil, err
-	}
-	return decodeTree(id, data)
-}
-
-// decodeChangeset decodes a stored changeset; bytes that fail to decode
-// are corruption of the object named id.
-func decodeChangeset(id ID, data []byte) (*objects.Changeset, error) {
-	cs, err := objects.DecodeChangeset(data)
-	if err != nil {
-		return nil, fmt.Errorf("%w: changeset %s: %w", ErrCorrupt, id, err)
-	}
-	return cs, nil
-}
-
-// decodeTree decodes a stored tree, as decodeChangeset does a changeset.
-func decodeTree(id ID, data []byte) (*objects.Tree, error) {
-	t, err := objects.DecodeTree(data)
-	if err != nil {
-		return nil, fmt.Errorf("%w: tree %s: %w", ErrCorrupt, id, err)
-	}
-	return t, nil
-}
-
-// readBuilt reads an object in the writer's view, from the last commit's
-// objects when it is one of them.
-func (s *Store) readBuilt(id ID, k objects.Kind) ([]byte, error) {
-	if data, ok := s.recentObject(id, k); ok {
-		return data, nil
-	}
-	return s.readObject(id, k, ^uint64(0), true)
-}
-
-// tnode is a directory being edited.
-type tnode struct {
-	entries map[string]objects.Entry
-	kids    map[string]*tnode
-}
-
-func (b *builder) node(id ID) (*tnode, error) {
-	n := &tnode{entries: map[string]objects.Entry{}, kids: map[string]*tnode{}}
-	if id.IsZero() {
-		return n, nil
-	}
-	t, err := b.tree(id)
-	if err != nil {
-		return nil, err
-	}
-	for _, e := range t.Entries {
-		n.entries[e.Name] = e
-	}
-	return n, nil
-}
-
-// apply edits the tree base with changes and returns the new root id and
-// the path changes for the delta hash.
-func (b *builder) apply(base ID, changes []Change) (ID, []objects.PathChange, error) {
-	root, err := b.node(base)
-	if err != nil {
-		return ID{}, nil, err
-	}
-	var delta []objects.PathChange
-	paths := map[string]bool{}
-	for _, c := range changes {
-		p, err := objects.CleanPath(c.Path)
-		if err != nil {
-			return ID{}, nil, fmt.Errorf("%w: %w", ErrInvalid, err)
-		}
-		if paths[p] {
-			return ID{}, nil, fmt.Errorf("%w: path %q changed twice", ErrInvalid, p)
-		}
-		paths[p] = true
-		mode := c.Mode
-		if mode == 0 {
-			mode = objects.ModeFile
-		}
-		if c.Delete {
-			mode = 0
-		} else if mode != objects.ModeFile && mode != objects.ModeExec && mode != objects.ModeSymlink {
-			return ID{}, nil, fmt.Errorf("%w: path %q: mode %o is not a file mode", ErrInvalid, p, mode)
-		}
-		comps := strings.Split(p, "/")
-		n := root
-		for i, comp := range comps[:len(comps)-1] {
-			kid, ok := n.kids[comp]
-			if !ok {
-				e, exists := n.entries[comp]
-				switch {
-				case exists && e.Mode != objects.ModeDir:
-					if c.Delete {
-						return ID{}, nil, fmt.Errorf("%w: path %q", ErrNotFound, p)
-					}
-					return ID{}, nil, fmt.Errorf("%w: path %q: %q is a file", ErrInvalid, p, strings.Join(comps[:i+1], "/"))
-				case exists:
-					if kid, err = b.node(e.ID); err != nil {
-						return ID{}, nil, err
-					}
-				case c.Delete:
-					return ID{}, nil, fmt.Errorf("%w: path %q", ErrNotFound, p)
-				default:
-					kid, _ = b.node(ID{})
-				}
-				n.kids[comp] = kid
-			}
-			n = kid
-		}
-		name := comps[len(comps)-1]
-		old, had := n.entries[name]
-		if _, isKid := n.kids[name]; isKid || (had && old.Mode == objects.ModeDir) {
-			return ID{}, nil, fmt.Errorf("%w: path %q is a directory", ErrInvalid, p)
-		}
-		if c.Delete {
-			if !had {
-				return ID{}, nil, fmt.Errorf("%w: path %q", ErrNotFound, p)
-			}
-			delete(n.entries, name)
-			delta = append(delta, objects.PathChange{Path: p, Op: objects.OpDelete})
-			continue
-		}
-		id := objects.BlobID(c.Data)
-		if had && old.ID == id && old.Mode == mode {
-			continue
-		}
-		b.add(objects.KindBlob, id, c.Data)
-		n.entries[name] = objects.Entry{Name: name, Mode: mode, ID: id}
-		op := objects.OpAdd
-		if had {
-			op = objects.OpModify
-		}
-		delta = append(delta, objects.PathChange{Path: p, Op: op, Mode: mode, ID: id})
-	}
-	id, _, err := b.write(root, true)
-	return id, delta, err
-}
-
-// write encodes n and its edited subdirectories bottom-up. An empty
-// subdirectory disappears; the root may be empty.
-func (b *builder) write(n *tnode, isRoot bool) (ID, bool, error) {
-	for name, kid := range n.kids {
-		id, empty, err := b.write(kid, false)
-		if err != nil {
-			return ID{}, false, err
-		}
-		if empty {
-			delete(n.entries, name)
-		} else {
-			n.entries[name] = objects.Entry{Name: name, Mode: objects.ModeDir, ID: id}
-		}
-	}
-	if len(n.entries) == 0 && !isRoot {
-		return ID{}, true, nil
-	}
-	t := &objects.Tree{Entries: make([]objects.Entry, 0, len(n.entries))}
-	for _, e := range n.entries {
-		t.Entries = append(t.Entries, e)
-	}
-	sort.Slice(t.Entries, func(i, j int) bool { return t.Entries[i].Name < t.Entries[j].Name })
-	enc, id, err := t.EncodeID()
-	if err != nil {
-		return ID{}, false, fmt.Errorf("%w: %w", ErrInvalid, err)
-	}
-	b.add(objects.KindTree, id, enc)
-	return id, false, nil
-}
-
-// loosePath is where a loose object lives: objects/ab/cdef….
-func (s *Store) loosePath(id ID) (dir, file string) {
-	h := id.String()
-	dir = path.Join(s.dir, "objects", h[:2])
-	return dir, path.Join(dir, h[2:])
-}
-
-// writeLoose makes every large blob durable before its frame: temp file,
-// datasync, link (never clobbering) into place, sync the directory.
-func (b *builder) writeLoose() error {
-	s := b.s
-	for _, o := range b.loose {
-		dir, final := s.loosePath(o.ID)
-		created := false
-		if _, err := s.fs.Stat(dir); errors.Is(err, fs.ErrNotExist) {
-			if err := s.fs.Mkdir(dir, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
-				return ioErr("create "+dir, err)
-			}
-			created = true
-		}
-		tmp := path.Join(s.dir, "objects", fmt.Sprintf("tmp-%s-%d", o.ID.String()[:16], time.Now().UnixNano()))
-		f, err := s.fs.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
-		if err != nil {
-			return ioErr("create loose object temp", err)
-		}
-		_, werr := f.WriteAt(o.Data, 0)
-		if werr == nil {
-			werr = vfs.Datasync(f)
-		}
-		cerr := f.Close()
-		if werr == nil {
-			werr = cerr
-		}
-		if werr == nil {
-			if err := s.fs.Link(tmp, final); err != nil && !errors.Is(err, fs.ErrExist) {
-				werr = err
-			}
-		}
-		rerr := s.fs.Remove(tmp)
-		if werr != nil {
-			return ioErr("write loose object "+o.ID.String(), werr)
-		}
-		if rerr != nil {
-			return ioErr("remove loose object temp", rerr)
-		}
-		if s.o.Weaken&WeakSkipDirSync == 0 {
-			if err := s.fs.SyncDir(dir); err != nil {
-				return ioErr("sync "+dir, err)
-			}
-			if created {
-				if err := s.fs.SyncDir(path.Join(s.dir, "objects")); err != nil {
-					return ioErr("sync objects directory", err)
-				}
-			}
-		}
-	}
-	return nil
+	return s.pipe.Commit(&txn.Txn{Time: s.opts.Now().UTC(), Moves: moves}, need)
 }

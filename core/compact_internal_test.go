@@ -4,87 +4,25 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"math"
 	"testing"
 
 	"github.com/spf13/afero"
 
+	"github.com/swarmops/swarmops/core/internal/ckpt"
+	"github.com/swarmops/swarmops/core/internal/compact"
 	"github.com/swarmops/swarmops/faultfs"
 )
-
-// TestMergeCountBoundsRunsAndRewrites drives the compaction policy through
-// a store's life of equal-sized checkpoints (and of uneven ones) and checks
-// both of its promises: a checkpoint never names more than maxRuns runs,
-// and the bytes compaction rewrites stay within a small multiple of
-// log2(checkpoints) per byte ingested. Merging every run whenever there are
-// too many fails the second bound by two orders of magnitude.
-func TestMergeCountBoundsRunsAndRewrites(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		size func(i int) int64
-	}{
-		{"equal", func(int) int64 { return 1000 }},
-		{"uneven", func(i int) int64 { return int64(200 + (i*7919)%1800) }},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			const checkpoints = 4000
-			var runs []int64 // newest first
-			var ingested, rewritten int64
-			for i := 0; i < checkpoints; i++ {
-				in := tc.size(i)
-				ingested += in
-				runs = append([]int64{in}, runs...)
-				if n := mergeCount(runs); n > 1 {
-					var m int64
-					for _, s := range runs[:n] {
-						m += s
-					}
-					rewritten += m
-					runs = append([]int64{m}, runs[n:]...)
-				}
-				if len(runs) > maxRuns {
-					t.Fatalf("checkpoint %d names %d runs, more than %d", i, len(runs), maxRuns)
-				}
-			}
-			amp := float64(rewritten) / float64(ingested)
-			bound := 2 * math.Log2(checkpoints)
-			t.Logf("%d checkpoints: %d runs at the end, %.1f bytes rewritten per byte ingested (bound %.1f)", checkpoints, len(runs), amp, bound)
-			if amp > bound {
-				t.Fatalf("compaction rewrote %.1f bytes per byte ingested, more than %.1f", amp, bound)
-			}
-		})
-	}
-}
-
-func TestMergeCount(t *testing.T) {
-	for _, tc := range []struct {
-		sizes []int64
-		want  int
-	}{
-		{nil, 0},
-		{[]int64{5}, 0},
-		{[]int64{1, 1}, 2},             // like sizes merge
-		{[]int64{1, 3}, 0},             // an older run over twice the size stays
-		{[]int64{1, 1, 3}, 3},          // 1+1 = 2 gathered, 3 <= 4
-		{[]int64{1, 100, 100, 100}, 0}, // big older runs are left alone
-		{[]int64{1, 1000, 900, 800, 700, 600, 500, 400, 300}, 2}, // nine runs: capped at maxRuns
-	} {
-		if got := mergeCount(tc.sizes); got != tc.want {
-			t.Errorf("mergeCount(%v) = %d, want %d", tc.sizes, got, tc.want)
-		}
-	}
-}
 
 // TestCheckpointsGoOnWhileAnotherProcessCompacts: checkpoints do not wait
 // for compaction. With MERGELOCK held by another process, every checkpoint
 // still publishes (the frames past the newest one stay under K) and the
-// runs pile up past maxRuns; once it is released the next compaction
-// merges them back to at most maxRuns and removes what crashed work left
+// runs pile up past compact.MaxRuns; once it is released the next compaction
+// merges them back to at most compact.MaxRuns and removes what crashed work left
 // in index/ (a temp file and a run no checkpoint names, both at or below
 // the checkpoint's sequence number), keeping a run file named past it (a
 // checkpoint in progress could be writing it). With merges made whether or
 // not MERGELOCK was had, as when the checkpoint merged, the runs never
-// passed maxRuns ("1 runs with compaction held off"); without
+// passed compact.MaxRuns ("1 runs with compaction held off"); without
 // removeLeftovers the leftovers stayed.
 func TestCheckpointsGoOnWhileAnotherProcessCompacts(t *testing.T) {
 	const k = 4
@@ -110,26 +48,26 @@ func TestCheckpointsGoOnWhileAnotherProcessCompacts(t *testing.T) {
 		}
 	}
 	commit(k)
-	l, err := m.Lock("/s/"+mergeLockName, 0)
+	l, err := m.Lock("/s/"+compact.LockName, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	commit(k * (maxRuns + 4))
-	c, err := readCheckpointFile(m, "/s")
+	commit(k * (compact.MaxRuns + 4))
+	c, err := ckpt.ReadFile(m, "/s")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if last := uint64(len(ids)); c.NextSeq+k <= last {
 		t.Fatalf("checkpoint at frame %d after %d commits with compaction held off; want within K = %d", c.NextSeq, last, k)
 	}
-	if len(c.Runs) <= maxRuns {
-		t.Fatalf("%d runs with compaction held off; want more than %d (a checkpoint merged)", len(c.Runs), maxRuns)
+	if len(c.Runs) <= compact.MaxRuns {
+		t.Fatalf("%d runs with compaction held off; want more than %d (a checkpoint merged)", len(c.Runs), compact.MaxRuns)
 	}
 	leftovers := []string{
-		runName(2, c.Epoch, "m") + ".tmp",
-		runName(c.NextSeq-1, c.Epoch, "mm"),
+		ckpt.RunName(2, c.Epoch, "m") + ".tmp",
+		ckpt.RunName(c.NextSeq-1, c.Epoch, "mm"),
 	}
-	future := runName(c.NextSeq+1000, c.Epoch, "")
+	future := ckpt.RunName(c.NextSeq+1000, c.Epoch, "")
 	for _, n := range append(leftovers, future) {
 		if err := afero.WriteFile(m, "/s/index/"+n, []byte("leftover"), 0o644); err != nil {
 			t.Fatal(err)
@@ -139,11 +77,11 @@ func TestCheckpointsGoOnWhileAnotherProcessCompacts(t *testing.T) {
 		t.Fatal(err)
 	}
 	commit(k)
-	if c, err = readCheckpointFile(m, "/s"); err != nil {
+	if c, err = ckpt.ReadFile(m, "/s"); err != nil {
 		t.Fatal(err)
 	}
-	if len(c.Runs) > maxRuns {
-		t.Fatalf("%d runs after compaction; want at most %d", len(c.Runs), maxRuns)
+	if len(c.Runs) > compact.MaxRuns {
+		t.Fatalf("%d runs after compaction; want at most %d", len(c.Runs), compact.MaxRuns)
 	}
 	for _, n := range leftovers {
 		if _, err := m.Stat("/s/index/" + n); !errors.Is(err, fs.ErrNotExist) {
@@ -195,10 +133,10 @@ func twoHandles(t *testing.T, k int) (*Store, *Store) {
 // tailOf returns how many changesets s's in-memory tail holds, and the
 // frames its runs cover (below ckpt) and it has replayed (below next).
 func tailOf(s *Store) (changesets int64, ckpt, next uint64) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	_, changesets, _ = s.p.idx.mem.count()
-	return changesets, s.p.ckptSeq, s.p.nextSeq
+	s.view.mu.Lock()
+	defer s.view.mu.Unlock()
+	_, changesets, _ = s.view.proj.Idx.Mem.Count()
+	return changesets, s.view.proj.CkptSeq, s.view.proj.NextSeq
 }
 
 // TestWritersAdoptOtherProcessesCheckpoints checks that a writer whose
@@ -299,7 +237,7 @@ func TestReadersAdoptCheckpoints(t *testing.T) {
 // TestRetiredRunsStayOpenWhilePinned is the race a deep Verify ran into:
 // it checks the projection's runs without the store's lock held, and a
 // checkpoint or merge installed meanwhile used to close them under it
-// ("file already closed"). A pinned runIdx that is retired stays open until
+// ("file already closed"). A pinned proj.RunIdx that is retired stays open until
 // its last borrower unpins it, and is closed then.
 func TestRetiredRunsStayOpenWhilePinned(t *testing.T) {
 	const k = 4
@@ -319,31 +257,30 @@ func TestRetiredRunsStayOpenWhilePinned(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	s.mu.Lock()
-	pinned := s.p.idx
-	x := pinned.pin()
-	s.mu.Unlock()
+	s.view.mu.Lock()
+	pinned := s.view.proj.Idx
+	x := pinned.Pin()
+	s.view.mu.Unlock()
 	if x == nil {
 		t.Fatal("no index runs after three checkpoints")
 	}
 	// Install the current checkpoint's runs again, as another process's
-	// checkpoint would: the projection retires the pinned runIdx.
-	cur, err := readCheckpoint(m, "/s")
+	// checkpoint would: the projection retires the pinned RunIdx.
+	cur, err := ckpt.Read(m, "/s")
 	if err != nil {
 		t.Fatal(err)
 	}
-	nx := cur.proj.idx.x
-	cur.proj.idx.x = nil
+	nx := cur.Proj.Idx.Detach()
 	s.installIndex(nx, cur.Runs, cur.NextSeq, cur.Epoch, cur.ReflogLen)
-	if s.p.idx == pinned {
-		t.Fatal("installIndex kept the old runIdx; the test needs it replaced")
+	if s.view.proj.Idx == pinned {
+		t.Fatal("installIndex kept the old RunIdx; the test needs it replaced")
 	}
 	if err := x.View().Verify(); err != nil {
 		t.Fatalf("pinned runs read after the projection dropped them: %v", err)
 	}
-	s.mu.Lock()
-	pinned.unpin()
-	s.mu.Unlock()
+	s.view.mu.Lock()
+	pinned.Unpin()
+	s.view.mu.Unlock()
 	if err := x.View().Verify(); err == nil {
 		t.Fatal("the runs are still readable after their last borrower unpinned them; they were never closed")
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/swarmops/swarmops/core"
 	"github.com/swarmops/swarmops/faultfs"
+	"github.com/swarmops/swarmops/internal/testknobs"
 )
 
 // crashSeeds is how many torn clones each crash point gets
@@ -89,7 +90,7 @@ func crashBase(t *testing.T) (*faultfs.MemFS, []core.ID) {
 // clones of each crash state, reopens, and returns every violation found:
 // an acknowledged op missing, a half-visible op, a store that does not
 // reopen, verify, take a new commit and reopen again.
-func sweep(t *testing.T, op crashOp, w core.Weakening, seeds int64, stopAtFirst bool) (points int, violations []string) {
+func sweep(t *testing.T, op crashOp, w testknobs.Weakening, seeds int64, stopAtFirst bool) (points int, violations []string) {
 	base, ids := crashBase(t)
 	head := ids[len(ids)-1]
 	// The op's result without a crash, to recognise it afterwards.
@@ -101,7 +102,9 @@ func sweep(t *testing.T, op crashOp, w core.Weakening, seeds int64, stopAtFirst 
 		live := base.CrashClone(faultfs.ProcessCrash, 0)
 		c := faultfs.NewCrashing(live, n)
 		acked := false
-		s, err := core.Open("/s", core.Options{FS: c, CheckpointEvery: 2, InlineThreshold: 256, Now: fixedNow, Weaken: w})
+		o := core.Options{FS: c, CheckpointEvery: 2, InlineThreshold: 256, Now: fixedNow}
+		testknobs.Weaken(&o, w)
+		s, err := core.Open("/s", o)
 		if err == nil {
 			_, err = op.run(s, head)
 			acked = err == nil
@@ -167,14 +170,14 @@ func TestCrashAtEveryCall(t *testing.T) {
 // canary that breaks a durability rule must produce a violation.
 func TestCrashCheckCatchesWeakenings(t *testing.T) {
 	cases := []struct {
-		w  core.Weakening
+		w  testknobs.Weakening
 		op int
 	}{
-		{core.WeakSkipDatasync, 1},
-		{core.WeakAckBeforeSync, 1},
-		{core.WeakEarlyDurable, 1},
-		{core.WeakEarlyDurable, 0},
-		{core.WeakSkipDirSync, 2},
+		{testknobs.SkipDatasync, 1},
+		{testknobs.AckBeforeSync, 1},
+		{testknobs.EarlyDurable, 1},
+		{testknobs.EarlyDurable, 0},
+		{testknobs.SkipDirSync, 2},
 	}
 	for _, c := range cases {
 		t.Run(fmt.Sprint(c.w), func(t *testing.T) {
@@ -189,7 +192,7 @@ func TestCrashCheckCatchesWeakenings(t *testing.T) {
 
 // readerSees reports whether a reader opening the crashed state (same boot)
 // sees the op's effect at the crash instant. An open that wrote or synced
-// (it made the dead writer's published frames durable, syncOrphaned) is not
+// (it made the dead writer's published frames durable, groupsync.Syncer.Orphaned) is not
 // such a reader: what it saw is durable because of its own sync, which the
 // crash clones of the instant do not have (crashsweep's pureReader).
 func readerSees(live *faultfs.MemFS, want core.ID, advance bool) bool {
@@ -376,9 +379,9 @@ func TestCrashDuringCreate(t *testing.T) {
 
 // TestOpenSyncsAnOrphanedTail: a writer killed between publishing its frame
 // and the sync step leaves the frame in the page cache, past the durable
-// end. The next open makes it durable (syncOrphaned), with one datasync, so
+// end. The next open makes it durable (groupsync.Syncer.Orphaned), with one datasync, so
 // the client that opens, reads main and moves it does not lose its
-// compare-and-swap to a frame it could not see. Without syncOrphaned the
+// compare-and-swap to a frame it could not see. Without that sync the
 // move conflicts at those crash points ("ref \"main\": expected ...").
 func TestOpenSyncsAnOrphanedTail(t *testing.T) {
 	base, ids := crashBase(t)

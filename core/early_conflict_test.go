@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/swarmops/swarmops/core/internal/errs"
 	"github.com/swarmops/swarmops/faultfs"
 )
 
@@ -31,7 +32,7 @@ func TestALostCompareAndSwapDoesNotWaitForTheLock(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	release, err := s1.holdWriterLock()
+	release, err := s1.writer.Hold()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +51,7 @@ func TestALostCompareAndSwapDoesNotWaitForTheLock(t *testing.T) {
 		took := time.Since(start)
 		var ce *ConflictError
 		if !errors.As(err, &ce) || ce.Current != a {
-			t.Fatalf("%s expecting an absent main: %v after %v; want a conflict with current %s", name, err, took, short(a))
+			t.Fatalf("%s expecting an absent main: %v after %v; want a conflict with current %s", name, err, took, errs.Short(a))
 		}
 		if took >= timeout {
 			t.Fatalf("%s: the conflict took %v, as long as the lock timeout", name, took)

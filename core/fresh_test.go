@@ -7,6 +7,7 @@ import (
 
 	"github.com/swarmops/swarmops/core"
 	"github.com/swarmops/swarmops/faultfs"
+	"github.com/swarmops/swarmops/internal/testknobs"
 )
 
 // TestReplayTrustsFreshFramesAndChecksTheOthers: a writer records in each
@@ -89,7 +90,7 @@ func TestReplayTrustsFreshFramesAndChecksTheOthers(t *testing.T) {
 // TestDeepVerifyReportsAFalseFreshClaim: replay trusts a fresh frame's word
 // that its changesets are new, so Verify(deep), which replays the whole
 // journal, checks it. A writer made to claim it for a changeset the store
-// already holds (the WeakFalseFresh canary) is reported, naming the frames;
+// already holds (the FalseFresh canary) is reported, naming the frames;
 // without the check in Verify the report was clean.
 func TestDeepVerifyReportsAFalseFreshClaim(t *testing.T) {
 	m := faultfs.NewMem()
@@ -99,7 +100,7 @@ func TestDeepVerifyReportsAFalseFreshClaim(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s1.Close()
-	o.Weaken = core.WeakFalseFresh
+	testknobs.Weaken(&o, testknobs.FalseFresh)
 	liar, err := core.Open("/s", o) // stays behind until it commits
 	if err != nil {
 		t.Fatal(err)

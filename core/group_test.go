@@ -24,8 +24,9 @@ import (
 // frame and asked for the sync lock, so the count is exact: the first sync
 // covers the first frame, the next one covers all the others, and the
 // remaining committers find their frames covered and return without
-// syncing. It fails if syncTo stops consulting the durable position (one
-// sync per commit) or syncs only its own frame.
+// syncing. It fails if the sync step (groupsync.Syncer.To) stops
+// consulting the durable position (one sync per commit) or syncs only its
+// own frame.
 func TestGroupCommitSharesSyncs(t *testing.T) {
 	for _, n := range []int{2, 8, 32} {
 		t.Run(fmt.Sprintf("writers=%d", n), func(t *testing.T) { groupCommitSharesSyncs(t, n) })

@@ -9,6 +9,7 @@ import (
 
 	"pgregory.net/rapid"
 
+	"github.com/swarmops/swarmops/core/internal/merge"
 	"github.com/swarmops/swarmops/core/objects"
 	"github.com/swarmops/swarmops/faultfs"
 )
@@ -53,7 +54,7 @@ func commitFiles(t *rapid.T, s *Store, files map[string]string) ID {
 // two flattened trees.
 func flatDiff(a, b map[string]objects.Entry) []PathChange {
 	var out []PathChange
-	for _, p := range changedPaths(a, b) {
+	for _, p := range merge.ChangedPaths(a, b) {
 		ea, aok := a[p]
 		eb, bok := b[p]
 		switch {
@@ -111,10 +112,10 @@ func TestTreeMergeEqualsAFlatMerge(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		fm := newPathMerge(maps.Clone(flat[base]), maps.Clone(flat[head]), maps.Clone(flat[theirs]))
+		fm := merge.New(maps.Clone(flat[base]), maps.Clone(flat[head]), maps.Clone(flat[theirs]))
 		same := func(when string) {
-			ge, gc := tm.result()
-			we, wc := fm.result()
+			ge, gc := tm.Result()
+			we, wc := fm.Result()
 			if fmt.Sprint(ge) != fmt.Sprint(we) || !slices.Equal(gc, wc) {
 				t.Fatalf("%s: tree merge: edits %v conflicts %v\nflat merge: edits %v conflicts %v", when, ge, gc, we, wc)
 			}
@@ -126,8 +127,8 @@ func TestTreeMergeEqualsAFlatMerge(t *testing.T) {
 		}
 		// The flat side is a fresh merge against head2, so that the edits
 		// Land derives from the diff (headEdits) are checked too.
-		tm.advanceHead(headEdits(d))
-		fm = newPathMerge(maps.Clone(flat[base]), maps.Clone(flat[head2]), maps.Clone(flat[theirs]))
+		tm.AdvanceHead(headEdits(d))
+		fm = merge.New(maps.Clone(flat[base]), maps.Clone(flat[head2]), maps.Clone(flat[theirs]))
 		same("after moving onto a newer head")
 	})
 }
@@ -179,7 +180,7 @@ func TestLandMergeReadsOnlyWhatTheChangeTouches(t *testing.T) {
 		t.Fatal(err)
 	}
 	calls := c.Total()
-	edits, conflicts := mg.result()
+	edits, conflicts := mg.Result()
 	if len(conflicts) != 0 || len(edits) != 1 || edits[0].Path != "d7/new" {
 		t.Fatalf("edits %v conflicts %v, want +d7/new", edits, conflicts)
 	}

@@ -216,7 +216,7 @@ func TestLookupReadsOneBucketPerRun(t *testing.T) {
 // swaps the index runs under them). Every changeset acknowledged before a
 // snapshot was taken must be found by it, whole. Meant for the race
 // detector: go test -race ./core -run TestConcurrentReadersShareTheCaches
-// (with csCache.get reading its map without the read lock it reported
+// (with the changeset cache's Get reading its map without the read lock it reported
 // "DATA RACE").
 func TestConcurrentReadersShareTheCaches(t *testing.T) {
 	m := faultfs.NewMem()

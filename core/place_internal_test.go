@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/swarmops/swarmops/core/internal/errs"
 	"github.com/swarmops/swarmops/core/objects"
 	"github.com/swarmops/swarmops/core/vfs"
 	"github.com/swarmops/swarmops/faultfs"
@@ -73,13 +74,13 @@ func placeRaceWith(t *testing.T, m vfs.FS, retryPlace time.Duration, lose func(l
 		t.Fatal(err)
 	}
 	op := lose(loser, a)
-	release, err := holder.holdWriterLock()
+	release, err := holder.writer.Hold()
 	if err != nil {
 		t.Fatal(err)
 	}
 	// The lone holder took LOCK without queueing; a ticket of its own
 	// stands for a writer queued ahead of the loser.
-	ahead, err := holder.q.Take(time.Now().Add(time.Minute))
+	ahead, err := holder.writer.Queue().Take(time.Now().Add(time.Minute))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +94,7 @@ func placeRaceWith(t *testing.T, m vfs.FS, retryPlace time.Duration, lose func(l
 	ahead.Leave()
 	var ce *ConflictError
 	if err := <-lost; !errors.As(err, &ce) || ce.Current != b {
-		t.Fatalf("the queued writer's advance from a: %v; want a conflict with current %s", err, short(b))
+		t.Fatalf("the queued writer's advance from a: %v; want a conflict with current %s", err, errs.Short(b))
 	}
 	return holder, loser, b
 }

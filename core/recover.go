@@ -3,161 +3,74 @@ package core
 import (
 	"errors"
 	"fmt"
-	"path"
-	"time"
 
-	"github.com/swarmops/swarmops/core/index"
-	"github.com/swarmops/swarmops/core/journal"
+	"github.com/swarmops/swarmops/core/internal/ckpt"
+	"github.com/swarmops/swarmops/core/internal/errs"
+	"github.com/swarmops/swarmops/core/internal/groupsync"
+	"github.com/swarmops/swarmops/core/internal/recovery"
+	"github.com/swarmops/swarmops/core/internal/state"
 )
 
-// recoverLocked re-establishes the durable prefix. Caller holds LOCK; it
-// takes SYNCLOCK too, so no writer appends and no syncer publishes while it
-// runs. What it does depends on what the state file says:
-//
-//   - healthy (same boot, valid, not poisoned): nothing, unless explicit, in
-//     which case it verifies every frame up to the end, syncs and publishes
-//     durable = end, cutting nothing.
-//   - poisoned by a failed sync in this boot: frames past the durable
-//     position were never acknowledged and their pages cannot be trusted
-//     (the kernel may have dropped them), so it cuts at the durable position.
-//   - otherwise (power loss: another boot, or an unreadable state): it scans
-//     from the checkpoint to the last valid frame, fails closed if that
-//     loses a frame known durable (checkpoint, an old durable record, or a
-//     later frame's watermark), and cuts the torn tail.
-//
-// Every step is idempotent: a crash at any point leaves a store the next
-// recovery handles the same way (C10).
+// recoverLocked re-establishes the durable prefix (core/internal/recovery)
+// and installs the recovered projection. Caller holds LOCK; it takes
+// SYNCLOCK too, so no writer appends and no syncer publishes while it runs.
+// When the state is healthy it only catches the projection up, unless
+// explicit, in which case it verifies every frame up to the end, syncs and
+// publishes durable = end, cutting nothing.
 func (s *Store) recoverLocked(explicit bool) (*RecoverReport, error) {
-	l, err := s.fs.Lock(s.lockPath("SYNCLOCK"), s.o.LockTimeout)
+	l, err := s.fs.Lock(s.lockPath(groupsync.LockName), s.opts.LockTimeout)
 	if err != nil {
 		if errors.Is(err, ErrBusy) {
 			return nil, fmt.Errorf("sync lock of %s: %w", s.dir, err)
 		}
-		return nil, ioErr("sync lock", err)
+		return nil, errs.IO("sync lock", err)
 	}
 	defer l.Unlock()
 	rep := &RecoverReport{}
-	end, eok, dur, dok, err := s.st.readBoth()
+	end, eok, dur, dok, err := s.state.ReadBoth()
 	if err != nil {
 		return nil, err
 	}
-	healthy := s.healthy(end, eok, dur, dok)
-	if healthy && !explicit {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		if end.Epoch != s.epoch {
+	if state.Healthy(end, eok, dur, dok, s.boot) && !explicit {
+		s.view.mu.Lock()
+		defer s.view.mu.Unlock()
+		if end.Epoch != s.view.epoch {
 			return rep, s.reload(end.Epoch, end.NextSeq)
 		}
 		return rep, s.catchUp(end.NextSeq)
 	}
-	c, err := readCheckpoint(s.fs, s.dir)
+	c, err := ckpt.Read(s.fs, s.dir)
 	if err != nil {
 		return rep, err
 	}
 	if c.Store != s.id {
-		return rep, corrupt(s.dir+"/checkpoint", 0, "checkpoint names another store")
+		return rep, errs.Corrupt(s.dir+"/checkpoint", 0, "checkpoint names another store")
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.r.Forget()
-	s.w.Close()
-	p := c.proj
-	installed := false
-	defer func() {
-		if !installed {
-			p.idx.close()
-		}
-	}()
-	durableSeq := c.NextSeq - 1
-	if dok && dur.NextSeq-1 > durableSeq {
-		durableSeq = dur.NextSeq - 1
-	}
-	var limit uint64
-	cut := true
-	switch {
-	case healthy:
-		limit, cut = end.NextSeq, false
-	case dok && dur.Boot == s.boot && dur.Flags&flagPoisoned != 0:
-		limit = dur.NextSeq
-	}
-	if limit > c.NextSeq {
-		p.idx.mem.reserve(limit - c.NextSeq)
-	}
-	var aerr error
-	res, err := s.r.ScanBorrowed(c.Pos, c.NextSeq, limit, func(fr *journal.Frame) error {
-		aerr = p.apply(fr, s.jcfg.SegPath(fr.Pos.Seg))
-		return aerr
-	})
-	if aerr != nil {
-		return rep, s.failClosed(rep, aerr)
-	}
-	if err != nil {
-		return rep, s.failClosed(rep, ioErr("scan journal", err))
-	}
-	rep.FramesReplayed = res.Frames
-	if limit != 0 && res.NextSeq < limit {
-		return rep, s.failClosed(rep, corrupt(s.jcfg.SegPath(res.End.Seg), res.End.Off,
-			"frame %d is missing or damaged before the published position (frame %d)", res.NextSeq, limit-1))
-	}
-	if limit == 0 {
-		if err := s.r.Classify(res.End, res.NextSeq, durableSeq); err != nil {
-			return rep, s.failClosed(rep, ioErr("classify journal tail", err))
-		}
-	}
-	if cut {
-		n, err := s.r.CutTail(res.End)
-		rep.TornBytesCut = n
-		if err != nil {
-			return rep, ioErr("cut torn tail", err)
-		}
-	}
-	if err := s.jcfg.Sync(c.Pos.Seg, res.End.Seg); err != nil {
-		return rep, ioErr("sync journal after recovery", err)
-	}
-	if cut {
-		// A power loss or a crashed init may have left entries of the
-		// store (the checkpoint renamed in, the store directory itself)
-		// only in the page cache; the state published below tells later
-		// openers the store is sound, so they are made durable first.
-		if err := s.fs.SyncDir(s.dir); err != nil {
-			return rep, ioErr("sync store directory after recovery", err)
-		}
-		if err := s.fs.SyncDir(path.Dir(path.Clean(s.dir))); err != nil {
-			return rep, ioErr("sync parent of the store directory after recovery", err)
-		}
-	}
-	epoch := end.Epoch
-	if cut {
-		epoch = max(end.Epoch, dur.Epoch, c.Epoch) + 1
-		if !eok && !dok {
-			epoch = randEpoch()
-		}
-	}
-	rec := stateRec{Epoch: epoch, Pos: res.End, NextSeq: res.NextSeq, Boot: s.boot}
-	if err := s.st.write(recDurable, rec); err != nil {
-		return rep, err
-	}
-	if err := s.st.write(recEnd, rec); err != nil {
-		return rep, err
-	}
-	if s.p != nil {
-		s.p.idx.retire()
-	}
-	s.p, installed = p, true
-	s.p.idx.setCache(s.blk)
-	s.epoch = epoch
-	s.markLocked()
-	s.csc.clear()
-	s.poisoned.Store(false)
-	return rep, nil
-}
-
-func (s *Store) failClosed(rep *RecoverReport, err error) error {
-	var ce *CorruptError
-	if errors.As(err, &ce) {
+	s.view.mu.Lock()
+	defer s.view.mu.Unlock()
+	s.view.reader.Forget()
+	s.appender.w.Close()
+	var rr recovery.Report
+	p, epoch, err := recovery.Run(recovery.Input{FS: s.fs, Dir: s.dir, Journal: s.jcfg, Reader: s.view.reader, Checkpoint: c,
+		State: s.state, End: end, Dur: dur, EOK: eok, DOK: dok, Boot: s.boot}, &rr)
+	rep.TornBytesCut, rep.FramesReplayed = rr.TornBytesCut, rr.FramesReplayed
+	for _, ce := range rr.Corrupt {
 		rep.Corrupt = append(rep.Corrupt, VerifyProblem{File: ce.File, Offset: ce.Offset, Reason: ce.Reason})
 	}
-	return err
+	if err != nil {
+		c.Proj.Idx.Close()
+		return rep, err
+	}
+	if s.view.proj != nil {
+		s.view.proj.Idx.Retire()
+	}
+	s.view.proj = p
+	s.view.proj.Idx.SetCache(s.blk)
+	s.view.epoch = epoch
+	s.markLocked()
+	s.csc.Clear()
+	s.poisoned.Store(false)
+	return rep, nil
 }
 
 // Recover is the explicit repair: it takes the writer lock, replays the
@@ -175,7 +88,7 @@ func Recover(dir string, o Options) (*RecoverReport, error) {
 	}
 	defer s.closeFiles()
 	var rep *RecoverReport
-	err = s.withWriterLock(func() error {
+	err = s.writer.With(func() error {
 		var err error
 		rep, err = s.recoverLocked(true)
 		return err
@@ -187,296 +100,4 @@ func Recover(dir string, o Options) (*RecoverReport, error) {
 		return rep, fmt.Errorf("recovered, but the checkpoint after it failed: %w", err)
 	}
 	return rep, nil
-}
-
-// Checkpoint writes a checkpoint of the durable prefix now, whatever the
-// number of frames since the last one, so that the next open or recovery
-// replays no journal: what a tool does before it leaves a store idle, as
-// SQLite's wal_checkpoint or Pebble's Flush. It waits up to LockTimeout for
-// a checkpoint another process is writing (ErrBusy after that), then makes
-// the index merges that are due (unless another process is compacting).
-// Like every checkpoint it changes no data, and its failure leaves the
-// previous checkpoint valid.
-func (s *Store) Checkpoint() error {
-	if err := s.usable(); err != nil {
-		return err
-	}
-	busy, err := s.checkpointWithin(s.o.LockTimeout, true)
-	if busy {
-		return fmt.Errorf("checkpoint lock of %s not taken within %v: %w", s.dir, s.o.LockTimeout, err)
-	}
-	if err != nil {
-		return err
-	}
-	// And the merges it makes due, unless another process is compacting.
-	return s.compactLoop()
-}
-
-// maybeCheckpoint writes a checkpoint when at least CheckpointEvery frames
-// are durable past the newest checkpoint this process knows of. It runs
-// after the commit is acknowledged, off the commit path: on a background
-// goroutine, or inline in the committing call when
-// Options.InlineCheckpoint is set. A checkpoint is an optimization of
-// recovery (the journal stays authoritative), so its failure never turns
-// the acknowledged commit into an error; it is recorded and returned by
-// Close (see ckptFailed).
-//
-// The background goroutine goes again while a checkpoint is still due when
-// it finishes: commits that arrived during a checkpoint would otherwise
-// find one running, skip theirs, and leave recovery more than K frames to
-// replay once the writers stop (C7). It stops on an error or when a pass
-// made no progress (another process holds CKPTLOCK). Close waits for it, so
-// a store closed right after a burst of commits leaves less than K frames
-// past its newest checkpoint.
-func (s *Store) maybeCheckpoint() {
-	if !s.checkpointDue() || !s.ckptRunning.CompareAndSwap(false, true) {
-		return
-	}
-	if s.o.InlineCheckpoint {
-		defer s.ckptRunning.Store(false)
-		err := s.checkpointNow(false)
-		if err == nil {
-			err = s.compactLoop()
-		}
-		s.recordCkptErr(err)
-		return
-	}
-	s.bg.Add(1)
-	go func() {
-		defer s.bg.Done()
-		defer s.ckptRunning.Store(false)
-		for {
-			before := s.ckptNext.Load()
-			if err := s.checkpointNow(false); err != nil {
-				s.recordCkptErr(err)
-				return
-			}
-			s.maybeCompact()
-			if s.ckptNext.Load() == before || !s.checkpointDue() {
-				return
-			}
-		}
-	}()
-}
-
-// maybeCompact starts a background compaction unless this process runs one
-// already, so that checkpoints go on while it merges.
-func (s *Store) maybeCompact() {
-	if !s.compacting.CompareAndSwap(false, true) {
-		return
-	}
-	s.bg.Add(1)
-	go func() {
-		defer s.bg.Done()
-		defer s.compacting.Store(false)
-		s.recordCkptErr(s.compactLoop())
-	}()
-}
-
-// checkpointDue reports whether CheckpointEvery frames have passed the
-// newest checkpoint this process knows of.
-func (s *Store) checkpointDue() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.p.nextSeq >= s.ckptNext.Load()+uint64(s.o.CheckpointEvery)
-}
-
-// recordCkptErr keeps the first checkpoint error for Close.
-func (s *Store) recordCkptErr(err error) {
-	if err == nil {
-		return
-	}
-	s.ckptMu.Lock()
-	if s.ckptErr == nil {
-		s.ckptErr = err
-	}
-	s.ckptMu.Unlock()
-}
-
-// ckptFailed returns (and clears) the recorded checkpoint error, wrapped to
-// say that no acknowledged commit is affected.
-func (s *Store) ckptFailed() error {
-	s.ckptMu.Lock()
-	defer s.ckptMu.Unlock()
-	err := s.ckptErr
-	s.ckptErr = nil
-	if err == nil {
-		return nil
-	}
-	return fmt.Errorf("a checkpoint after an acknowledged commit failed (every acknowledged commit is durable; recovery replays more journal until a checkpoint succeeds): %w", err)
-}
-
-// checkpointNow writes a checkpoint of the durable prefix if it can take
-// CKPTLOCK at once (another process writing one makes this one
-// unnecessary, so a busy lock is not an error). force writes one even if
-// few frames are new. It returns every I/O error, typed.
-func (s *Store) checkpointNow(force bool) error {
-	if busy, err := s.checkpointWithin(0, force); !busy {
-		return err
-	}
-	return nil
-}
-
-// checkpointWithin writes a checkpoint under CKPTLOCK, waiting up to
-// timeout for it. busy reports that the lock was not had in time (err is
-// then the lock's ErrBusy); every other error is typed.
-func (s *Store) checkpointWithin(timeout time.Duration, force bool) (busy bool, err error) {
-	l, err := s.fs.Lock(s.lockPath("CKPTLOCK"), timeout)
-	if err != nil {
-		if errors.Is(err, ErrBusy) {
-			return true, err
-		}
-		return false, ioErr("checkpoint lock", err)
-	}
-	err = s.checkpointLocked(force)
-	if uerr := l.Unlock(); uerr != nil && err == nil {
-		err = ioErr("checkpoint unlock", uerr)
-	}
-	return false, err
-}
-
-func (s *Store) checkpointLocked(force bool) error {
-	cur, err := readCheckpoint(s.fs, s.dir)
-	if err != nil {
-		return err
-	}
-	s.ckptNext.Store(max(s.ckptNext.Load(), cur.NextSeq))
-	dur, ok, err := s.st.readStable(recDurable, s.boot)
-	if err != nil {
-		return err
-	}
-	if !ok {
-		// The state is being recovered (or was lost): the next opener
-		// recovers, and a later checkpoint covers its prefix.
-		return nil
-	}
-	s.mu.Lock()
-	if dur.Epoch != s.epoch || (!force && dur.NextSeq < cur.NextSeq+uint64(s.o.CheckpointEvery)) {
-		// Another process wrote the checkpoint this one was due for: the
-		// projection swaps its tail of the frames before it for the
-		// checkpoint's runs, as after a checkpoint of its own. Without
-		// this, every process but the one that happened to write each
-		// checkpoint kept every frame it replayed in memory: with 32
-		// writers, maps that grew without end, and their growth was a
-		// quarter of the page faults of W2.
-		adopt := cur.Epoch == s.epoch && cur.NextSeq > s.p.ckptSeq && s.p.nextSeq >= cur.NextSeq
-		s.mu.Unlock()
-		if adopt {
-			x := cur.proj.idx.x
-			cur.proj.idx.x = nil // installIndex owns the open runs now
-			s.installIndex(x, cur.Runs, cur.NextSeq, cur.Epoch, cur.ReflogLen)
-		}
-		return nil
-	}
-	if err := s.catchUp(dur.NextSeq); err != nil {
-		s.mu.Unlock()
-		return err
-	}
-	// The projection may include frames past the durable position; the
-	// checkpoint covers exactly the durable prefix. The records of the frames
-	// since the current checkpoint become a new index run (durable before the
-	// checkpoint names it); the ref table goes into the checkpoint.
-	batch := s.p.idx.batchBetween(cur.NextSeq, dur.NextSeq)
-	if b := s.p.refs.Base(); b > cur.NextSeq {
-		s.mu.Unlock()
-		return fmt.Errorf("%w: the ref table holds moves from frame %d on, the checkpoint needs them from %d", ErrIO, b, cur.NextSeq)
-	}
-	rnames, rlogs := s.p.refs.Since(cur.NextSeq, dur.NextSeq)
-	s.mu.Unlock()
-	defer cur.proj.idx.close()
-	// Replay does not look blobs and trees up in the runs, so the tail may
-	// repeat some the runs hold: they stay out of the new run.
-	cur.proj.idx.expectObjectChecks(len(batch.Objects))
-	objs := batch.Objects[:0]
-	for _, o := range batch.Objects {
-		if !cur.proj.idx.has(ID(o.ID), o.Kind) {
-			objs = append(objs, o)
-		}
-	}
-	if err := cur.proj.idx.takeErr(); err != nil {
-		return err
-	}
-	batch.Objects = objs
-	names := append([]string(nil), cur.Runs...)
-	if len(batch.Changesets)+len(batch.Objects) > 0 {
-		// Merging runs is compaction's (compact.go), after this
-		// checkpoint is published: a merge inside it held every later
-		// checkpoint back for as long as the merge took.
-		name := runName(dur.NextSeq, dur.Epoch, "")
-		r, err := index.WriteRun(s.fs, path.Join(s.dir, indexDir, name), dur.NextSeq, batch)
-		if err != nil {
-			return indexErr("write index run", err)
-		}
-		r.Close()
-		names = append([]string{name}, names...)
-	}
-	// The moves since the current checkpoint go to the reflog file, durable
-	// before the checkpoint names its new length; the checkpoint keeps only
-	// each ref's last move.
-	reflogLen := cur.ReflogLen
-	if len(rnames) > 0 {
-		chunk := encodeReflogChunk(cur.NextSeq, dur.NextSeq, rnames, rlogs)
-		if reflogLen, err = appendReflog(s.fs, s.dir, cur.ReflogLen, chunk); err != nil {
-			return err
-		}
-	}
-	s.mu.Lock()
-	b := encodeCheckpoint(s.id, dur.Pos, dur.NextSeq, dur.Epoch, names, reflogLen, s.p.refs)
-	s.mu.Unlock()
-	if err := writeCheckpoint(s.fs, s.dir, b, false); err != nil {
-		return err
-	}
-	s.ckptNext.Store(dur.NextSeq)
-	// The checkpoint naming the new run list is durable: the projection
-	// swaps its tail for the runs.
-	return s.installRuns(names, dur.NextSeq, dur.Epoch, reflogLen)
-}
-
-// maxRuns bounds the runs compaction leaves (checkpoints written while a
-// merge runs add to them until the next merge).
-const maxRuns = 8
-
-// mergeCount picks the runs compaction merges: given the sizes of the
-// checkpoint's runs, newest first, it returns how many of the newest to
-// merge into one (0 or 1: none).
-//
-// The policy is size-tiered: the newest runs are merged while the next
-// older run is no more than twice the size gathered so far, so runs form a
-// roughly geometric series and each record is rewritten O(log(N/K)) times
-// over a store's life. Merging every run whenever there are too many (the
-// earlier policy) rewrote the whole index every maxRuns+1 checkpoints: at
-// 1M changesets, hundreds of megabytes per few thousand commits. The run
-// count is also capped at maxRuns, by merging as many of the newest as it
-// takes.
-func mergeCount(sizes []int64) int {
-	if len(sizes) < 2 {
-		return 0
-	}
-	n, acc := 1, sizes[0]
-	for n < len(sizes) && sizes[n] <= 2*acc {
-		acc += sizes[n]
-		n++
-	}
-	if len(sizes)-n+1 > maxRuns {
-		n = len(sizes) - maxRuns + 1
-	}
-	if n < 2 {
-		return 0
-	}
-	return n
-}
-
-// runName names the index run written by the checkpoint at nextSeq.
-func runName(nextSeq, epoch uint64, kind string) string {
-	return fmt.Sprintf("run-%016x-%016x%s", nextSeq, epoch, kind)
-}
-
-// indexErr types an error from core/index: damage is ErrCorrupt, the rest
-// I/O.
-func indexErr(op string, err error) error {
-	var ce *index.CorruptError
-	if errors.As(err, &ce) {
-		return corrupt(ce.File, ce.Offset, "%s: %s", op, ce.Reason)
-	}
-	return ioErr(op, err)
 }

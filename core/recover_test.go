@@ -12,6 +12,7 @@ import (
 	"github.com/swarmops/swarmops/core/journal"
 	"github.com/swarmops/swarmops/core/vfs"
 	"github.com/swarmops/swarmops/faultfs"
+	"github.com/swarmops/swarmops/internal/testknobs"
 )
 
 const seg1 = "/s/journal/seg-000000000001"
@@ -140,11 +141,13 @@ func TestFlippedBitInDurablePrefixIsCorrupt(t *testing.T) {
 }
 
 // TestFlippedBitGoesUnnoticedWithoutChecksums shows the corruption check can
-// fail: with the WeakSkipChecksum canary the same flip opens silently.
+// fail: with the SkipChecksum canary the same flip opens silently.
 func TestFlippedBitGoesUnnoticedWithoutChecksums(t *testing.T) {
 	m, _, _ := threeCommits(t, core.Options{})
 	flipBit(t, m, seg1, journal.FirstFrame+journal.FrameHeaderSize+20)
-	s, err := core.Open("/s", core.Options{FS: m.CrashClone(faultfs.Strict, 0), Weaken: core.WeakSkipChecksum})
+	o := core.Options{FS: m.CrashClone(faultfs.Strict, 0)}
+	testknobs.Weaken(&o, testknobs.SkipChecksum)
+	s, err := core.Open("/s", o)
 	if err != nil {
 		t.Fatalf("with checksums skipped the flip should go unnoticed, got %v", err)
 	}

@@ -1,18 +1,18 @@
 package core
 
 import (
-	"errors"
 	"fmt"
-	"io/fs"
-	"os"
-	"sort"
 	"strconv"
 	"strings"
 
+	"github.com/swarmops/swarmops/core/internal/errs"
+	"github.com/swarmops/swarmops/core/internal/proj"
+	"github.com/swarmops/swarmops/core/internal/reflog"
+	"github.com/swarmops/swarmops/core/internal/state"
+	"github.com/swarmops/swarmops/core/internal/treebuild"
 	"github.com/swarmops/swarmops/core/journal"
 	"github.com/swarmops/swarmops/core/objects"
 	"github.com/swarmops/swarmops/core/refs"
-	"github.com/swarmops/swarmops/core/vfs"
 )
 
 // Snapshot is a lock-free, read-only view of the durable prefix: it sees
@@ -30,25 +30,25 @@ func (s *Store) Snapshot() (*Snapshot, error) {
 	if s.closed.Load() {
 		return nil, fmt.Errorf("%w: store is closed", ErrClosed)
 	}
-	dur, ok, err := s.st.read(recDurable)
+	dur, ok, err := s.state.Read(state.Durable)
 	if err != nil {
 		return nil, err
 	}
 	if !ok || dur.Boot != s.boot {
-		if err := s.withWriterLock(func() error { _, err := s.recoverLocked(false); return err }); err != nil {
+		if err := s.writer.With(func() error { _, err := s.recoverLocked(false); return err }); err != nil {
 			return nil, err
 		}
-		if dur, ok, err = s.st.readStable(recDurable, s.boot); err != nil {
+		if dur, ok, err = s.state.ReadStable(state.Durable, s.boot); err != nil {
 			return nil, err
 		}
 		if !ok {
-			return nil, corrupt(s.st.path, stateDurableOff, "durable record unreadable after recovery")
+			return nil, errs.Corrupt(s.state.Path(), state.DurableOff, "durable record unreadable after recovery")
 		}
 	}
 	// The common case takes no mutex: the projection already holds the
 	// durable prefix, so a reader does not wait for a writer of this
 	// process that is appending (P7).
-	if m := s.mark.Load(); m != nil && m.epoch == dur.Epoch && m.next >= dur.NextSeq {
+	if m := s.view.mark.Load(); m != nil && m.epoch == dur.Epoch && m.next >= dur.NextSeq {
 		return &Snapshot{s: s, seq: dur.NextSeq - 1, pos: dur.Pos}, nil
 	}
 	if err := s.snapshotCatchUp(dur); err != nil {
@@ -59,10 +59,10 @@ func (s *Store) Snapshot() (*Snapshot, error) {
 }
 
 // snapshotCatchUp brings the projection to the durable record dur.
-func (s *Store) snapshotCatchUp(dur stateRec) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if dur.Epoch != s.epoch {
+func (s *Store) snapshotCatchUp(dur state.Rec) error {
+	s.view.mu.Lock()
+	defer s.view.mu.Unlock()
+	if dur.Epoch != s.view.epoch {
 		if err := s.reload(dur.Epoch, dur.NextSeq); err != nil {
 			return err
 		}
@@ -70,162 +70,18 @@ func (s *Store) snapshotCatchUp(dur stateRec) error {
 	return s.catchUp(dur.NextSeq)
 }
 
-// adoptForReader swaps the projection's tail for the runs of a newer
-// checkpoint once the tail holds more than 2K frames. Writers do this when
-// they are due for a checkpoint (checkpointLocked); a process that only
-// reads never is, and its tail held every frame it had replayed, without
-// end in a long-lived process beside busy writers. It is best effort: a
-// busy CKPTLOCK (held while a checkpoint or a merge installs runs), an I/O
-// error or no newer checkpoint leaves the projection as it is, complete,
-// and it tries again K frames later.
-func (s *Store) adoptForReader() {
-	k := uint64(s.o.CheckpointEvery)
-	s.mu.Lock()
-	next, base := s.p.nextSeq, s.p.ckptSeq
-	s.mu.Unlock()
-	if next < base+2*k || next < s.adoptTried.Load()+k || !s.adopting.CompareAndSwap(false, true) {
-		return
-	}
-	defer s.adopting.Store(false)
-	s.adoptTried.Store(next)
-	l, err := s.fs.Lock(s.lockPath("CKPTLOCK"), 0)
-	if err != nil {
-		return
-	}
-	defer l.Unlock()
-	// The checkpoint file alone first: its runs are opened only if it is
-	// newer than the projection's.
-	cur, err := readCheckpointFile(s.fs, s.dir)
-	if err != nil || cur.NextSeq <= base {
-		return
-	}
-	x, err := openRuns(s.fs, s.dir, cur.Runs)
-	if err != nil {
-		return
-	}
-	s.ckptNext.Store(max(s.ckptNext.Load(), cur.NextSeq))
-	s.installIndex(x, cur.Runs, cur.NextSeq, cur.Epoch, cur.ReflogLen)
-}
-
-// readObject returns the encoding of object id of kind k visible at maxSeq,
-// checking it against its id (unless the WeakSkipChecksum canary is on).
-// catchUp lets the writer's builder see frames other processes appended
-// since it last looked.
-func (s *Store) readObject(id ID, k objects.Kind, maxSeq uint64, catchUp bool) ([]byte, error) {
-	data, _, err := s.readObjectSeq(id, k, maxSeq, catchUp)
-	return data, err
-}
-
-// readObjectSeq is readObject that also returns the sequence number of the
-// frame that brought the object (0 for a blob or tree from an index run).
-func (s *Store) readObjectSeq(id ID, k objects.Kind, maxSeq uint64, catchUp bool) ([]byte, uint64, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	l, ok := s.p.idx.getKind(id, k)
-	if !ok && catchUp {
-		end, eok, err := s.st.readStable(recEnd, s.boot)
-		if err != nil {
-			return nil, 0, err
-		}
-		if eok && end.Epoch == s.epoch {
-			if err := s.catchUp(end.NextSeq); err != nil {
-				return nil, 0, err
-			}
-			l, ok = s.p.idx.getKind(id, k)
-		}
-	}
-	if ok && l.Seq > maxSeq && k != objects.KindChangeset {
-		// The tail's record may be a later copy of a blob or tree an index
-		// run already holds (replay does not look in the runs for them);
-		// the run's record is visible to every snapshot.
-		if rl, rok := s.p.idx.runKind(id, k); rok {
-			l = rl
-		}
-	}
-	if !ok || l.Seq > maxSeq {
-		if err := s.p.idx.takeErr(); err != nil {
-			return nil, 0, err
-		}
-	}
-	if !ok || l.Seq > maxSeq {
-		return nil, 0, fmt.Errorf("%w: %s %s", ErrNotFound, k, id)
-	}
-	if l.Kind != k {
-		return nil, 0, fmt.Errorf("%w: %s is a %s, not a %s", ErrNotFound, id, l.Kind, k)
-	}
-	data := make([]byte, l.Size)
-	var file string
-	var off int64
-	if l.Loose {
-		_, file = s.loosePath(id)
-		if err := s.readLoose(file, data); err != nil {
-			return nil, 0, err
-		}
-	} else {
-		if err := s.r.ReadAt(l.Seg, l.Off, data); err != nil {
-			return nil, 0, ioErr("read "+id.String(), err)
-		}
-	}
-	if s.o.Weaken&WeakSkipChecksum == 0 && objects.IDOf(k, data) != id {
-		if !l.Loose {
-			file, off = s.jcfg.SegPath(l.Seg), l.Off
-		}
-		return nil, 0, corrupt(file, off, "%s %s does not hash to its id", k, id)
-	}
-	return data, l.Seq, nil
-}
-
-func (s *Store) readLoose(file string, data []byte) error {
-	st, err := s.fs.Stat(file)
-	if errors.Is(err, fs.ErrNotExist) {
-		return corrupt(file, 0, "loose object is missing")
-	}
-	if err != nil {
-		return ioErr("stat "+file, err)
-	}
-	if !st.Mode().IsRegular() || st.Size() != int64(len(data)) {
-		return corrupt(file, 0, "loose object is not a regular file of %d bytes", len(data))
-	}
-	f, err := s.fs.OpenFile(file, os.O_RDONLY, 0)
-	if err != nil {
-		return ioErr("open "+file, err)
-	}
-	defer f.Close()
-	if err := vfs.ReadFull(f, data, 0); err != nil {
-		return ioErr("read "+file, err)
-	}
-	return nil
-}
-
 // Seq returns the last journal sequence number the snapshot sees.
 func (sn *Snapshot) Seq() uint64 { return sn.seq }
 
-// refsAt returns the ref table, exact at seq: a table restored from (or
-// trimmed at) a checkpoint newer than seq first reads back the older moves
-// from the reflog file. Only a snapshot older than a checkpoint this
-// process loaded or wrote needs that. Caller holds s.mu.
-func (s *Store) refsAt(seq uint64) (*refs.Table, error) {
-	t := s.p.refs
-	if t.Covers(seq) {
-		return t, nil
-	}
-	older, err := readReflog(s.fs, s.dir, s.p.reflogLen)
-	if err != nil {
-		return nil, err
-	}
-	t.Fill(older)
-	return t, nil
-}
-
 // Ref returns a ref's value, or ErrNotFound.
 func (sn *Snapshot) Ref(name string) (ID, error) {
-	sn.s.mu.Lock()
+	sn.s.view.mu.Lock()
 	rt, err := sn.s.refsAt(sn.seq)
 	var id ID
 	if err == nil {
 		id = rt.Get(name, sn.seq)
 	}
-	sn.s.mu.Unlock()
+	sn.s.view.mu.Unlock()
 	if err != nil {
 		return ID{}, err
 	}
@@ -237,8 +93,8 @@ func (sn *Snapshot) Ref(name string) (ID, error) {
 
 // Refs lists every ref, sorted by name.
 func (sn *Snapshot) Refs() ([]RefEntry, error) {
-	sn.s.mu.Lock()
-	defer sn.s.mu.Unlock()
+	sn.s.view.mu.Lock()
+	defer sn.s.view.mu.Unlock()
 	rt, err := sn.s.refsAt(sn.seq)
 	if err != nil {
 		return nil, err
@@ -254,19 +110,19 @@ func (sn *Snapshot) Refs() ([]RefEntry, error) {
 // existed. The moves before the newest checkpoint the process knows come
 // from the reflog file (one read of its chunks), the rest from memory.
 func (sn *Snapshot) RefLog(name string) ([]RefLogEntry, error) {
-	sn.s.mu.Lock()
-	base, rlen := sn.s.p.refs.Base(), sn.s.p.reflogLen
+	sn.s.view.mu.Lock()
+	base, rlen := sn.s.view.proj.Refs.Base(), sn.s.view.proj.ReflogLen
 	var log []refs.Entry
-	for _, e := range sn.s.p.refs.Log(name, sn.seq) {
+	for _, e := range sn.s.view.proj.Refs.Log(name, sn.seq) {
 		if e.Seq >= base {
 			log = append(log, e)
 		}
 	}
-	sn.s.mu.Unlock()
+	sn.s.view.mu.Unlock()
 	if base > 0 {
 		// The file's first rlen bytes never change, so reading them
-		// outside s.mu is safe against a concurrent checkpoint.
-		older, err := readReflog(sn.s.fs, sn.s.dir, rlen)
+		// outside s.view.mu is safe against a concurrent checkpoint.
+		older, err := reflog.Read(sn.s.fs, sn.s.dir, rlen)
 		if err != nil {
 			return nil, err
 		}
@@ -340,7 +196,7 @@ func (sn *Snapshot) resolveBase(rev string) (ID, error) {
 	if err != nil {
 		return ID{}, fmt.Errorf("%w: revision %q is not a ref, id or prefix of 4+ hex digits", ErrNotFound, rev)
 	}
-	c, err := sn.visible(func(x objIndex) []ID { return x.prefix(p) })
+	c, err := sn.visible(func(x *proj.RunIdx) []ID { return x.Prefix(p) })
 	if err != nil {
 		return ID{}, err
 	}
@@ -357,18 +213,18 @@ func (sn *Snapshot) resolveBase(rev string) (ID, error) {
 // Store answers a changeset its snapshots read before from memory (see
 // Options.CacheBytes), under the same visibility rule as the index.
 func (sn *Snapshot) Changeset(id ID) (*objects.Changeset, error) {
-	if cs, seq, ok := sn.s.csc.get(id); ok && seq <= sn.seq {
+	if cs, seq, ok := sn.s.csc.Get(id); ok && seq <= sn.seq {
 		return cs, nil
 	}
 	data, seq, err := sn.s.readObjectSeq(id, objects.KindChangeset, sn.seq, false)
 	if err != nil {
 		return nil, err
 	}
-	cs, err := decodeChangeset(id, data)
+	cs, err := treebuild.DecodeChangeset(id, data)
 	if err != nil {
 		return nil, err
 	}
-	sn.s.csc.put(id, seq, cs)
+	sn.s.csc.Put(id, seq, cs)
 	return cs, nil
 }
 
@@ -378,7 +234,7 @@ func (sn *Snapshot) Tree(id ID) (*objects.Tree, error) {
 	if err != nil {
 		return nil, err
 	}
-	return decodeTree(id, data)
+	return treebuild.DecodeTree(id, data)
 }
 
 // Blob returns a blob's content.
@@ -494,16 +350,16 @@ func (sn *Snapshot) Log(from ID, n int) ([]ID, error) {
 // visible runs a lookup on the index and keeps the ids this snapshot may
 // see (brought by a frame at or below its durable sequence), returning any
 // error the index met while reading its runs.
-func (sn *Snapshot) visible(lookup func(objIndex) []ID) ([]ID, error) {
-	sn.s.mu.Lock()
-	defer sn.s.mu.Unlock()
+func (sn *Snapshot) visible(lookup func(*proj.RunIdx) []ID) ([]ID, error) {
+	sn.s.view.mu.Lock()
+	defer sn.s.view.mu.Unlock()
 	var out []ID
-	for _, id := range lookup(sn.s.p.idx) {
-		if sn.s.p.idx.visibleAt(id, sn.seq) {
+	for _, id := range lookup(sn.s.view.proj.Idx) {
+		if sn.s.view.proj.Idx.VisibleAt(id, sn.seq) {
 			out = append(out, id)
 		}
 	}
-	if err := sn.s.p.idx.takeErr(); err != nil {
+	if err := sn.s.view.proj.Idx.TakeErr(); err != nil {
 		return nil, err
 	}
 	return out, nil
@@ -511,7 +367,7 @@ func (sn *Snapshot) visible(lookup func(objIndex) []ID) ([]ID, error) {
 
 // ByDelta returns every changeset with delta hash h, or ErrNotFound.
 func (sn *Snapshot) ByDelta(h objects.Hash) ([]ID, error) {
-	out, err := sn.visible(func(x objIndex) []ID { return x.byDelta(h) })
+	out, err := sn.visible(func(x *proj.RunIdx) []ID { return x.ByDelta(h) })
 	if err != nil {
 		return nil, err
 	}
@@ -519,110 +375,4 @@ func (sn *Snapshot) ByDelta(h objects.Hash) ([]ID, error) {
 		return nil, fmt.Errorf("%w: no changeset with delta %s", ErrNotFound, h)
 	}
 	return out, nil
-}
-
-// Diff lists the file changes from changeset a to changeset b, sorted by
-// path. a may be the zero id (an empty tree).
-//
-// It walks the two trees side by side and skips every subtree whose id the
-// two share, so its cost follows the size of the difference (times the size
-// of the directories on the way to it), not the size of the trees.
-func (sn *Snapshot) Diff(a, b ID) ([]PathChange, error) {
-	var ra ID
-	if !a.IsZero() {
-		ca, err := sn.Changeset(a)
-		if err != nil {
-			return nil, err
-		}
-		ra = ca.Root
-	}
-	cb, err := sn.Changeset(b)
-	if err != nil {
-		return nil, err
-	}
-	var out []PathChange
-	if err := sn.diffTrees("", ra, cb.Root, &out); err != nil {
-		return nil, err
-	}
-	// Tree order puts "a/b" before "a.txt"; the contract is byte order.
-	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
-	return out, nil
-}
-
-// entries returns a tree's entries; the zero id is the empty tree.
-func (sn *Snapshot) entries(id ID) ([]objects.Entry, error) {
-	if id.IsZero() {
-		return nil, nil
-	}
-	t, err := sn.Tree(id)
-	if err != nil {
-		return nil, err
-	}
-	return t.Entries, nil
-}
-
-// diffTrees appends the file changes from tree a to tree b, both under
-// prefix (either may be the zero id, an empty tree).
-func (sn *Snapshot) diffTrees(prefix string, a, b ID, out *[]PathChange) error {
-	if a == b {
-		return nil
-	}
-	ea, err := sn.entries(a)
-	if err != nil {
-		return err
-	}
-	eb, err := sn.entries(b)
-	if err != nil {
-		return err
-	}
-	// side lists every file of one subtree as added or deleted.
-	side := func(e objects.Entry, add bool) error {
-		p := prefix + e.Name
-		switch {
-		case e.Mode.IsDir() && add:
-			return sn.diffTrees(p+"/", ID{}, e.ID, out)
-		case e.Mode.IsDir():
-			return sn.diffTrees(p+"/", e.ID, ID{}, out)
-		case add:
-			*out = append(*out, PathChange{Path: p, Op: "add", New: e})
-		default:
-			*out = append(*out, PathChange{Path: p, Op: "delete", Old: e})
-		}
-		return nil
-	}
-	i, j := 0, 0
-	for i < len(ea) || j < len(eb) {
-		switch {
-		case j == len(eb) || (i < len(ea) && ea[i].Name < eb[j].Name):
-			if err := side(ea[i], false); err != nil {
-				return err
-			}
-			i++
-		case i == len(ea) || eb[j].Name < ea[i].Name:
-			if err := side(eb[j], true); err != nil {
-				return err
-			}
-			j++
-		default:
-			x, y := ea[i], eb[j]
-			i, j = i+1, j+1
-			switch {
-			case x.Mode == y.Mode && x.ID == y.ID:
-			case x.Mode.IsDir() && y.Mode.IsDir():
-				if err := sn.diffTrees(prefix+x.Name+"/", x.ID, y.ID, out); err != nil {
-					return err
-				}
-			case x.Mode.IsDir() || y.Mode.IsDir():
-				if err := side(x, false); err != nil {
-					return err
-				}
-				if err := side(y, true); err != nil {
-					return err
-				}
-			default:
-				*out = append(*out, PathChange{Path: prefix + x.Name, Op: "modify", Old: x, New: y})
-			}
-		}
-	}
-	return nil
 }

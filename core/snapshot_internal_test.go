@@ -42,9 +42,9 @@ func TestSnapshotTakesNoMutexWhenCaughtUp(t *testing.T) {
 			return nil, false
 		}
 	}
-	s.mu.Lock()
+	s.view.mu.Lock()
 	sn, ok := snapshot()
-	s.mu.Unlock()
+	s.view.mu.Unlock()
 	if !ok {
 		t.Fatal("Snapshot waited for the store mutex with the projection caught up")
 	}
@@ -63,9 +63,9 @@ func TestSnapshotTakesNoMutexWhenCaughtUp(t *testing.T) {
 	if _, err := other.Commit(CommitRequest{Parents: []ID{id}, Agent: "b", Changes: []Change{{Path: "f", Data: []byte("2")}}, Advance: "main"}); err != nil {
 		t.Fatal(err)
 	}
-	s.mu.Lock()
+	s.view.mu.Lock()
 	_, ok = snapshot()
-	s.mu.Unlock()
+	s.view.mu.Unlock()
 	if ok {
 		t.Fatal("Snapshot answered without the store mutex while the projection lacked a durable frame")
 	}

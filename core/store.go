@@ -1,739 +1,166 @@
 package core
 
 import (
-	"crypto/rand"
-	"errors"
 	"fmt"
-	"github.com/spf13/afero"
-	"io/fs"
-	"os"
 	"path"
-	"slices"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/swarmops/swarmops/core/index"
-	"github.com/swarmops/swarmops/core/internal/lockq"
+	"github.com/swarmops/swarmops/core/internal/ckpt"
+	"github.com/swarmops/swarmops/core/internal/compact"
+	"github.com/swarmops/swarmops/core/internal/cscache"
+	"github.com/swarmops/swarmops/core/internal/errs"
+	"github.com/swarmops/swarmops/core/internal/groupsync"
+	"github.com/swarmops/swarmops/core/internal/lockorder"
+	"github.com/swarmops/swarmops/core/internal/pipeline"
+	"github.com/swarmops/swarmops/core/internal/proj"
+	"github.com/swarmops/swarmops/core/internal/state"
+	"github.com/swarmops/swarmops/core/internal/treebuild"
+	"github.com/swarmops/swarmops/core/internal/writelock"
 	"github.com/swarmops/swarmops/core/journal"
+	"github.com/swarmops/swarmops/core/objects"
 	"github.com/swarmops/swarmops/core/vfs"
-)
-
-// Defaults of Options.
-const (
-	DefaultLockTimeout = 10 * time.Second
-	// DefaultRetryPlace is the default Options.RetryPlace. A retry comes
-	// back within a few milliseconds even with 32 writers on two cores;
-	// a place nobody comes back for holds up the writers behind it for
-	// at most this long, and only once it reaches the front.
-	DefaultRetryPlace = 20 * time.Millisecond
-	// DefaultCheckpointEvery is K, the frames between checkpoints. Every
-	// open replays the frames past the newest checkpoint, up to K, and a
-	// CLI command is one open: at 1,024 a 32-agent CLI run spent most of
-	// its CPU replaying (22.7 commits/s; 36.3 at 256). A checkpoint costs
-	// about five syncs, 0.02 per commit at 256 (P1 allows 0.1), and the
-	// size-tiered compaction (mergeCount) keeps the index rewrites
-	// logarithmic in the history, whatever K is.
-	DefaultCheckpointEvery = 256
-	// DefaultInlineThreshold: blobs up to this size travel inside their
-	// frame; larger ones become loose objects (one extra datasync and
-	// directory sync each), which keeps the journal from being dominated by
-	// a few large files while a small commit stays at one sync.
-	DefaultInlineThreshold = 64 << 10
+	"github.com/swarmops/swarmops/internal/testknobs"
 )
 
 // Store is an open SwarmOps store. It is safe for concurrent use by many
 // goroutines; many processes may open the same store at once.
+//
+// Its state is grouped by concern, each group with the lock that guards
+// it; the order in which they may be taken is the lock-order table of the
+// package documentation.
 type Store struct {
 	dir  string
 	fs   vfs.FS
-	o    Options
+	opts Options
 	id   journal.StoreID
 	key  journal.Key
-	boot [16]byte
+	boot [16]byte // state.BootHash of the boot this handle opened in
 	jcfg journal.Config
-	st   *stateFile
-	q    *lockq.Queue // the writer lock's FIFO queue (see withWriterLock)
+	// state is the shared state file: each record is written whole by the
+	// holder of its file lock (LOCK for the end, SYNCLOCK for the durable
+	// record), and every read checks what it read, so it needs no mutex.
+	state *state.File
 
-	// w is used only while holding the writer lock (LOCK excludes
-	// goroutines of this process too), and so is durBehind: whether the
-	// last frame appendLocked appended found frames awaiting a sync.
-	w         *journal.Writer
-	durBehind bool
+	// writer is the writer lock: the FIFO queue in lockq/, LOCK, kept
+	// places and Hold (its mutexes are its own).
+	writer *writelock.Lock
+	// appender is the journal's write end and what the last append found.
+	// It is appended to only under LOCK, outside view.mu; it is closed
+	// under view.mu by a reload or a recovery, which no append of this
+	// process can overlap (an epoch changes only under LOCK).
+	appender struct {
+		w      *journal.Writer
+		behind bool // the last append found frames awaiting a sync
+	}
+	// pipe is the commit pipeline, syncer the sync step (group commit),
+	// made once the boot is known, and recent the last commit's objects;
+	// each guards itself.
+	pipe   *pipeline.Pipeline
+	syncer *groupsync.Syncer
+	recent treebuild.Recent
 
-	// The commit pipeline (see transact): pending transactions, and
-	// whether one of them is leading a batch.
-	pipeMu  sync.Mutex
-	pending []*commitReq
-	leading bool
-
-	// held is set while holdWriterLock keeps the writer lock for this
-	// process; holdMu guards it and, while it is set, serializes the
-	// sections that run under the held lock.
-	holdMu  sync.Mutex
-	held    bool
-	holding atomic.Bool // a holdWriterLock is taking or keeping the lock
-
-	// recent holds the changeset and tree encodings of this process's last
-	// commit (see remember).
-	recentMu sync.Mutex
-	recent   map[ID][]byte
-
-	// syncF is the journal segment syncSeg opened under epoch syncEpoch,
-	// kept open for the sync step of later commits (see syncJournal).
-	syncMu    sync.Mutex
-	syncF     afero.File
-	syncSeg   uint64
-	syncEpoch uint64
-
-	mu    sync.Mutex // guards p, r, epoch
-	p     *proj
-	r     *journal.Reader
-	epoch uint64
-	// mark publishes the epoch and end of p for Snapshot, which takes no
-	// mutex when p already holds the durable prefix (see markLocked).
-	mark atomic.Pointer[projMark]
-	// csc caches changesets snapshots have read; emptied with every reload.
-	csc *csCache
-	// blk caches the index run blocks lookups read, for every run the
-	// projection opens (nil when Options.CacheBytes < 0).
+	// view is this process's projection of the journal.
+	view struct {
+		// mu guards proj, reader and epoch: the projection, the reader
+		// it replays with, and the epoch it belongs to.
+		mu     lockorder.Mutex[lockorder.Projection]
+		proj   *proj.Proj
+		reader *journal.Reader
+		epoch  uint64
+		// mark publishes the epoch and end of proj for Snapshot, which
+		// takes no mutex when proj already holds the durable prefix
+		// (see markLocked). It is written under mu, read without it.
+		mark atomic.Pointer[projMark]
+	}
+	// csc caches changesets snapshots have read; emptied with every
+	// reload. blk caches the index run blocks lookups read, for every run
+	// the projection opens (nil when Options.CacheBytes < 0). Each guards
+	// itself.
+	csc *cscache.Cache
 	blk *index.BlockCache
 
+	// sched decides when this process checkpoints and compacts, and
+	// keeps the first error of those for Close; compactor merges runs.
+	sched     *ckpt.Scheduler
+	compactor *compact.Compactor
+	// ckptNext is the next seq of the newest checkpoint this process knows.
+	ckptNext atomic.Uint64
+	// adopt keeps one reader-side checkpoint adoption at a time
+	// (adoptForReader); tried is the projection end it last tried at.
+	adopt struct {
+		running atomic.Bool
+		tried   atomic.Uint64
+	}
+
+	// poisoned is set by a failed journal sync, closed by Close; bg counts
+	// the background goroutines (checkpoints, compactions) Close waits for.
 	poisoned atomic.Bool
 	closed   atomic.Bool
 	bg       sync.WaitGroup
-	// ckptNext is the next seq of the newest checkpoint this process knows.
-	ckptNext atomic.Uint64
-	// ckptRunning keeps one background checkpoint per process at a time,
-	// compacting one background compaction.
-	ckptRunning atomic.Bool
-	compacting  atomic.Bool
-	// adopting keeps one reader-side checkpoint adoption at a time
-	// (adoptForReader); adoptTried is the projection end it last tried at.
-	adopting   atomic.Bool
-	adoptTried atomic.Uint64
-	// ownMu guards ownHeads, for each ref this process's last acknowledged
-	// move set, the value it set, and shared, the refs it has seen another
-	// writer move (commitBatch's contended).
-	ownMu    sync.Mutex
-	ownHeads map[string]ID
-	shared   map[string]bool
-	// place is this process's ticket in the writer queue, kept after the
-	// transactions it queued for lost their compare-and-swap before their
-	// turn, for their retry (Options.RetryPlace); placeRefs are the refs
-	// they moved, and placeTimer gives the place up if no retry takes it
-	// in time. placeMu guards all three.
-	placeMu    sync.Mutex
-	place      *lockq.Ticket
-	placeRefs  []string
-	placeTimer *time.Timer
-	// ckptErr is the first error of a checkpoint run after an acknowledged
-	// commit; Close returns it.
-	ckptMu  sync.Mutex
-	ckptErr error
-}
-
-func (o *Options) fill() error {
-	if o.FS == nil {
-		o.FS = defaultFS()
-		if o.FS == nil {
-			return fmt.Errorf("%w: Options.FS is nil and no real-OS filesystem is linked", ErrInvalid)
-		}
-	}
-	if o.LockTimeout == 0 {
-		o.LockTimeout = DefaultLockTimeout
-	}
-	if o.LockTimeout < 0 {
-		return fmt.Errorf("%w: Options.LockTimeout %v is negative", ErrInvalid, o.LockTimeout)
-	}
-	if o.CheckpointEvery == 0 {
-		o.CheckpointEvery = DefaultCheckpointEvery
-	}
-	if o.CheckpointEvery < 0 {
-		return fmt.Errorf("%w: Options.CheckpointEvery %d is negative", ErrInvalid, o.CheckpointEvery)
-	}
-	if o.InlineThreshold == 0 {
-		o.InlineThreshold = DefaultInlineThreshold
-	}
-	if o.InlineThreshold < 0 || o.InlineThreshold > journal.MaxPayload/4 {
-		return fmt.Errorf("%w: Options.InlineThreshold %d out of range", ErrInvalid, o.InlineThreshold)
-	}
-	if o.SegmentSize == 0 {
-		o.SegmentSize = journal.DefaultSegmentSize
-	}
-	if o.SegmentSize < 4*journal.FirstFrame {
-		return fmt.Errorf("%w: Options.SegmentSize %d too small", ErrInvalid, o.SegmentSize)
-	}
-	if o.Now == nil {
-		o.Now = time.Now
-	}
-	if o.CacheBytes == 0 {
-		o.CacheBytes = DefaultCacheBytes
-	}
-	if o.RetryPlace == 0 {
-		o.RetryPlace = DefaultRetryPlace
-	}
-	return nil
 }
 
 func newStore(dir string, o Options, id journal.StoreID) *Store {
-	s := &Store{dir: dir, fs: o.FS, o: o, id: id, key: journal.DeriveKey(id)}
+	s := &Store{dir: dir, fs: o.FS, opts: o, id: id, key: journal.DeriveKey(id)}
 	s.jcfg = journal.Config{
 		FS: o.FS, Dir: path.Join(dir, "journal"), Store: id, Key: s.key, SegmentSize: o.SegmentSize,
-		SkipChecksum: o.Weaken&WeakSkipChecksum != 0, SkipDirSync: o.Weaken&WeakSkipDirSync != 0,
+		SkipChecksum: o.weaken&testknobs.SkipChecksum != 0, SkipDirSync: o.weaken&testknobs.SkipDirSync != 0,
 	}
-	s.w = journal.NewWriter(s.jcfg)
-	s.r = journal.NewReader(s.jcfg)
-	s.st = &stateFile{fs: o.FS, path: path.Join(dir, "state"), key: s.key}
-	s.q = lockq.New(o.FS, path.Join(dir, "lockq"))
-	s.csc = newCSCache(o.CacheBytes)
+	s.appender.w = journal.NewWriter(s.jcfg)
+	s.view.reader = journal.NewReader(s.jcfg)
+	s.state = state.New(o.FS, path.Join(dir, "state"), s.key)
+	s.writer = writelock.New(writelock.Config{FS: o.FS, Dir: dir, Timeout: o.LockTimeout, RetryPlace: o.RetryPlace,
+		CatchUp: s.catchUpUnlocked, Closed: &s.closed})
+	s.compactor = compact.New(compact.Config{FS: o.FS, Dir: dir, Store: id, LockTimeout: o.LockTimeout, Install: s.installRuns})
+	s.sched = ckpt.NewScheduler(ckpt.SchedulerConfig{Inline: o.InlineCheckpoint, Background: s.background,
+		Due: s.checkpointDue, Known: s.ckptNext.Load, Write: func() error { return s.checkpointNow(false) },
+		Compact: s.compactor.Loop})
+	s.pipe = pipeline.New(pipeline.Config{Env: (*pipeEnv)(s), Lock: s.writer,
+		AckBeforeSync: o.weaken&testknobs.AckBeforeSync != 0, Background: s.background})
+	s.csc = cscache.New(o.CacheBytes)
 	if o.CacheBytes > 0 {
 		s.blk = index.NewBlockCache(o.CacheBytes)
 	}
 	return s
 }
 
+// background runs fn on a goroutine Close waits for.
+func (s *Store) background(fn func()) {
+	s.bg.Add(1)
+	go func() {
+		defer s.bg.Done()
+		fn()
+	}()
+}
+
+// lockPath names a lock file of the store directory.
 func (s *Store) lockPath(name string) string { return path.Join(s.dir, name) }
 
-// Create initializes a new store in dir, creating dir if needed. It fails
-// with ErrExist if dir holds anything. When Create returns nil the store is
-// durable: segment, checkpoint and every directory entry are synced.
-func Create(dir string, o Options) (*Store, error) {
-	if err := o.fill(); err != nil {
-		return nil, err
-	}
-	fsys := o.FS
-	if st, err := fsys.Stat(dir); err == nil {
-		if !st.IsDir() {
-			return nil, fmt.Errorf("%w: %s exists and is not a directory", ErrExist, dir)
-		}
-		d, err := fsys.Open(dir)
-		if err != nil {
-			return nil, ioErr("open "+dir, err)
-		}
-		names, err := d.Readdirnames(-1)
-		d.Close()
-		if err != nil && len(names) == 0 && !isEOF(err) {
-			return nil, ioErr("read "+dir, err)
-		}
-		if len(names) > 0 && !interruptedInit(names) {
-			return nil, fmt.Errorf("%w: %s is not empty", ErrExist, dir)
-		}
-		// An init that crashed before its checkpoint was durable was never
-		// acknowledged: its leftovers are removed and init starts over.
-		for _, n := range names {
-			if err := fsys.RemoveAll(path.Join(dir, n)); err != nil {
-				return nil, ioErr("remove leftover of an interrupted init", err)
-			}
-		}
-	} else if errors.Is(err, fs.ErrNotExist) {
-		if err := fsys.MkdirAll(dir, 0o755); err != nil {
-			return nil, ioErr("create "+dir, err)
-		}
-	} else {
-		return nil, ioErr("stat "+dir, err)
-	}
-	// The parent is synced whether or not dir existed: a directory left by
-	// an init that crashed (or whose parent sync failed) may exist only in
-	// the page cache, and a store acknowledged inside it would vanish with it
-	// at the next power loss.
-	if err := fsys.SyncDir(path.Dir(path.Clean(dir))); err != nil {
-		return nil, ioErr("sync parent of "+dir, err)
-	}
-	var id journal.StoreID
-	if _, err := rand.Read(id[:]); err != nil {
-		return nil, fmt.Errorf("%w: store id: %w", ErrIO, err)
-	}
-	s := newStore(dir, o, id)
-	for _, sub := range []string{"journal", "objects", "index"} {
-		if err := fsys.Mkdir(path.Join(dir, sub), 0o755); err != nil {
-			return nil, ioErr("create "+sub, err)
-		}
-	}
-	if err := s.w.CreateSegment(1, 1, 0); err != nil {
-		return nil, ioErr("create first segment", err)
-	}
-	if err := s.jcfg.Sync(1, 1); err != nil {
-		return nil, ioErr("sync first segment", err)
-	}
-	// The reflog file starts empty (no data to sync); its directory entry
-	// is made durable with the others below.
-	if f, err := fsys.OpenFile(path.Join(dir, reflogName), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644); err != nil {
-		return nil, ioErr("create reflog", err)
-	} else if err := f.Close(); err != nil {
-		return nil, ioErr("close reflog", err)
-	}
-	// The checkpoint is the file whose presence makes a store, so every
-	// entry of dir it depends on (journal, objects, index, reflog) is made durable
-	// before it is renamed in. Otherwise a torn power loss could keep the
-	// rename and drop the journal directory, leaving a directory that is
-	// neither a store nor an interrupted init.
-	if err := fsys.SyncDir(dir); err != nil {
-		return nil, ioErr("sync store directory", err)
-	}
-	start := journal.Pos{Seg: 1, Off: journal.FirstFrame}
-	epoch := randEpoch()
-	s.p = newProj(start, 1)
-	// writeCheckpoint syncs dir after the rename.
-	if err := writeCheckpoint(fsys, dir, encodeCheckpoint(id, start, 1, epoch, nil, 0, s.p.refs), false); err != nil {
-		return nil, err
-	}
-	boot, err := fsys.BootID()
-	if err != nil {
-		return nil, ioErr("boot id", err)
-	}
-	s.boot = bootHash(boot)
-	s.epoch = epoch
-	s.ckptNext.Store(1)
-	rec := stateRec{Epoch: epoch, Pos: start, NextSeq: 1, Boot: s.boot}
-	if err := s.st.write(recDurable, rec); err != nil {
-		return nil, err
-	}
-	if err := s.st.write(recEnd, rec); err != nil {
-		return nil, err
-	}
-	return s, nil
+// setBoot records the current boot id, and makes the parts that carry it.
+func (s *Store) setBoot(boot string) {
+	s.boot = state.BootHash(boot)
+	s.syncer = groupsync.New(groupsync.Config{FS: s.fs, Dir: s.dir, State: s.state, Boot: s.boot, Journal: s.jcfg,
+		LockTimeout: s.opts.LockTimeout, Poisoned: &s.poisoned,
+		SkipDatasync: s.opts.weaken&testknobs.SkipDatasync != 0, EarlyDurable: s.opts.weaken&testknobs.EarlyDurable != 0})
 }
 
-// interruptedInit reports whether a directory's names are only what Create
-// makes before the checkpoint, the file whose presence makes a store.
-func interruptedInit(names []string) bool {
-	for _, n := range names {
-		switch n {
-		case "journal", "objects", "index", reflogName, ckptTemp, "state", "LOCK", "SYNCLOCK", "CKPTLOCK", mergeLockName, "lockq":
-		default:
-			return false
-		}
-	}
-	return true
-}
-
-func isEOF(err error) bool { return err != nil && err.Error() == "EOF" }
-
-func randEpoch() uint64 {
-	var b [8]byte
-	rand.Read(b[:])
-	return (uint64(b[0]) | uint64(b[1])<<8 | uint64(b[2])<<16 | uint64(b[3])<<24 | uint64(b[4])<<32 |
-		uint64(b[5])<<40 | uint64(b[6])<<48) + 1
-}
-
-// Open opens the store in dir. If the published state is missing, invalid,
-// poisoned by a failed sync, or from another boot (a power loss), Open takes
-// the writer lock and recovers: it replays from the checkpoint, cuts a torn
-// tail, syncs and publishes. It fails closed with a *CorruptError (naming
-// file and offset) when acknowledged data is damaged; it never truncates it.
-func Open(dir string, o Options) (*Store, error) {
-	s, err := openStore(dir, o)
-	if err != nil {
-		return nil, err
-	}
-	if err := s.load(); err != nil {
-		s.closeFiles()
-		return nil, err
-	}
-	return s, nil
-}
-
-// openStore reads the checkpoint and checks the layout, without touching the
-// journal.
-func openStore(dir string, o Options) (*Store, error) {
-	if err := o.fill(); err != nil {
-		return nil, err
-	}
-	st, err := o.FS.Stat(dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("%w: %s does not exist", ErrNotStore, dir)
-	}
-	if err != nil {
-		return nil, ioErr("stat "+dir, err)
-	}
-	if !st.IsDir() {
-		return nil, fmt.Errorf("%w: %s is not a directory", ErrNotStore, dir)
-	}
-	if st, err := o.FS.Stat(path.Join(dir, "journal")); err != nil || !st.IsDir() {
-		if err == nil || errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("%w: %s has no journal directory", ErrNotStore, dir)
-		}
-		return nil, ioErr("stat journal", err)
-	}
-	c, err := readCheckpoint(o.FS, dir)
-	if err != nil {
-		return nil, err
-	}
-	s := newStore(dir, o, c.Store)
-	boot, err := o.FS.BootID()
-	if err != nil {
-		return nil, ioErr("boot id", err)
-	}
-	s.boot = bootHash(boot)
-	s.p = c.proj
-	s.p.idx.setCache(s.blk)
-	s.epoch = c.Epoch
-	s.ckptNext.Store(c.NextSeq)
-	if _, err := s.r.SegHeader(c.Pos.Seg); err != nil {
-		s.closeFiles()
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil, corrupt(s.jcfg.SegPath(c.Pos.Seg), 0, "segment named by the checkpoint is missing")
-		}
-		return nil, ioErr("read segment header", err)
-	}
-	return s, nil
-}
-
-// load brings the projection up to the published end, recovering first when
-// the state cannot be trusted.
-func (s *Store) load() error {
-	// Plain reads: an invalid record (torn by a concurrent write, or lost
-	// with the page cache) sends us to recoverLocked, which re-reads under
-	// both locks and finds out which it was.
-	end, eok, dur, dok, err := s.st.readBoth()
-	if err != nil {
-		return err
-	}
-	if !s.healthy(end, eok, dur, dok) {
-		return s.withWriterLock(func() error {
-			_, err := s.recoverLocked(false)
-			return err
-		})
-	}
-	s.mu.Lock()
-	s.epoch = end.Epoch
-	err = s.catchUp(end.NextSeq)
-	s.mu.Unlock()
-	if err != nil || dur.NextSeq >= end.NextSeq {
-		return err
-	}
-	return s.syncOrphaned(end.NextSeq-1, end.Epoch)
-}
-
-func (s *Store) healthy(end stateRec, eok bool, dur stateRec, dok bool) bool {
-	return eok && dok && end.Boot == s.boot && dur.Boot == s.boot && end.Epoch == dur.Epoch &&
-		dur.Flags&flagPoisoned == 0 && dur.NextSeq <= end.NextSeq
-}
-
-// withWriterLock runs fn holding the writer lock: first a place at the head
-// of the FIFO queue in lockq/ (so writers are served in the order they
-// came, C8, and a hand-off wakes one waiter, not all of them), then the
-// flock on LOCK, which is what excludes other writers. Both waits share one
-// deadline, LockTimeout, after which the caller gets ErrBusy and has left
-// the queue.
-func (s *Store) withWriterLock(fn func() error) error {
-	return s.withWriterLockIf(fn, nil, true, nil)
-}
-
-// errNotNeeded is withWriterLockIf's answer when needed said no while it
-// queued.
-var errNotNeeded = errors.New("the writer lock was no longer needed")
-
-// withWriterLockIf is withWriterLock for a caller that may stop needing the
-// lock while it queues: needed, if not nil, is asked after each catch-up in
-// the queue (lockq.Join's progress), and when it returns false the caller
-// leaves the queue and gets errNotNeeded, without having run fn.
-//
-// lookahead false queues without those catch-ups: the waiter waits once,
-// for the ticket just ahead, and replays what it missed under the lock.
-// Each wait is a blocking flock, and a process blocked in a system call
-// costs the Go runtime's monitor dozens of wake-ups while another P is
-// idle (docs/performance.md, seventh session), so a waiter that cannot
-// lose its turn early is better off waiting once: with 32 writers on
-// their own refs, 13 % more commits a second and 20 % fewer context
-// switches.
-//
-// moves names the refs the caller's transactions move: a place kept when
-// needed says no is kept for a retry that moves one of them.
-func (s *Store) withWriterLockIf(fn func() error, needed func() bool, lookahead bool, moves []string) error {
-	s.holdMu.Lock()
-	if s.held {
-		// holdWriterLock's holder keeps the lock for this process:
-		// critical sections run under it one at a time.
-		defer s.holdMu.Unlock()
-		return fn()
-	}
-	s.holdMu.Unlock()
-	deadline := time.Now().Add(s.o.LockTimeout)
-	// A retry waits from the place its lost attempt kept.
-	t := s.takePlace()
-	if t == nil {
-		// The lone writer's fast path: nobody queued, so try LOCK once.
-		if idle, err := s.q.Idle(); err != nil {
-			return ioErr("writer queue", err)
-		} else if idle {
-			l, err := s.fs.Lock(s.lockPath("LOCK"), 0)
-			if err == nil {
-				ferr := fn()
-				if uerr := l.Unlock(); uerr != nil && ferr == nil {
-					ferr = ioErr("writer unlock", uerr)
-				}
-				return ferr
-			}
-			if !errors.Is(err, ErrBusy) {
-				return s.lockErr(err)
-			}
-		}
-		var err error
-		if t, err = s.q.Take(deadline); err != nil {
-			return s.lockErr(err)
-		}
-	}
-	var perr error
-	progress := func() bool {
-		if perr == nil {
-			perr = s.catchUpUnlocked()
-		}
-		return perr == nil && needed != nil && !needed()
-	}
-	if !lookahead {
-		progress = nil
-	}
-	// Wait asks progress at the turn too: a loss found there keeps the
-	// place for the retry and costs no acquisition of LOCK (one for every
-	// loser of every race, else).
-	err := t.Wait(deadline, progress)
-	if errors.Is(err, lockq.ErrLeft) {
-		s.keepPlace(t, moves)
-		return errNotNeeded
-	}
-	if err != nil {
-		return s.lockErr(err)
-	}
-	if perr != nil {
-		t.Leave()
-		return perr
-	}
-	l, err := s.fs.Lock(s.lockPath("LOCK"), time.Until(deadline))
-	if err != nil {
-		t.Leave()
-		return s.lockErr(err)
-	}
-	ferr := fn()
-	uerr := l.Unlock()
-	// A ticket that fails to leave cleanly is cleared by the next waiter,
-	// which takes its flock once this process lets go of it; only the
-	// writer lock's own release can fail the operation.
-	t.Leave()
-	if uerr != nil && ferr == nil {
-		ferr = ioErr("writer unlock", uerr)
-	}
-	return ferr
-}
-
-// keepPlace keeps t, a ticket whose transactions all lost their
-// compare-and-swap on refs before their turn, for this process's next
-// turn that moves one of those refs, for up to Options.RetryPlace; without
-// RetryPlace it leaves the queue at once.
-func (s *Store) keepPlace(t *lockq.Ticket, refs []string) {
-	if s.o.RetryPlace < 0 || s.closed.Load() || len(refs) == 0 {
-		t.Leave()
-		return
-	}
-	s.placeMu.Lock()
-	defer s.placeMu.Unlock()
-	if s.place != nil {
-		// Another goroutine's batch kept one meanwhile: one place a
-		// process is enough, and the older is the better.
-		if s.place.Name() < t.Name() {
-			t.Leave()
-			return
-		}
-		s.placeTimer.Stop()
-		s.place.Leave()
-	}
-	s.place, s.placeRefs = t, refs
-	s.armPlace()
-}
-
-// armPlace (re)starts the wait for a retry to take the kept place. A timer
-// that fires after it was stopped or replaced finds another one armed and
-// does nothing. Caller holds placeMu.
-func (s *Store) armPlace() {
-	var tm *time.Timer
-	tm = time.AfterFunc(s.o.RetryPlace, func() {
-		s.placeMu.Lock()
-		defer s.placeMu.Unlock()
-		if s.placeTimer == tm {
-			s.place.Leave()
-			s.place, s.placeTimer, s.placeRefs = nil, nil, nil
-		}
-	})
-	s.placeTimer = tm
-}
-
-// renewPlace restarts the time a kept place waits for its retry: the
-// process came back, but its transactions lost before they queued (the
-// ref moved again while it rebuilt them), and it will come back again.
-func (s *Store) renewPlace() {
-	s.placeMu.Lock()
-	defer s.placeMu.Unlock()
-	if s.place != nil {
-		s.placeTimer.Stop()
-		s.armPlace()
-	}
-}
-
-// fitPlace gives up the kept place unless a transaction of batch moves one
-// of the refs it was kept for: the place was kept for the retry of what
-// lost, and any other transaction of the process queues from the back.
-func (s *Store) fitPlace(batch []*commitReq) {
-	s.placeMu.Lock()
-	defer s.placeMu.Unlock()
-	if s.place == nil {
-		return
-	}
-	for _, r := range batch {
-		for _, m := range r.t.Moves {
-			if slices.Contains(s.placeRefs, m.Name) {
-				return
-			}
-		}
-	}
-	s.placeTimer.Stop()
-	s.place.Leave()
-	s.place, s.placeTimer, s.placeRefs = nil, nil, nil
-}
-
-// takePlace returns the kept place, if any, for the caller to wait from.
-func (s *Store) takePlace() *lockq.Ticket {
-	s.placeMu.Lock()
-	defer s.placeMu.Unlock()
-	t := s.place
-	if t != nil {
-		s.placeTimer.Stop()
-		s.place, s.placeTimer, s.placeRefs = nil, nil, nil
-	}
-	return t
-}
-
-// holdWriterLock takes the writer lock and keeps it until release is
-// called: meanwhile every writer-lock section of this process (its commit,
-// and those of other goroutines) runs under it without queueing, and no
-// other process writes. Land uses it after a lost race.
-//
-// One goroutine of a process holds it at a time: another caller meanwhile
-// gets a release that does nothing, and its sections run under the held
-// lock anyway.
-func (s *Store) holdWriterLock() (release func(), err error) {
-	if !s.holding.CompareAndSwap(false, true) {
-		return func() {}, nil
-	}
-	var (
-		got  = make(chan struct{})
-		done = make(chan struct{})
-		ferr = make(chan error, 1)
-	)
-	go func() {
-		ferr <- s.withWriterLock(func() error {
-			close(got)
-			<-done
-			return nil
-		})
-	}()
-	select {
-	case <-got:
-	case err := <-ferr:
-		s.holding.Store(false)
-		return nil, err
-	}
-	s.holdMu.Lock()
-	s.held = true
-	s.holdMu.Unlock()
-	return func() {
-		s.holdMu.Lock()
-		s.held = false
-		s.holdMu.Unlock()
-		close(done)
-		<-ferr
-		s.holding.Store(false)
-	}, nil
-}
-
-func (s *Store) lockErr(err error) error {
-	if errors.Is(err, ErrBusy) {
-		return fmt.Errorf("writer lock of %s not taken within %v: %w", s.dir, s.o.LockTimeout, err)
-	}
-	return ioErr("writer lock", err)
-}
-
-// catchUp replays frames into the projection until the frame carrying
-// target. Frames before a published end or durable position were written
-// whole, so a scan that stops short is corruption. Caller holds s.mu.
-func (s *Store) catchUp(target uint64) error {
-	if s.p.nextSeq >= target {
-		s.markLocked()
-		return nil
-	}
-	s.p.idx.mem.reserve(target - s.p.nextSeq)
-	var aerr error
-	// apply keeps nothing of a payload but what it decodes: the scan may
-	// lend it.
-	res, err := s.r.ScanBorrowed(s.p.pos, s.p.nextSeq, target, func(fr *journal.Frame) error {
-		aerr = s.p.apply(fr, s.jcfg.SegPath(fr.Pos.Seg))
-		return aerr
-	})
-	if aerr != nil {
-		return aerr
-	}
-	if err != nil {
-		return ioErr("replay journal", err)
-	}
-	if res.NextSeq < target {
-		return corrupt(s.jcfg.SegPath(res.End.Seg), res.End.Off,
-			"frame %d is missing or damaged before the published position (frame %d)", res.NextSeq, target-1)
-	}
-	s.markLocked()
-	return nil
-}
-
-// projMark is what Snapshot needs to know of the projection: the epoch it
-// belongs to, and that it holds every frame below next.
-type projMark struct{ epoch, next uint64 }
-
-// markLocked publishes the projection's epoch and end. A mark is never
-// ahead of the projection: within an epoch the projection only grows (a
-// recovery that keeps the epoch rebuilds it through the published end, and
-// one that cuts frames starts a new epoch), so a snapshot of a durable
-// prefix the mark covers finds all of it, as one taken under s.mu would.
-// Caller holds s.mu.
-func (s *Store) markLocked() {
-	if m := s.mark.Load(); m == nil || m.epoch != s.epoch || m.next != s.p.nextSeq {
-		s.mark.Store(&projMark{epoch: s.epoch, next: s.p.nextSeq})
-	}
-}
-
-// reload replaces the projection with one rebuilt from the checkpoint, after
-// another process's recovery changed the epoch. Caller holds s.mu.
-func (s *Store) reload(epoch uint64, target uint64) error {
-	c, err := readCheckpoint(s.fs, s.dir)
-	if err != nil {
-		return err
-	}
-	s.r.Forget()
-	s.w.Close()
-	if s.p != nil {
-		s.p.idx.close()
-	}
-	s.p = c.proj
-	s.p.idx.setCache(s.blk)
-	s.epoch = epoch
-	s.csc.clear()
-	return s.catchUp(target)
-}
-
+// closeFiles releases the handle's files: its projection's runs (or they
+// are closed by their last borrower), readers, writer, the state file, its
+// place in the writer queue and the kept segment handle.
 func (s *Store) closeFiles() {
-	s.mu.Lock()
-	s.r.Close()
-	if s.p != nil {
-		s.p.idx.retire()
+	s.view.mu.Lock()
+	s.view.reader.Close()
+	if s.view.proj != nil {
+		s.view.proj.Idx.Retire()
 	}
-	s.mu.Unlock()
-	s.w.Close()
-	s.st.close()
-	if t := s.takePlace(); t != nil {
-		t.Leave()
+	s.view.mu.Unlock()
+	s.appender.w.Close()
+	s.state.Close()
+	s.writer.Close()
+	if s.syncer != nil {
+		s.syncer.Close()
 	}
-	s.q.Close()
-	s.syncMu.Lock()
-	s.closeSyncLocked()
-	s.syncMu.Unlock()
 }
 
 // Close waits for background checkpoint work and releases files. Later
@@ -747,9 +174,11 @@ func (s *Store) Close() error {
 	}
 	s.bg.Wait()
 	s.closeFiles()
-	return s.ckptFailed()
+	return s.sched.Failed()
 }
 
+// usable reports ErrClosed for a closed handle, or one a failed sync
+// poisoned.
 func (s *Store) usable() error {
 	if s.closed.Load() {
 		return fmt.Errorf("%w: store is closed", ErrClosed)
@@ -766,22 +195,22 @@ func (s *Store) Info() (*Info, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.view.mu.Lock()
+	defer s.view.mu.Unlock()
 	in := &Info{DurableSeq: sn.seq, CheckpointSeq: s.ckptNext.Load() - 1}
-	s.p.idx.each(func(_ ID, l objLoc) {
+	s.view.proj.Idx.Each(func(_ ID, l proj.Loc) {
 		if l.Seq > sn.seq {
 			return
 		}
 		in.Objects++
-		if l.Kind == 3 {
+		if l.Kind == objects.KindChangeset {
 			in.Changesets++
 		}
 		if l.Loose {
 			in.LooseObjects++
 		}
 	})
-	if err := s.p.idx.takeErr(); err != nil {
+	if err := s.view.proj.Idx.TakeErr(); err != nil {
 		return nil, err
 	}
 	rt, err := s.refsAt(sn.seq)
@@ -792,7 +221,7 @@ func (s *Store) Info() (*Info, error) {
 	in.DurableOffset = sn.pos.Off
 	segs, err := s.jcfg.Segments()
 	if err != nil {
-		return nil, ioErr("list journal", err)
+		return nil, errs.IO("list journal", err)
 	}
 	in.Segments = len(segs)
 	for _, n := range segs {
@@ -802,6 +231,3 @@ func (s *Store) Info() (*Info, error) {
 	}
 	return in, nil
 }
-
-// openFlags is used for files the store creates.
-const openFlags = os.O_RDWR | os.O_CREATE

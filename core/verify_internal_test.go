@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/swarmops/swarmops/core/internal/loose"
+	"github.com/swarmops/swarmops/core/internal/proj"
 	"github.com/swarmops/swarmops/core/objects"
 	"github.com/swarmops/swarmops/faultfs"
 )
@@ -41,31 +43,31 @@ func TestVerifyComparesTheIndexWithTheJournal(t *testing.T) {
 			t.Fatalf("Verify(deep=%v) of a sound store: %v %+v", deep, err, rep)
 		}
 	}
-	s.mu.Lock()
-	if s.p.idx.x == nil || len(s.p.idx.names) == 0 {
-		s.mu.Unlock()
+	s.view.mu.Lock()
+	if !s.view.proj.Idx.HasRuns() {
+		s.view.mu.Unlock()
 		t.Fatal("no index runs: the test needs part of the history in runs")
 	}
-	tail := s.p.idx.mem
+	tail := s.view.proj.Idx.Mem
 	var ids []ID
-	for id := range tail.objs {
-		if _, inRuns := s.p.idx.runKind(id, tail.objs[id].Kind); !inRuns {
+	tail.Each(func(id ID, l proj.Loc) {
+		if _, inRuns := s.view.proj.Idx.RunKind(id, l.Kind); !inRuns {
 			ids = append(ids, id)
 		}
-	}
+	})
 	if len(ids) < 2 {
-		s.mu.Unlock()
+		s.view.mu.Unlock()
 		t.Fatalf("%d objects only in the tail; want 2", len(ids))
 	}
 	dropped, changed := ids[0], ids[1]
-	delete(tail.objs, dropped)
-	l := tail.objs[changed]
+	tail.Delete(dropped)
+	l, _ := tail.Get(changed)
 	l.Size++
-	tail.objs[changed] = l
+	tail.Set(changed, l)
 	var invented ID
 	invented[0] = 0xee
-	tail.objs[invented] = objLoc{Seq: 1, Seg: 1, Off: 600, Size: 10, Kind: l.Kind}
-	s.mu.Unlock()
+	tail.Set(invented, proj.Loc{Seq: 1, Seg: 1, Off: 600, Size: 10, Kind: l.Kind})
+	s.view.mu.Unlock()
 
 	rep, err := s.Verify(false, nil)
 	if err != nil {
@@ -104,7 +106,7 @@ func TestDeepVerifyRehashesObjects(t *testing.T) {
 	if _, err := s.Commit(CommitRequest{Agent: "a", Advance: "main", Changes: []Change{{Path: "big", Data: big}}}); err != nil {
 		t.Fatal(err)
 	}
-	_, file := s.loosePath(objects.IDOf(objects.KindBlob, big))
+	_, file := loose.Path(s.dir, objects.IDOf(objects.KindBlob, big))
 	f, err := fsys.OpenFile(file, os.O_RDWR, 0)
 	if err != nil {
 		t.Fatalf("the blob is not loose: %v", err)

@@ -5,28 +5,29 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/swarmops/swarmops/core"
+	"github.com/swarmops/swarmops/internal/testknobs"
 	"github.com/swarmops/swarmops/scenarios"
 )
 
 // Canary is one test-only weakening of the store that the sweep must catch.
 type Canary struct {
 	Name   string
-	Weaken core.Weakening
+	Weaken testknobs.Weakening
 	Why    string
 }
 
-// Canaries lists every weakening core defines, by the name crashsim uses.
+// Canaries lists the weakenings of internal/testknobs the sweep must
+// catch, by the name crashsim uses.
 var Canaries = []Canary{
-	{"skip-datasync", core.WeakSkipDatasync, "never fdatasync the journal"},
-	{"ack-before-sync", core.WeakAckBeforeSync, "acknowledge a commit before its sync"},
-	{"skip-dirsync", core.WeakSkipDirSync, "skip the directory sync when a segment or loose object is created"},
-	{"skip-checksum", core.WeakSkipChecksum, "do not verify checksums on read or recovery"},
-	{"early-durable", core.WeakEarlyDurable, "publish the durable offset before the sync"},
+	{"skip-datasync", testknobs.SkipDatasync, "never fdatasync the journal"},
+	{"ack-before-sync", testknobs.AckBeforeSync, "acknowledge a commit before its sync"},
+	{"skip-dirsync", testknobs.SkipDirSync, "skip the directory sync when a segment or loose object is created"},
+	{"skip-checksum", testknobs.SkipChecksum, "do not verify checksums on read or recovery"},
+	{"early-durable", testknobs.EarlyDurable, "publish the durable offset before the sync"},
 }
 
 // CanaryName returns the name of a single canary ("" for none).
-func CanaryName(w core.Weakening) string {
+func CanaryName(w testknobs.Weakening) string {
 	for _, c := range Canaries {
 		if c.Weaken == w {
 			return c.Name
@@ -36,7 +37,7 @@ func CanaryName(w core.Weakening) string {
 }
 
 // ParseCanary maps a canary name to its weakening.
-func ParseCanary(name string) (core.Weakening, error) {
+func ParseCanary(name string) (testknobs.Weakening, error) {
 	var names []string
 	for _, c := range Canaries {
 		if c.Name == name {

@@ -10,6 +10,7 @@ import (
 	"github.com/swarmops/swarmops/core"
 	"github.com/swarmops/swarmops/core/vfs"
 	"github.com/swarmops/swarmops/faultfs"
+	"github.com/swarmops/swarmops/internal/testknobs"
 	"github.com/swarmops/swarmops/scenarios"
 )
 
@@ -96,7 +97,7 @@ func (ref *reference) deterministic(r *run, cr *faultfs.Crashing) error {
 // checkClone opens a crash clone and checks it against the bounds. For the
 // process model it also returns the state it saw right after opening if that
 // open wrote nothing (a pure reader), for the C4 bound of the other models.
-func (ref *reference) checkClone(c *faultfs.MemFS, model faultfs.Model, b bounds, weaken core.Weakening) ([]problem, *state) {
+func (ref *reference) checkClone(c *faultfs.MemFS, model faultfs.Model, b bounds, weaken testknobs.Weakening) ([]problem, *state) {
 	var fsys vfs.FS = c
 	var cnt *faultfs.Counting
 	if model == faultfs.ProcessCrash {
@@ -174,7 +175,7 @@ func (ref *reference) checkClone(c *faultfs.MemFS, model faultfs.Model, b bounds
 
 // instantReader opens a process-crash clone as a reader at the crash
 // instant and returns what it saw, or nil if that open changed anything.
-func (ref *reference) instantReader(mem *faultfs.MemFS, weaken core.Weakening) *state {
+func (ref *reference) instantReader(mem *faultfs.MemFS, weaken testknobs.Weakening) *state {
 	c := mem.CrashClone(faultfs.ProcessCrash, 0)
 	cnt := faultfs.NewCounting(c)
 	cnt.StartTrace()
@@ -211,7 +212,7 @@ func pureReader(calls []faultfs.Call, c *faultfs.MemFS) bool {
 // postCommit commits once more on the recovered store and checks the commit
 // survives a further strict power loss: recovery must leave a store that
 // works, not one that merely opens.
-func (ref *reference) postCommit(s *core.Store, c *faultfs.MemFS, weaken core.Weakening) []problem {
+func (ref *reference) postCommit(s *core.Store, c *faultfs.MemFS, weaken testknobs.Weakening) []problem {
 	id, err := s.Commit(core.CommitRequest{
 		Agent: "crashsweep", Message: "after the crash", Time: fixedNow(), Advance: postRef,
 		Changes: []core.Change{{Path: "post.txt", Data: []byte("written after recovery\n")}},
@@ -242,7 +243,7 @@ func (ref *reference) postCommit(s *core.Store, c *faultfs.MemFS, weaken core.We
 
 // runTo runs the scenario until crash point n and returns the frozen memory
 // filesystem and the run.
-func (ref *reference) runTo(n int64, weaken core.Weakening) (*faultfs.MemFS, *run, *faultfs.Crashing) {
+func (ref *reference) runTo(n int64, weaken testknobs.Weakening) (*faultfs.MemFS, *run, *faultfs.Crashing) {
 	mem := faultfs.NewMem()
 	cr := faultfs.NewCrashing(mem, n)
 	r := newRun(ref.sc, cr, weaken)
@@ -253,7 +254,7 @@ func (ref *reference) runTo(n int64, weaken core.Weakening) (*faultfs.MemFS, *ru
 
 // recoveryCalls counts the filesystem calls of opening (recovering) the
 // clone of crash point n under m.
-func (ref *reference) recoveryCalls(n int64, m modelSeed, weaken core.Weakening) int64 {
+func (ref *reference) recoveryCalls(n int64, m modelSeed, weaken testknobs.Weakening) int64 {
 	mem, _, _ := ref.runTo(n, weaken)
 	cnt := faultfs.NewCounting(mem.CrashClone(m.model, m.seed))
 	s, err := core.Open(storeDir, storeOptions(ref.sc, cnt, weaken, fixedNow))

@@ -16,6 +16,7 @@ import (
 	"github.com/swarmops/swarmops/core"
 	"github.com/swarmops/swarmops/core/vfs"
 	"github.com/swarmops/swarmops/faultfs"
+	"github.com/swarmops/swarmops/internal/testknobs"
 	"github.com/swarmops/swarmops/scenarios"
 )
 
@@ -322,7 +323,7 @@ func isAbsent(err error) bool {
 
 // openState opens the store on fsys and observes it. A nil store with a nil
 // error means no store exists.
-func (ref *reference) openState(fsys vfs.FS, weaken core.Weakening) (*core.Store, *state, error) {
+func (ref *reference) openState(fsys vfs.FS, weaken testknobs.Weakening) (*core.Store, *state, error) {
 	s, err := core.Open(storeDir, storeOptions(ref.sc, fsys, weaken, fixedNow))
 	if err != nil {
 		if isAbsent(err) {

@@ -7,12 +7,13 @@ import (
 
 	"github.com/swarmops/swarmops/core"
 	"github.com/swarmops/swarmops/faultfs"
+	"github.com/swarmops/swarmops/internal/testknobs"
 	"github.com/swarmops/swarmops/scenarios"
 )
 
 // makeReference runs the scenario uncrashed on a counting memory filesystem
 // and derives the oracle's expectations.
-func makeReference(sc *scenarios.Scenario, weaken core.Weakening) (*reference, error) {
+func makeReference(sc *scenarios.Scenario, weaken testknobs.Weakening) (*reference, error) {
 	mem := faultfs.NewMem()
 	cnt := faultfs.NewCounting(mem)
 	cnt.StartTrace()
@@ -122,7 +123,7 @@ func readContent(sn *core.Snapshot, known []core.ID) (map[core.ID]map[string][32
 }
 
 // safeReference is makeReference with a panic turned into an error.
-func safeReference(sc *scenarios.Scenario, weaken core.Weakening) (ref *reference, err error) {
+func safeReference(sc *scenarios.Scenario, weaken testknobs.Weakening) (ref *reference, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			ref, err = nil, fmt.Errorf("panic: %v\n%s", p, debug.Stack())
@@ -195,7 +196,7 @@ func errString(err error) string {
 
 // Trace returns the numbered filesystem calls of a scenario's reference run
 // (the crash points), one line per call, with the operation each belongs to.
-func Trace(sc *scenarios.Scenario, weaken core.Weakening) ([]string, error) {
+func Trace(sc *scenarios.Scenario, weaken testknobs.Weakening) ([]string, error) {
 	ref, err := makeReference(sc, weaken)
 	if err != nil {
 		return nil, err

@@ -8,6 +8,7 @@ import (
 
 	"github.com/swarmops/swarmops/core"
 	"github.com/swarmops/swarmops/core/vfs"
+	"github.com/swarmops/swarmops/internal/testknobs"
 	"github.com/swarmops/swarmops/scenarios"
 )
 
@@ -54,7 +55,7 @@ type effect struct {
 type run struct {
 	sc     *scenarios.Scenario
 	fs     vfs.FS
-	weaken core.Weakening
+	weaken testknobs.Weakening
 	hooks  [2]*hookFS
 	stores [2]*core.Store
 	labels map[string]core.ID
@@ -70,7 +71,7 @@ type run struct {
 	stopped error
 }
 
-func newRun(sc *scenarios.Scenario, fs vfs.FS, weaken core.Weakening) *run {
+func newRun(sc *scenarios.Scenario, fs vfs.FS, weaken testknobs.Weakening) *run {
 	r := &run{sc: sc, fs: fs, weaken: weaken, labels: map[string]core.ID{}, now: epoch}
 	for i := range r.hooks {
 		r.hooks[i] = &hookFS{FS: fs}
@@ -83,18 +84,19 @@ func (r *run) options(w int) core.Options {
 	return storeOptions(r.sc, r.hooks[w], r.weaken, func() time.Time { return r.now })
 }
 
-func storeOptions(sc *scenarios.Scenario, fs vfs.FS, weaken core.Weakening, now func() time.Time) core.Options {
-	return core.Options{
+func storeOptions(sc *scenarios.Scenario, fs vfs.FS, weaken testknobs.Weakening, now func() time.Time) core.Options {
+	o := core.Options{
 		FS:              fs,
 		LockTimeout:     lockTimeout,
 		CheckpointEvery: sc.Options.CheckpointEvery,
 		InlineThreshold: sc.Options.InlineThreshold,
 		SegmentSize:     sc.Options.SegmentSize,
 		Now:             now,
-		Weaken:          weaken,
 		// Checkpoints run in the committing call, so call numbers are the same in every run.
 		InlineCheckpoint: true,
 	}
+	testknobs.Weaken(&o, weaken)
+	return o
 }
 
 // store returns writer w's handle, opening it on first use as a second

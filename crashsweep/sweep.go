@@ -43,8 +43,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/swarmops/swarmops/core"
 	"github.com/swarmops/swarmops/faultfs"
+	"github.com/swarmops/swarmops/internal/testknobs"
 	"github.com/swarmops/swarmops/scenarios"
 )
 
@@ -89,7 +89,7 @@ type Config struct {
 	// i % Shards == Shard.
 	Shard, Shards int
 	// Weaken sets a canary on every store the sweep opens.
-	Weaken core.Weakening
+	Weaken testknobs.Weakening
 	// StopAtFirst ends the sweep at the first violation (canaries).
 	StopAtFirst bool
 	// Baseline holds Violation.Key values to leave out of the report: the

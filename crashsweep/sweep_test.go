@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/swarmops/swarmops/core"
 	"github.com/swarmops/swarmops/faultfs"
+	"github.com/swarmops/swarmops/internal/testknobs"
 	"github.com/swarmops/swarmops/scenarios"
 )
 
@@ -59,7 +59,7 @@ func TestQuickSweepPasses(t *testing.T) {
 // model and seed) finds the same violation alone.
 func TestAtReplaysASweepViolation(t *testing.T) {
 	scs := pick(t, "commit-advance")
-	cfg := Config{Weaken: core.WeakEarlyDurable, RecoveryPoints: 0, TornSeeds: 2, Seed: 7}
+	cfg := Config{Weaken: testknobs.EarlyDurable, RecoveryPoints: 0, TornSeeds: 2, Seed: 7}
 	rep, err := Sweep(context.Background(), scs, cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -78,7 +78,7 @@ func TestAtReplaysASweepViolation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	one, err := Sweep(context.Background(), scs, Config{Weaken: core.WeakEarlyDurable, At: found.At,
+	one, err := Sweep(context.Background(), scs, Config{Weaken: testknobs.EarlyDurable, At: found.At,
 		Models: []faultfs.Model{model}, Seed: found.Seed, TornSeeds: 1})
 	if err != nil {
 		t.Fatal(err)
@@ -129,7 +129,7 @@ func TestSelfTestCatchesEveryCanary(t *testing.T) {
 // identical violations: one seed reproduces a run exactly.
 func TestSweepIsDeterministic(t *testing.T) {
 	scs := pick(t, "torn-tail")
-	cfg := Config{Weaken: core.WeakSkipDatasync, RecoveryPoints: 0, Flips: 4, Seed: 3, TornSeeds: 2}
+	cfg := Config{Weaken: testknobs.SkipDatasync, RecoveryPoints: 0, Flips: 4, Seed: 3, TornSeeds: 2}
 	var keys [2]map[string]int
 	for i := range keys {
 		rep, err := Sweep(context.Background(), scs, cfg)

@@ -334,7 +334,7 @@ func TestFrameBitFlipsAreDetected(t *testing.T) {
 }
 
 // frameFlipProp is the bit-flip property; skipChecksum runs it against the
-// journal's WeakSkipChecksum canary.
+// journal's SkipChecksum canary.
 func frameFlipProp(skipChecksum bool) func(*rapid.T) {
 	return func(t *rapid.T) {
 		kinds, payloads := drawFrames(t)
@@ -477,5 +477,5 @@ func TestCanaryObjectTruncationsCatchAZeroPaddingDecoder(t *testing.T) {
 }
 
 func TestCanaryFrameFlipsCatchSkippedChecksums(t *testing.T) {
-	expectFailure(t, 60, "the journal with checksum verification off (WeakSkipChecksum)", frameFlipProp(true))
+	expectFailure(t, 60, "the journal with checksum verification off (SkipChecksum)", frameFlipProp(true))
 }

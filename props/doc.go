@@ -38,7 +38,7 @@
 // replays it.
 //
 // Tests named TestCanary… run a property against a deliberately broken
-// variant (a store weakening such as WeakSkipDatasync, a broken decoder, a
+// variant (a store weakening such as SkipDatasync, a broken decoder, a
 // CAS that ignores its expectation, a mutated model) and fail unless the
 // property catches it; with -v they log rapid's shrunk counterexample.
 package props

@@ -43,7 +43,7 @@ func FuzzJournalScan(f *testing.F) {
 }
 
 // checkJournalScan is FuzzJournalScan's property; skipChecksum runs it
-// against the journal's WeakSkipChecksum canary.
+// against the journal's SkipChecksum canary.
 func checkJournalScan(t *testing.T, body []byte, skipChecksum bool) error {
 	fx := newJournalFixture(t, nil, nil, skipChecksum)
 	hdr := fx.segBytes(t)[:journal.FirstFrame]
@@ -80,9 +80,9 @@ func TestCanaryJournalScanCatchesSkippedChecksums(t *testing.T) {
 	}
 	err := checkJournalScan(t, body, true)
 	if err == nil {
-		t.Fatal("the journal-scan property passed against WeakSkipChecksum")
+		t.Fatal("the journal-scan property passed against SkipChecksum")
 	}
-	logOnFailure(t, "as required, the property failed against WeakSkipChecksum: %v", err)
+	logOnFailure(t, "as required, the property failed against SkipChecksum: %v", err)
 }
 
 // FuzzSegmentHeader decodes arbitrary bytes as a segment header. It must

@@ -13,6 +13,7 @@ import (
 	"github.com/swarmops/swarmops/core"
 	"github.com/swarmops/swarmops/core/journal"
 	"github.com/swarmops/swarmops/faultfs"
+	"github.com/swarmops/swarmops/internal/testknobs"
 )
 
 // recoveryFixture is a small store built once: a fixed history of commits
@@ -223,7 +224,7 @@ func frameDamaged(f *journal.Frame, damaged map[int64]bool) bool {
 // segment; otherwise it succeeds and shows exactly the frames before the
 // first damaged one (a torn tail is repaired, not reported), and the store
 // stays usable.
-func checkDamagedRecovery(t *testing.T, fx *recoveryFixture, damage []byte, weaken core.Weakening) error {
+func checkDamagedRecovery(t *testing.T, fx *recoveryFixture, damage []byte, weaken testknobs.Weakening) error {
 	fsys := fx.fs.CrashClone(faultfs.Strict, 0)
 	seg := bytes.Clone(fx.seg)
 	span := fx.frames[len(fx.frames)-1].End().Off + journal.FrameAlign - journal.FirstFrame
@@ -255,7 +256,7 @@ func checkDamagedRecovery(t *testing.T, fx *recoveryFixture, damage []byte, weak
 	}
 	o := fx.opts
 	o.FS = fsys
-	o.Weaken = weaken
+	testknobs.Weaken(&o, weaken)
 	s, err := openWithin(t, storeDir, o)
 	if laterGood {
 		if !errors.Is(err, core.ErrCorrupt) {
@@ -363,7 +364,7 @@ func FuzzRecoverArbitrarySegment(f *testing.F) {
 }
 
 // TestCanaryDamagedSegmentCatchesSkippedChecksums shows the damaged-segment
-// property fails against WeakSkipChecksum: a flipped payload byte in the
+// property fails against the SkipChecksum canary: a flipped payload byte in the
 // last frame is accepted instead of being cut as a torn tail.
 func TestCanaryDamagedSegmentCatchesSkippedChecksums(t *testing.T) {
 	fx := getRecoveryFixture(t)
@@ -374,11 +375,11 @@ func TestCanaryDamagedSegmentCatchesSkippedChecksums(t *testing.T) {
 	if err := checkDamagedRecovery(t, fx, dmg, 0); err != nil {
 		t.Fatalf("the correct store fails the property: %v", err)
 	}
-	err := checkDamagedRecovery(t, fx, dmg, core.WeakSkipChecksum)
+	err := checkDamagedRecovery(t, fx, dmg, testknobs.SkipChecksum)
 	if err == nil {
-		t.Fatal("the damaged-segment property passed against WeakSkipChecksum; it cannot catch an accepted bad frame")
+		t.Fatal("the damaged-segment property passed against the SkipChecksum canary; it cannot catch an accepted bad frame")
 	}
-	logOnFailure(t, "as required, the property failed against WeakSkipChecksum: %v", err)
+	logOnFailure(t, "as required, the property failed against SkipChecksum: %v", err)
 }
 
 // openReplaced replaces one file of a crash clone of the fixture with b

@@ -15,25 +15,20 @@ import (
 	"github.com/swarmops/swarmops/faultfs"
 )
 
-// indexModel is the map model of core/index: every record added, and the
-// subset that runs hold (what a reopen keeps; the in-memory tail is rebuilt
-// from the journal by the store, so the index itself forgets it).
+// indexModel is the map model of core/index: every record added (each add
+// is a run, durable once AddRun returns, so a reopen keeps them all).
 type indexModel struct {
-	cs      map[objects.ID]index.CSRecord
-	obj     map[objects.ID]index.ObjRecord
-	flushed map[objects.ID]bool
+	cs  map[objects.ID]index.CSRecord
+	obj map[objects.ID]index.ObjRecord
 }
 
 func (m *indexModel) clone() *indexModel {
-	c := &indexModel{cs: map[objects.ID]index.CSRecord{}, obj: map[objects.ID]index.ObjRecord{}, flushed: map[objects.ID]bool{}}
+	c := &indexModel{cs: map[objects.ID]index.CSRecord{}, obj: map[objects.ID]index.ObjRecord{}}
 	for k, v := range m.cs {
 		c.cs[k] = v
 	}
 	for k, v := range m.obj {
 		c.obj[k] = v
-	}
-	for k := range m.flushed {
-		c.flushed[k] = true
 	}
 	return c
 }
@@ -132,8 +127,13 @@ func (im *indexMachine) add(t *rapid.T) {
 		}
 		b.Objects = append(b.Objects, index.ObjRecord{ID: id, Kind: rapid.SampledFrom([]objects.Kind{objects.KindBlob, objects.KindTree}).Draw(t, "kind"), Loc: drawLoc(t, "obj loc")})
 	}
-	if err := im.x.Add(b); err != nil {
-		t.Fatalf("Add(%d changesets, %d objects): %v", len(b.Changesets), len(b.Objects), err)
+	before, beforeModel := im.x.View(), im.m.clone()
+	if _, err := im.x.AddRun(im.runPath(), uint64(im.runs), b); err != nil {
+		t.Fatalf("AddRun(%d changesets, %d objects): %v", len(b.Changesets), len(b.Objects), err)
+	}
+	// A View taken before the run was added still answers as it did.
+	if err := im.compare(before, beforeModel); err != nil {
+		t.Fatalf("a View taken before AddRun changed: %v", err)
 	}
 	for _, r := range b.Changesets {
 		im.m.cs[r.ID] = r
@@ -158,23 +158,6 @@ func (im *indexMachine) runPaths() []string {
 	return out
 }
 
-func (im *indexMachine) flush(t *rapid.T) {
-	before, beforeModel := im.x.View(), im.m.clone()
-	if _, err := im.x.Flush(im.runPath(), uint64(im.runs)); err != nil {
-		t.Fatalf("Flush: %v", err)
-	}
-	for id := range im.m.cs {
-		im.m.flushed[id] = true
-	}
-	for id := range im.m.obj {
-		im.m.flushed[id] = true
-	}
-	// A View taken before the flush still answers as it did.
-	if err := im.compare(before, beforeModel); err != nil {
-		t.Fatalf("a View taken before Flush changed: %v", err)
-	}
-}
-
 func (im *indexMachine) compact(t *rapid.T) {
 	maxRuns := rapid.IntRange(1, 3).Draw(t, "maxRuns")
 	before, beforeModel := im.x.View(), im.m.clone()
@@ -196,8 +179,8 @@ func (im *indexMachine) compact(t *rapid.T) {
 }
 
 // reopen opens the index again over its run files, on the same files or on
-// a strict crash clone of them (runs written by Flush and Compact must be
-// durable). The in-memory tail is gone either way.
+// a strict crash clone of them (runs written by AddRun and Compact must be
+// durable).
 func (im *indexMachine) reopen(t *rapid.T) {
 	paths := im.runPaths()
 	if err := im.x.Close(); err != nil {
@@ -211,16 +194,6 @@ func (im *indexMachine) reopen(t *rapid.T) {
 		t.Fatalf("Open(%v): %v", paths, err)
 	}
 	im.x = x
-	for id := range im.m.cs {
-		if !im.m.flushed[id] {
-			delete(im.m.cs, id)
-		}
-	}
-	for id := range im.m.obj {
-		if !im.m.flushed[id] {
-			delete(im.m.obj, id)
-		}
-	}
 }
 
 func (im *indexMachine) check(t *rapid.T) {
@@ -363,11 +336,10 @@ func indexMachineProp(brokenPrefix bool) func(*rapid.T) {
 			t.Fatalf("SyncDir: %v", err)
 		}
 		im := &indexMachine{fs: fs, x: index.New(fs), brokenPrefix: brokenPrefix,
-			m: &indexModel{cs: map[objects.ID]index.CSRecord{}, obj: map[objects.ID]index.ObjRecord{}, flushed: map[objects.ID]bool{}}}
+			m: &indexModel{cs: map[objects.ID]index.CSRecord{}, obj: map[objects.ID]index.ObjRecord{}}}
 		defer func() { _ = im.x.Close() }()
 		t.Repeat(map[string]func(*rapid.T){
 			"add":     im.add,
-			"flush":   im.flush,
 			"compact": im.compact,
 			"reopen":  im.reopen,
 			"":        im.check,
@@ -375,11 +347,11 @@ func indexMachineProp(brokenPrefix bool) func(*rapid.T) {
 	}
 }
 
-// TestIndexMatchesMapModel holds core/index (in-memory tail, on-disk runs,
+// TestIndexMatchesMapModel holds core/index (runs added one batch each,
 // compaction, reopen and strict crash of its run files) against a map:
 // lookups by id, by prefix (unique, ambiguous and missing, for several
 // result limits), by delta hash, misses, counts and first-parent walks,
-// and snapshot isolation of Views across flush and compaction.
+// and snapshot isolation of Views across added runs and compaction.
 func TestIndexMatchesMapModel(t *testing.T) {
 	check(t, 60, indexMachineProp(false))
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/swarmops/swarmops/core"
 	"github.com/swarmops/swarmops/core/objects"
 	"github.com/swarmops/swarmops/faultfs"
+	"github.com/swarmops/swarmops/internal/testknobs"
 )
 
 // storeDir is where every property keeps its store on the memory FS.
@@ -39,12 +40,12 @@ type storeMachine struct {
 	handles []*core.Store // one or two handles on the same files, as two processes would have
 	m       *storeModel
 	commits int // commits attempted, which makes every message unique
-	weaken  core.Weakening
+	weaken  testknobs.Weakening
 }
 
 // newStoreMachine draws the store's shape (checkpoint interval, number of
 // handles) and creates it.
-func newStoreMachine(t *rapid.T, weaken core.Weakening) *storeMachine {
+func newStoreMachine(t *rapid.T, weaken testknobs.Weakening) *storeMachine {
 	sm := &storeMachine{fs: faultfs.NewMem(), m: newStoreModel(), weaken: weaken}
 	sm.opts = core.Options{
 		FS:              sm.fs,
@@ -52,8 +53,8 @@ func newStoreMachine(t *rapid.T, weaken core.Weakening) *storeMachine {
 		CheckpointEvery: rapid.IntRange(2, 8).Draw(t, "checkpointEvery"),
 		InlineThreshold: inlineThreshold,
 		Now:             func() time.Time { return epoch },
-		Weaken:          weaken,
 	}
+	testknobs.Weaken(&sm.opts, weaken)
 	s, err := core.Create(storeDir, sm.opts)
 	if err != nil {
 		t.Fatalf("Create: %v", err)
@@ -388,7 +389,7 @@ var checkpointsSeen atomic.Int64
 
 // storeMachineProp is the journal-replay property, parameterised by a
 // weakening so that the canary tests can run it against a broken store.
-func storeMachineProp(weaken core.Weakening) func(*rapid.T) {
+func storeMachineProp(weaken testknobs.Weakening) func(*rapid.T) {
 	return func(t *rapid.T) {
 		sm := newStoreMachine(t, weaken)
 		defer sm.closeAll()
@@ -428,15 +429,15 @@ func FuzzStoreMachine(f *testing.F) {
 }
 
 // TestCanaryStorePropertyCatchesSkippedDatasync runs the journal property
-// against the store's WeakSkipDatasync canary: acknowledged commits are not
+// against the store's SkipDatasync canary: acknowledged commits are not
 // durable, so a strict crash clone loses them and the model notices.
 func TestCanaryStorePropertyCatchesSkippedDatasync(t *testing.T) {
-	expectFailure(t, 40, "a store that never fdatasyncs the journal (WeakSkipDatasync)", storeMachineProp(core.WeakSkipDatasync))
+	expectFailure(t, 40, "a store that never fdatasyncs the journal (SkipDatasync)", storeMachineProp(testknobs.SkipDatasync))
 }
 
 // TestCanaryStorePropertyCatchesSkippedDirSync runs it against
-// WeakSkipDirSync: a new segment or loose object name is not durable, so a
+// SkipDirSync: a new segment or loose object name is not durable, so a
 // crash clone loses acknowledged data.
 func TestCanaryStorePropertyCatchesSkippedDirSync(t *testing.T) {
-	expectFailure(t, 40, "a store that skips directory syncs (WeakSkipDirSync)", storeMachineProp(core.WeakSkipDirSync))
+	expectFailure(t, 40, "a store that skips directory syncs (SkipDirSync)", storeMachineProp(testknobs.SkipDirSync))
 }

@@ -5,10 +5,10 @@ import (
 	"os"
 	"time"
 
-	"github.com/swarmops/swarmops/core"
+	"github.com/swarmops/swarmops/internal/testknobs"
 )
 
-// landPauseHook installs core.TestHookLandBeforeCommit when
+// landPauseHook installs the test hook testknobs.LandBeforeCommit when
 // SWARMOPS_TEST_LAND_PAUSE=PATH is set: before its first commit attempt,
 // land creates PATH.ready and waits (at most a minute) until PATH.go exists.
 // A test uses it to move the target in between, so the lost race, and the
@@ -18,7 +18,7 @@ func landPauseHook(getenv func(string) string) error {
 	if p == "" {
 		return nil
 	}
-	core.TestHookLandBeforeCommit = func(attempt int) {
+	testknobs.LandBeforeCommit = func(attempt int) {
 		if attempt != 1 {
 			return
 		}

@@ -208,9 +208,9 @@ func BenchmarkOpenFirstLookup(b *testing.B) {
 	}
 }
 
-// BenchmarkViewGet looks up through a View of one run plus an in-memory
-// tail of 8192 batches (a checkpoint interval's worth), half the lookups
-// answered by each.
+// BenchmarkViewGet looks up through a View of two runs: one of n
+// changesets and a newer one of 8192 (a few checkpoints' worth), half the
+// lookups answered by each.
 func BenchmarkViewGet(b *testing.B) {
 	for _, n := range benchSizes(b) {
 		d := benchRun(b, n)
@@ -219,20 +219,16 @@ func BenchmarkViewGet(b *testing.B) {
 			b.Fatal(err)
 		}
 		g := newGen(99)
-		var tail []CSRecord
-		for range 8192 {
-			bt := g.batch(1, 2)
-			tail = append(tail, bt.Changesets...)
-			if err := x.Add(bt); err != nil {
-				b.Fatal(err)
-			}
+		newer := g.batch(8192, 8192)
+		if _, err := x.AddRun(d.path+".newer", 0, newer); err != nil {
+			b.Fatal(err)
 		}
 		v := x.View()
-		b.Run(fmt.Sprintf("n=%d/tail=8192", n), func(b *testing.B) {
+		b.Run(fmt.Sprintf("n=%d/newer=8192", n), func(b *testing.B) {
 			for i := 0; b.Loop(); i++ {
 				id := d.cs[(i*7919)%n].ID
 				if i%2 == 1 {
-					id = tail[(i*31)%len(tail)].ID
+					id = newer.Changesets[(i*31)%len(newer.Changesets)].ID
 				}
 				if _, ok, err := v.Changeset(id); !ok || err != nil {
 					b.Fatal(ok, err)

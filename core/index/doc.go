@@ -1,21 +1,21 @@
-// Package index is the changeset index and object locator of the store: a
-// projection of the journal that answers, for a changeset id, its
+// Package index is the on-disk changeset index and object locator of the
+// store: sorted, immutable run files that answer, for a changeset id, its
 // generation, parents, delta hash and location; for any object id, its
 // kind and location; for an id prefix, the matching ids; and for a delta
 // hash, the changesets that make that change.
 //
 // # Structure
 //
-//	Index ──► View (immutable) ──► tails (in memory, newest first)
-//	                           └─► runs  (files, newest first)
+//	Index ──► View (immutable) ──► runs (files, newest first)
 //
-// New records go to an in-memory Tail (Index.Add, one batch per journal
-// frame). At a checkpoint, Index.Freeze makes the tail read-only in O(1)
-// and WriteFrozen writes it as a sorted, immutable run file off the commit
-// path; Compact k-way merges the runs into one when there are too many.
-// Every change publishes a new View with one atomic store; a View never
-// changes, so readers hold one as long as they like and take no lock. Of
-// duplicate ids, the newest source wins.
+// At a checkpoint the store writes the records of the frames since the
+// last one as a run (WriteRun, or Index.AddRun); compaction k-way merges
+// runs into one (MergeRuns, Index.Compact). The records of the frames past
+// the newest checkpoint are kept in memory by the store itself (its
+// projection's tail, core/internal/proj), not here. Every change publishes
+// a new View with one atomic store; a View never changes, so readers hold
+// one as long as they like and take no lock. Of duplicate ids, the newest
+// run wins.
 //
 // # Run file format
 //
@@ -101,7 +101,7 @@
 //
 // # Durability
 //
-// WriteRun, MergeRuns and WriteFrozen write dst+".tmp", datasync it once,
+// WriteRun, MergeRuns and AddRun write dst+".tmp", datasync it once,
 // rename it to dst and sync the directory: when they return, the run is
 // durable under its name. A checkpoint may then reference it. Retired runs
 // are deleted by the caller after the checkpoint that drops them is durable.
@@ -109,6 +109,6 @@
 // # Errors
 //
 // Damage is a *CorruptError (errors.Is ErrCorrupt) naming the file and the
-// offset; bad records handed to Add are ErrInvalid; I/O errors are wrapped
+// offset; bad records handed to WriteRun are ErrInvalid; I/O errors are wrapped
 // with the file and offset. Nothing panics on a damaged file.
 package index

@@ -204,10 +204,10 @@ func (m *model) check(t *testing.T, v *View, g *gen, seed uint64) {
 	}
 }
 
-// TestIndexMatchesModelAcrossFlushCompactAndReopen adds random batches,
-// flushing, compacting and reopening at random points, and compares every
+// TestIndexMatchesModelAcrossRunsCompactAndReopen adds random batches as
+// runs, compacting and reopening at random points, and compares every
 // lookup with a map after each step.
-func TestIndexMatchesModelAcrossFlushCompactAndReopen(t *testing.T) {
+func TestIndexMatchesModelAcrossRunsCompactAndReopen(t *testing.T) {
 	seed := testSeed(t, 1)
 	g := newGen(seed)
 	fsys := faultfs.NewMem()
@@ -222,7 +222,7 @@ func TestIndexMatchesModelAcrossFlushCompactAndReopen(t *testing.T) {
 	for step := range 60 {
 		b := g.batch(g.r.IntN(40), g.r.IntN(80))
 		// Re-add known objects at new locations, one from the previous batch
-		// (likely still in the same tail) and one from anywhere (likely in a
+		// (in the newest run) and one from anywhere (likely in an older
 		// run): the newest record must win everywhere.
 		for _, pool := range [][]ObjRecord{prevObjs, allObjs} {
 			if len(pool) > 0 {
@@ -234,31 +234,24 @@ func TestIndexMatchesModelAcrossFlushCompactAndReopen(t *testing.T) {
 		prevObjs = b.Objects
 		allObjs = append(allObjs, b.Objects...)
 		before := x.View()
-		beforeLen := before.TailLen()
-		if err := x.Add(b); err != nil {
+		beforeRuns := len(before.Runs())
+		if _, err := x.AddRun(name(), uint64(step), b); err != nil {
 			t.Fatal(err)
 		}
-		if before.TailLen() != beforeLen {
-			t.Fatal("a View changed after Add")
+		if len(before.Runs()) != beforeRuns {
+			t.Fatal("a View changed after AddRun")
 		}
 		m.add(b)
 		switch g.r.IntN(6) {
 		case 0, 1:
-			if _, err := x.Flush(name(), uint64(step)); err != nil {
-				t.Fatal(err)
-			}
-		case 2:
 			if _, _, err := x.Compact(name(), uint64(step), 2); err != nil {
 				t.Fatal(err)
 			}
 			if n := len(x.View().Runs()); n > 2 {
 				t.Fatalf("after Compact(max 2) there are %d runs", n)
 			}
-		case 3:
-			// Reopen from the run list, replaying the tail, as a restart does.
-			if _, err := x.Flush(name(), uint64(step)); err != nil {
-				t.Fatal(err)
-			}
+		case 2:
+			// Reopen from the run list, as a restart does.
 			var paths []string
 			for _, r := range x.View().Runs() {
 				paths = append(paths, r.Name())
@@ -469,7 +462,8 @@ func TestDamagedRunFilesAreTypedErrors(t *testing.T) {
 }
 
 func TestInvalidRecordsAreRejected(t *testing.T) {
-	x := New(faultfs.NewMem())
+	mem := faultfs.NewMem()
+	x := New(mem)
 	bad := []Batch{
 		{Changesets: []CSRecord{{}}},
 		{Objects: []ObjRecord{{ID: objects.ID{1}, Kind: objects.KindChangeset}}},
@@ -477,24 +471,27 @@ func TestInvalidRecordsAreRejected(t *testing.T) {
 		{Changesets: []CSRecord{{ID: objects.ID{1}, Parents: make([]objects.ID, objects.MaxParents+1)}}},
 	}
 	for i, b := range bad {
-		if err := x.Add(b); !errors.Is(err, ErrInvalid) {
-			t.Errorf("batch %d: Add error %v, want ErrInvalid", i, err)
+		if _, err := x.AddRun(fmt.Sprintf("r%d", i), 0, b); !errors.Is(err, ErrInvalid) {
+			t.Errorf("batch %d: AddRun error %v, want ErrInvalid", i, err)
+		}
+		if _, err := mem.Stat(fmt.Sprintf("r%d", i)); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("batch %d: a rejected batch left its run file: %v", i, err)
 		}
 	}
-	if x.View().TailLen() != 0 {
-		t.Error("a rejected batch was added")
+	if n := len(x.View().Runs()); n != 0 {
+		t.Errorf("rejected batches added %d runs", n)
 	}
 }
 
-// TestReadersNeverBlockOrSeeChangesWhileAWriterAddsAndFlushes runs readers
-// over a View held across concurrent Adds, Flushes and Compacts (run with
-// -race to check the lock-free claim).
-func TestReadersNeverBlockOrSeeChangesWhileAWriterAddsAndFlushes(t *testing.T) {
+// TestReadersNeverBlockOrSeeChangesWhileAWriterAddsAndCompacts runs
+// readers over a View held across concurrent AddRuns and Compacts (run
+// with -race to check the lock-free claim).
+func TestReadersNeverBlockOrSeeChangesWhileAWriterAddsAndCompacts(t *testing.T) {
 	fsys := faultfs.NewMem()
 	x := New(fsys)
 	g := newGen(testSeed(t, 21))
 	first := g.batch(200, 200)
-	if err := x.Add(first); err != nil {
+	if _, err := x.AddRun("first", 0, first); err != nil {
 		t.Fatal(err)
 	}
 	held := x.View()
@@ -524,13 +521,8 @@ func TestReadersNeverBlockOrSeeChangesWhileAWriterAddsAndFlushes(t *testing.T) {
 		}()
 	}
 	for i := range 30 {
-		if err := x.Add(g.batch(20, 20)); err != nil {
+		if _, err := x.AddRun(fmt.Sprintf("r%d", i), 0, g.batch(20, 20)); err != nil {
 			t.Fatal(err)
-		}
-		if i%5 == 4 {
-			if _, err := x.Flush(fmt.Sprintf("r%d", i), 0); err != nil {
-				t.Fatal(err)
-			}
 		}
 		if i%10 == 9 {
 			if _, _, err := x.Compact(fmt.Sprintf("c%d", i), 0, 1); err != nil {
@@ -545,35 +537,27 @@ func TestReadersNeverBlockOrSeeChangesWhileAWriterAddsAndFlushes(t *testing.T) {
 	}
 }
 
-func TestFreezeWhilePendingIsRefusedAndFailedWriteKeepsRecords(t *testing.T) {
+// TestAFailedRunWriteChangesNothing: a run whose datasync fails is not
+// added and leaves no file; the same batch is added at the next try.
+func TestAFailedRunWriteChangesNothing(t *testing.T) {
 	mem := faultfs.NewMem()
 	inj := faultfs.NewInjecting(mem, mustRule(t, "op=datasync,nth=1,err=eio"))
 	x := New(inj)
 	b := newGen(4).batch(10, 10)
-	if err := x.Add(b); err != nil {
-		t.Fatal(err)
-	}
-	tl, err := x.Freeze()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := x.Freeze(); !errors.Is(err, ErrFlushPending) {
-		t.Fatalf("second Freeze: %v, want ErrFlushPending", err)
-	}
-	if _, err := x.WriteFrozen(tl, "r1", 0); err == nil {
-		t.Fatal("WriteFrozen succeeded through a failed datasync")
-	}
-	if _, ok, _ := x.View().Changeset(b.Changesets[0].ID); !ok {
-		t.Fatal("records lost after a failed run write")
+	if _, err := x.AddRun("r1", 0, b); err == nil {
+		t.Fatal("AddRun succeeded through a failed datasync")
 	}
 	if _, err := mem.Stat("r1"); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("failed run write left r1 behind: %v", err)
 	}
-	if _, err := x.WriteFrozen(tl, "r2", 0); err != nil {
+	if n := len(x.View().Runs()); n != 0 {
+		t.Fatalf("a failed run write added %d runs", n)
+	}
+	if _, err := x.AddRun("r2", 0, b); err != nil {
 		t.Fatal(err)
 	}
-	if v := x.View(); len(v.Runs()) != 1 || v.TailLen() != 0 {
-		t.Fatalf("after retry: %d runs, %d tail records", len(v.Runs()), v.TailLen())
+	if _, ok, _ := x.View().Changeset(b.Changesets[0].ID); !ok {
+		t.Fatal("records missing after the retry")
 	}
 }
 
@@ -590,11 +574,8 @@ func TestResolveUniqueAmbiguousAndMissingPrefixes(t *testing.T) {
 	a := objects.ID{0xab, 0xcd, 0x01}
 	b := objects.ID{0xab, 0xcd, 0x02}
 	c := objects.ID{0x12, 0x34}
-	if err := x.Add(Batch{Objects: []ObjRecord{{ID: a, Kind: objects.KindBlob}, {ID: b, Kind: objects.KindTree}},
+	if _, err := x.AddRun("r", 0, Batch{Objects: []ObjRecord{{ID: a, Kind: objects.KindBlob}, {ID: b, Kind: objects.KindTree}},
 		Changesets: []CSRecord{{ID: c, Generation: 1}}}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := x.Flush("r", 0); err != nil {
 		t.Fatal(err)
 	}
 	parse := func(s string) objects.Prefix {

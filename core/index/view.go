@@ -11,34 +11,18 @@ import (
 	"github.com/swarmops/swarmops/core/vfs"
 )
 
-// View is an immutable snapshot of the index: in-memory tails and on-disk
-// runs, each list newest first. Lookups consult the tails, then the runs;
-// for duplicate ids the newest source wins. A View never changes and takes
-// no lock, so any number of readers may use one while the Index moves on.
+// View is an immutable snapshot of the index: its runs, newest first. For
+// duplicate ids the newest run wins. A View never changes and takes no
+// lock, so any number of readers may use one while the Index moves on.
 type View struct {
-	tails []*Tail
-	runs  []*Run
+	runs []*Run
 }
 
 // Runs returns the view's runs, newest first. The slice must not be modified.
 func (v *View) Runs() []*Run { return v.runs }
 
-// TailLen returns the number of records held in memory.
-func (v *View) TailLen() int {
-	n := 0
-	for _, t := range v.tails {
-		n += t.Len()
-	}
-	return n
-}
-
 // Changeset returns the record of changeset id.
 func (v *View) Changeset(id objects.ID) (CSRecord, bool, error) {
-	for _, t := range v.tails {
-		if r, ok := t.changeset(id); ok {
-			return r, true, nil
-		}
-	}
 	for _, r := range v.runs {
 		if c, ok, err := r.Changeset(id); ok || err != nil {
 			return c, ok, err
@@ -49,14 +33,6 @@ func (v *View) Changeset(id objects.ID) (CSRecord, bool, error) {
 
 // Object returns the kind and location of any object, changesets included.
 func (v *View) Object(id objects.ID) (ObjRecord, bool, error) {
-	for _, t := range v.tails {
-		if r, ok := t.object(id); ok {
-			return r, true, nil
-		}
-		if c, ok := t.changeset(id); ok {
-			return ObjRecord{ID: id, Kind: objects.KindChangeset, Loc: c.Loc}, true, nil
-		}
-	}
 	for _, r := range v.runs {
 		if o, ok, err := r.Object(id); ok || err != nil {
 			return o, ok, err
@@ -75,9 +51,6 @@ func (v *View) Object(id objects.ID) (ObjRecord, bool, error) {
 func (v *View) Prefix(p objects.Prefix, max int) ([]Match, error) {
 	max = maxOf(max, 1)
 	var out []Match
-	for _, t := range v.tails {
-		out = t.prefix(p, max, out)
-	}
 	for _, r := range v.runs {
 		var err error
 		if out, err = r.prefix(p, max, out); err != nil {
@@ -128,9 +101,6 @@ func maxOf(a, b int) int {
 // ByDelta returns the ids of all changesets whose delta hash is h, sorted.
 func (v *View) ByDelta(h objects.Hash) ([]objects.ID, error) {
 	var out []objects.ID
-	for _, t := range v.tails {
-		out = t.byDelta(h, out)
-	}
 	for _, r := range v.runs {
 		var err error
 		if out, err = r.byDelta(h, out); err != nil {
@@ -145,10 +115,6 @@ func (v *View) iters() (iter[CSRecord], iter[ObjRecord], iter[deltaRec]) {
 	var cs []iter[CSRecord]
 	var obj []iter[ObjRecord]
 	var dl []iter[deltaRec]
-	for _, t := range v.tails {
-		c, o, d := t.iters()
-		cs, obj, dl = append(cs, c), append(obj, o), append(dl, d)
-	}
 	for _, r := range v.runs {
 		cs, obj, dl = append(cs, r.csIter()), append(obj, r.objIter()), append(dl, r.deltaIter())
 	}
@@ -207,33 +173,27 @@ func (v *View) Verify() error {
 	return errors.Join(errs...)
 }
 
-// ErrFlushPending is returned by Freeze while an earlier frozen tail has
-// not been written yet: runs are written one at a time, in order.
-var ErrFlushPending = errors.New("index: a frozen tail is still being written")
-
 // Index is the writer side: it owns the current View and replaces it on
-// every change. Add, Freeze, WriteFrozen and Compact may be called from any
-// goroutine; Add never waits for a run being written or merged, so run
-// writing and compaction stay off the commit path.
+// every change. AddRun and Compact may be called from any goroutine; a
+// reader's View is never changed under it.
 type Index struct {
-	fs     vfs.FS
-	mu     sync.Mutex // serializes view replacement
-	view   atomic.Pointer[View]
-	frozen *Tail      // the tail being written, or nil
-	runMu  sync.Mutex // one run write or merge at a time
+	fs    vfs.FS
+	mu    sync.Mutex // serializes view replacement
+	view  atomic.Pointer[View]
+	runMu sync.Mutex // one merge at a time
 }
 
-// New returns an empty index whose runs live on fsys.
+// New returns an index without runs, whose runs live on fsys.
 func New(fsys vfs.FS) *Index {
 	x := &Index{fs: fsys}
-	x.view.Store(&View{tails: []*Tail{nil}})
+	x.view.Store(&View{})
 	return x
 }
 
 // Open returns an index over the run files at paths (newest first; the
-// checkpoint lists them), with an empty tail. It checks each run's header;
-// it does not read the records (see View.Verify). On error the runs opened
-// so far are closed.
+// checkpoint lists them). It checks each run's header; it does not read
+// the records (see View.Verify). On error the runs opened so far are
+// closed.
 func Open(fsys vfs.FS, paths []string) (*Index, error) {
 	x := New(fsys)
 	var runs []*Run
@@ -247,98 +207,26 @@ func Open(fsys vfs.FS, paths []string) (*Index, error) {
 		}
 		runs = append(runs, r)
 	}
-	x.view.Store(&View{tails: []*Tail{nil}, runs: runs})
+	x.view.Store(&View{runs: runs})
 	return x, nil
 }
 
 // View returns the current snapshot. It is cheap (one atomic load).
 func (x *Index) View() *View { return x.view.Load() }
 
-// Add adds the records of one batch to the in-memory tail and publishes a
-// new View. Records are checked first; on error nothing is added.
-func (x *Index) Add(b Batch) error {
-	for i := range b.Changesets {
-		if err := validCS(&b.Changesets[i]); err != nil {
-			return err
-		}
-	}
-	for i := range b.Objects {
-		if err := validObj(&b.Objects[i]); err != nil {
-			return err
-		}
-	}
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	v := x.view.Load()
-	tails := slices.Clone(v.tails)
-	tails[0] = tails[0].with(b)
-	x.view.Store(&View{tails: tails, runs: v.runs})
-	return nil
-}
-
-// Freeze makes the current tail read-only and starts a new empty one, in
-// O(1), and returns the frozen tail for WriteFrozen. Call it where the
-// records added so far correspond to a known journal position (the
-// checkpoint's). Lookups keep seeing the frozen records until WriteFrozen
-// replaces them with a run.
-func (x *Index) Freeze() (*Tail, error) {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	if x.frozen != nil {
-		return nil, ErrFlushPending
-	}
-	v := x.view.Load()
-	t := v.tails[0]
-	if t == nil {
-		t = &Tail{}
-	}
-	x.frozen = t
-	tails := append([]*Tail{nil}, v.tails...)
-	tails[1] = t
-	x.view.Store(&View{tails: tails, runs: v.runs})
-	return t, nil
-}
-
-// WriteFrozen writes the frozen tail t as the run file dst (see WriteRun for
-// the durability protocol) and publishes a View in which the run replaces
-// the tail. On error the tail stays frozen and in the View; call
-// WriteFrozen again (with a fresh dst) to retry.
-func (x *Index) WriteFrozen(t *Tail, dst string, meta uint64) (*Run, error) {
-	x.runMu.Lock()
-	defer x.runMu.Unlock()
-	x.mu.Lock()
-	if x.frozen != t || t == nil {
-		x.mu.Unlock()
-		return nil, fmt.Errorf("index: WriteFrozen of a tail that is not the frozen one")
-	}
-	x.mu.Unlock()
-	var csN, objN uint64
-	for _, c := range t.chunks {
-		csN += uint64(len(c.cs))
-		objN += uint64(len(c.obj))
-	}
-	cs, obj, dl := t.iters()
-	run, err := writeIters(x.fs, dst, meta, csN, objN, cs, obj, dl)
+// AddRun writes batch b as the run file dst (see WriteRun for the
+// durability protocol) and publishes a View in which it is the newest run.
+// On error the View stays as it was and dst does not exist.
+func (x *Index) AddRun(dst string, meta uint64, b Batch) (*Run, error) {
+	r, err := WriteRun(x.fs, dst, meta, b)
 	if err != nil {
 		return nil, err
 	}
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	v := x.view.Load()
-	tails := slices.DeleteFunc(slices.Clone(v.tails), func(s *Tail) bool { return s == t })
-	runs := append([]*Run{run}, v.runs...)
-	x.frozen = nil
-	x.view.Store(&View{tails: tails, runs: runs})
-	return run, nil
-}
-
-// Flush is Freeze followed by WriteFrozen.
-func (x *Index) Flush(dst string, meta uint64) (*Run, error) {
-	t, err := x.Freeze()
-	if err != nil {
-		return nil, err
-	}
-	return x.WriteFrozen(t, dst, meta)
+	x.view.Store(&View{runs: append([]*Run{r}, v.runs...)})
+	return r, nil
 }
 
 // Compact merges the current runs into one run file dst when there are
@@ -347,7 +235,6 @@ func (x *Index) Flush(dst string, meta uint64) (*Run, error) {
 // nothing was done) and the retired runs. Retired runs stay open for
 // readers of older Views; the caller closes and removes them once the new
 // run list is in a durable checkpoint and no reader uses an older View.
-// Adds proceed while the merge runs.
 func (x *Index) Compact(dst string, meta uint64, maxRuns int) (*Run, []*Run, error) {
 	x.runMu.Lock()
 	defer x.runMu.Unlock()
@@ -362,8 +249,9 @@ func (x *Index) Compact(dst string, meta uint64, maxRuns int) (*Run, []*Run, err
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	v := x.view.Load()
-	// runMu kept other run writers out, so v.runs is still old.
-	x.view.Store(&View{tails: v.tails, runs: []*Run{merged}})
+	// Runs added while the merge ran stay in front of the merged one.
+	keep := v.runs[:len(v.runs)-len(old)]
+	x.view.Store(&View{runs: append(append([]*Run(nil), keep...), merged)})
 	return merged, old, nil
 }
 

@@ -94,7 +94,7 @@ func fanoutBits(n uint64) uint32 {
 // page cache copy as larger ones do; a 1 MiB buffer, which the pool loses
 // at every other garbage collection, was 256 fresh pages to fault in for
 // each checkpoint, most of the page faults a writer made (13 us each on
-// the test machine; docs/perf/store.md).
+// a test VM).
 const runBufSize = 64 << 10
 
 // runBufs reuses the write buffers of writeIters: a checkpoint writes a
@@ -190,6 +190,10 @@ func (w *runWriter) table(tab byte, capHint uint64, keyLen int, fill func(rec []
 
 // writeIters writes a run from sorted unique iterators. csCap and objCap
 // are upper bounds on the record counts, used to size the fanouts.
+//
+// It is one piece because the file is written in one pass, in the order
+// of the format (tables, fanouts, heap, filters, then the header at 0),
+// and every section's offset, count and checksum feeds the header.
 func writeIters(fsys vfs.FS, dst string, meta uint64, csCap, objCap uint64,
 	cs iter[CSRecord], obj iter[ObjRecord], dl iter[deltaRec]) (run *Run, err error) {
 	tmp := dst + ".tmp"

@@ -5,7 +5,7 @@
 // Why it exists: a bare flock is not fair. When its holder lets go, Linux
 // wakes every waiter and whichever is scheduled first takes it, so with 32
 // writers on 2 cores one writer can wait hundreds of hand-offs while others
-// go again and again (the C8 contention figures of docs/perf/contention.md),
+// go again and again (the contention suite's spread and waits show it),
 // and every hand-off wakes all 31 waiters to let one through. The queue hands
 // the lock to the longest waiter and wakes only it.
 //

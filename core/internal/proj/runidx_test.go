@@ -1,4 +1,4 @@
-package core
+package proj
 
 import (
 	"encoding/binary"
@@ -40,20 +40,20 @@ func TestCheckpointLoadsAFilterOnlyWhenItPays(t *testing.T) {
 		load    bool
 	}{{few, false}, {few + 2, true}} {
 		c := faultfs.NewCounting(m)
-		x, err := openRuns(c, "/s", []string{"run"})
+		x, err := index.Open(c, []string{"/s/index/run"})
 		if err != nil {
 			t.Fatal(err)
 		}
-		ri := newRunIdx(x, []string{"run"})
+		ri := NewRunIdx(x, []string{"run"})
 		c.Reset()
-		ri.expectObjectChecks(tc.lookups)
-		if err := ri.takeErr(); err != nil {
+		ri.ExpectObjectChecks(tc.lookups)
+		if err := ri.TakeErr(); err != nil {
 			t.Fatal(err)
 		}
 		if got := c.Count(faultfs.OpRead) > 0; got != tc.load {
 			t.Errorf("%d lookups against a %d-byte filter: loaded %v, want %v", tc.lookups, size, got, tc.load)
 		}
-		ri.close()
+		ri.Close()
 	}
 }
 

@@ -1,30 +1,7 @@
-package core
-
-import (
-	"encoding/binary"
-	"errors"
-	"fmt"
-	"time"
-
-	"github.com/swarmops/swarmops/core/objects"
-	"github.com/swarmops/swarmops/core/refs"
-)
-
-// frameTxn is the journal frame kind of a write transaction.
-const frameTxn = 1
-
-// frameTxnFresh is a write transaction whose writer found, under the writer
-// lock with its projection at the published end, that no changeset it
-// carries was in the store: replay then need not look them up in the
-// index runs (at 1M changesets after a SIGKILL, those lookups were about a
-// quarter of the open). A frame cut by recovery takes every later frame
-// with it, so the claim, which names only earlier frames, stays true. The
-// header that carries the kind is covered by the frame's checksum.
-const frameTxnFresh = 2
-
-// txnVersion is the first byte of a transaction payload.
-const txnVersion = 2
-
+// Package txn is the payload of a journal frame: one write transaction of
+// the store, with its new objects and its ref moves, and the frame kinds
+// that carry one.
+//
 // A transaction payload (the body of one journal frame):
 //
 //	version u8 (= 2) | time i64 (unix ns) | nobj uvarint | objects… | nref uvarint | moves…
@@ -39,22 +16,55 @@ const txnVersion = 2
 // made durable before the frame was written. A move whose new value is the
 // id of the frame's object j (a commit advancing a ref to its changeset)
 // names j instead of the id. Version 1 payloads (ids inline) are refused.
-type txnObj struct {
+package txn
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/swarmops/swarmops/core/objects"
+	"github.com/swarmops/swarmops/core/refs"
+)
+
+// FrameTxn is the journal frame kind of a write transaction.
+const FrameTxn = 1
+
+// FrameFresh is a write transaction whose writer found, under the writer
+// lock with its projection at the published end, that no changeset it
+// carries was in the store: replay then need not look them up in the
+// index runs (at 1M changesets after a SIGKILL, those lookups were about a
+// quarter of the open). A frame cut by recovery takes every later frame
+// with it, so the claim, which names only earlier frames, stays true. The
+// header that carries the kind is covered by the frame's checksum.
+const FrameFresh = 2
+
+// Version is the first byte of a transaction payload.
+const Version = 2
+
+// Obj is one object a transaction adds.
+type Obj struct {
 	Kind  objects.Kind
 	Loose bool
-	ID    ID
+	ID    objects.ID
 	Data  []byte // encoding; nil if loose
 	Size  int64  // len(Data), or the loose file's size
-	off   int    // offset of Data inside the payload (decode only)
+	// Off is the offset of Data inside the payload, set by Encode and by
+	// Decode: the projection locates an inline object in its segment by
+	// it.
+	Off int
 }
 
-type txn struct {
+// Txn is one write transaction: the objects it adds and the ref moves it
+// makes, all in one frame.
+type Txn struct {
 	Time  time.Time
-	Objs  []txnObj
+	Objs  []Obj
 	Moves []refs.Move
-	// builtEpoch is the epoch of the projection the objects were deduplicated
+	// BuiltEpoch is the epoch of the projection the objects were deduplicated
 	// against (not encoded).
-	builtEpoch uint64
+	BuiltEpoch uint64
 }
 
 const flagLoose = 1
@@ -62,7 +72,8 @@ const flagLoose = 1
 // moveNewInFrame marks a move whose new value is an object of the frame.
 const moveNewInFrame = 1
 
-func encodeTxn(t *txn) []byte {
+// Encode returns t's payload and sets each object's Off.
+func Encode(t *Txn) []byte {
 	n := 1 + 8 + 10 + 10
 	for _, o := range t.Objs {
 		n += 2 + 32 + 10 + len(o.Data)
@@ -71,7 +82,7 @@ func encodeTxn(t *txn) []byte {
 		n += 10 + len(m.Name) + 64
 	}
 	b := make([]byte, 0, n)
-	b = append(b, txnVersion)
+	b = append(b, Version)
 	b = binary.LittleEndian.AppendUint64(b, uint64(t.Time.UnixNano()))
 	b = binary.AppendUvarint(b, uint64(len(t.Objs)))
 	for i, o := range t.Objs {
@@ -85,7 +96,7 @@ func encodeTxn(t *txn) []byte {
 		}
 		b = binary.AppendUvarint(b, uint64(o.Size))
 		if !o.Loose {
-			t.Objs[i].off = len(b)
+			t.Objs[i].Off = len(b)
 			b = append(b, o.Data...)
 		}
 	}
@@ -113,25 +124,28 @@ func encodeTxn(t *txn) []byte {
 	return b
 }
 
-var errTxn = errors.New("malformed transaction payload")
+// ErrMalformed is a payload that does not parse.
+var ErrMalformed = errors.New("malformed transaction payload")
 
-// decodeTxn parses a payload. Object data aliases p. A frame whose checksum
+// Decode parses a payload. Object data aliases p. A frame whose checksum
 // verified but whose payload does not parse is corruption (or a bug), never a
 // torn tail, so the caller reports it as such.
-func decodeTxn(p []byte) (*txn, error) {
-	t := &txn{}
-	if err := decodeTxnInto(t, p); err != nil {
+func Decode(p []byte) (*Txn, error) {
+	t := &Txn{}
+	if err := DecodeInto(t, p); err != nil {
 		return nil, err
 	}
 	return t, nil
 }
 
-// decodeTxnInto is decodeTxn into t, whose slices it reuses: replay decodes
-// thousands of frames into one txn instead of allocating each.
-func decodeTxnInto(t *txn, p []byte) error {
+// DecodeInto is Decode into t, whose slices it reuses: replay decodes
+// thousands of frames into one txn instead of allocating each. It is one
+// piece, the payload's layout from top to bottom, with one position and
+// one way to fail, in the hot path of every replay.
+func DecodeInto(t *Txn, p []byte) error {
 	pos := 0
 	fail := func(what string) error {
-		return fmt.Errorf("%w: %s at payload byte %d", errTxn, what, pos)
+		return fmt.Errorf("%w: %s at payload byte %d", ErrMalformed, what, pos)
 	}
 	uv := func() (uint64, bool) {
 		v, n := binary.Uvarint(p[pos:])
@@ -141,23 +155,23 @@ func decodeTxnInto(t *txn, p []byte) error {
 		pos += n
 		return v, true
 	}
-	if len(p) < 9 || p[0] != txnVersion {
+	if len(p) < 9 || p[0] != Version {
 		return fail("bad version or short payload")
 	}
-	*t = txn{Time: time.Unix(0, int64(binary.LittleEndian.Uint64(p[1:]))).UTC(), Objs: t.Objs[:0], Moves: t.Moves[:0]}
+	*t = Txn{Time: time.Unix(0, int64(binary.LittleEndian.Uint64(p[1:]))).UTC(), Objs: t.Objs[:0], Moves: t.Moves[:0]}
 	pos = 9
 	nobj, ok := uv()
 	if !ok || nobj > uint64(len(p)) {
 		return fail("bad object count")
 	}
 	if uint64(cap(t.Objs)) < nobj {
-		t.Objs = make([]txnObj, 0, nobj)
+		t.Objs = make([]Obj, 0, nobj)
 	}
 	for i := uint64(0); i < nobj; i++ {
 		if len(p)-pos < 2 {
 			return fail("short object header")
 		}
-		o := txnObj{Kind: objects.Kind(p[pos]), Loose: p[pos+1] == flagLoose}
+		o := Obj{Kind: objects.Kind(p[pos]), Loose: p[pos+1] == flagLoose}
 		if !o.Kind.Valid() || p[pos+1]&^flagLoose != 0 || (o.Loose && o.Kind != objects.KindBlob) {
 			return fail("bad object kind or flags")
 		}
@@ -178,7 +192,7 @@ func decodeTxnInto(t *txn, p []byte) error {
 			if uint64(len(p)-pos) < sz {
 				return fail("object data past end")
 			}
-			o.off = pos
+			o.Off = pos
 			o.Data = p[pos : pos+int(sz)]
 			o.ID = objects.IDOf(o.Kind, o.Data)
 			pos += int(sz)

@@ -1,23 +1,20 @@
-package core
+// Package cscache is the cache of changesets a store's snapshots have read
+// and verified (see Cache).
+package cscache
 
 import (
 	"slices"
-	"sync"
 
+	"github.com/swarmops/swarmops/core/internal/lockorder"
 	"github.com/swarmops/swarmops/core/objects"
 )
 
-// DefaultCacheBytes is the default Options.CacheBytes: about a hundred
-// thousand small changesets, or the changeset and delta tables of the index
-// runs of about 150,000 changesets.
-const DefaultCacheBytes = 32 << 20
-
-// csEntryOverhead approximates what one cached changeset costs beyond its
+// entryOverhead approximates what one cached changeset costs beyond its
 // variable-length fields: the map slot, the key, the entry and the decoded
 // struct.
-const csEntryOverhead = 240
+const entryOverhead = 240
 
-// csCache holds changesets that snapshots of one Store have read, verified
+// Cache holds changesets that snapshots of one Store have read, verified
 // against their ids and decoded, so a long-lived process (an MCP server)
 // answers a repeated get from memory: no index search, no read, no hash, no
 // decode.
@@ -40,28 +37,29 @@ const csEntryOverhead = 240
 // moves the entry back to cur. The least recently used half is dropped at
 // once, and a hit in cur costs one map lookup under a read lock, so
 // concurrent readers of one Store do not queue behind each other.
-type csCache struct {
-	mu       sync.RWMutex // read-locked for a hit in cur, the common case
-	cur, old map[ID]csEntry
+type Cache struct {
+	mu       lockorder.RWMutex[lockorder.Cache] // read-locked for a hit in cur, the common case
+	cur, old map[objects.ID]entry
 	curBytes int64
 	half     int64 // bytes one generation may hold; 0: caching is off
 }
 
-type csEntry struct {
+type entry struct {
 	seq  uint64
 	cs   *objects.Changeset // shared: handed out only as copies
 	size int64
 }
 
-func newCSCache(bytes int64) *csCache {
-	c := &csCache{half: max(bytes, 0) / 2}
-	c.cur = map[ID]csEntry{}
+// New returns a cache of about bytes (0 or less: caching is off).
+func New(bytes int64) *Cache {
+	c := &Cache{half: max(bytes, 0) / 2}
+	c.cur = map[objects.ID]entry{}
 	return c
 }
 
-// get returns a copy of the changeset cached for id and the sequence number
+// Get returns a copy of the changeset cached for id and the sequence number
 // of the frame that brought it.
-func (c *csCache) get(id ID) (*objects.Changeset, uint64, bool) {
+func (c *Cache) Get(id objects.ID) (*objects.Changeset, uint64, bool) {
 	if c.half == 0 {
 		return nil, 0, false
 	}
@@ -84,14 +82,14 @@ func (c *csCache) get(id ID) (*objects.Changeset, uint64, bool) {
 	return cloneChangeset(e.cs), e.seq, true
 }
 
-// put caches cs, verified and brought by frame seq. The caller keeps using
+// Put caches cs, verified and brought by frame seq. The caller keeps using
 // cs: the cache stores its own copy.
-func (c *csCache) put(id ID, seq uint64, cs *objects.Changeset) {
+func (c *Cache) Put(id objects.ID, seq uint64, cs *objects.Changeset) {
 	if c.half == 0 {
 		return
 	}
-	e := csEntry{seq: seq, cs: cloneChangeset(cs),
-		size: csEntryOverhead + int64(32*len(cs.Parents)+len(cs.Agent)+len(cs.Message))}
+	e := entry{seq: seq, cs: cloneChangeset(cs),
+		size: entryOverhead + int64(32*len(cs.Parents)+len(cs.Agent)+len(cs.Message))}
 	c.mu.Lock()
 	if _, ok := c.cur[id]; !ok {
 		c.addLocked(id, e)
@@ -99,18 +97,18 @@ func (c *csCache) put(id ID, seq uint64, cs *objects.Changeset) {
 	c.mu.Unlock()
 }
 
-func (c *csCache) addLocked(id ID, e csEntry) {
+func (c *Cache) addLocked(id objects.ID, e entry) {
 	if c.curBytes+e.size > c.half {
-		c.old, c.cur, c.curBytes = c.cur, make(map[ID]csEntry, len(c.cur)), 0
+		c.old, c.cur, c.curBytes = c.cur, make(map[objects.ID]entry, len(c.cur)), 0
 	}
 	c.cur[id] = e
 	c.curBytes += e.size
 }
 
-// clear drops every entry.
-func (c *csCache) clear() {
+// Clear drops every entry.
+func (c *Cache) Clear() {
 	c.mu.Lock()
-	c.cur, c.old, c.curBytes = map[ID]csEntry{}, nil, 0
+	c.cur, c.old, c.curBytes = map[objects.ID]entry{}, nil, 0
 	c.mu.Unlock()
 }
 

@@ -1,4 +1,4 @@
-package core
+package reflog
 
 import (
 	"bytes"
@@ -18,9 +18,9 @@ func reflogFixture() ([]byte, map[string][]refs.Entry) {
 		{Seq: 9, Old: id(7), New: id(3), Time: at.Add(-time.Hour)}, // old is not the previous new
 	}
 	b := []refs.Entry{{Seq: 4, Old: id(9), New: objects.ZeroID, Time: at}}
-	c1 := encodeReflogChunk(1, 10, []string{"a", "b"}, [][]refs.Entry{a, b})
+	c1 := EncodeChunk(1, 10, []string{"a", "b"}, [][]refs.Entry{a, b})
 	c := []refs.Entry{{Seq: 12, Old: id(3), New: id(4), Time: at}}
-	c2 := encodeReflogChunk(10, 20, []string{"a"}, [][]refs.Entry{c})
+	c2 := EncodeChunk(10, 20, []string{"a"}, [][]refs.Entry{c})
 	return append(c1, c2...), map[string][]refs.Entry{"a": append(a, c...), "b": b}
 }
 
@@ -29,10 +29,10 @@ func reflogFixture() ([]byte, map[string][]refs.Entry) {
 // move, and times going backwards; every chunk is sector-aligned.
 func TestReflogChunksRoundTrip(t *testing.T) {
 	file, want := reflogFixture()
-	if len(file)%reflogAlign != 0 {
-		t.Fatalf("chunks take %d bytes, not a multiple of %d", len(file), reflogAlign)
+	if len(file)%Align != 0 {
+		t.Fatalf("chunks take %d bytes, not a multiple of %d", len(file), Align)
 	}
-	got, err := decodeReflog(file)
+	got, err := Decode(file)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,17 +57,17 @@ func FuzzDecodeReflog(f *testing.F) {
 	f.Add(file[:40], 3, byte(0x80))
 	f.Add([]byte{}, 0, byte(0))
 	f.Fuzz(func(t *testing.T, b []byte, at int, x byte) {
-		decodeReflog(b)
+		Decode(b)
 		if !bytes.Equal(b, file) || at < 0 || x == 0 {
 			return
 		}
 		// The first chunk's header, body and checksum end before its
 		// padding; only those bytes are covered.
-		end := reflogHdrSize + int(uint32(file[8])|uint32(file[9])<<8) + 32
+		end := hdrSize + int(uint32(file[8])|uint32(file[9])<<8) + 32
 		at %= end
 		c := bytes.Clone(file)
 		c[at] ^= x
-		if _, err := decodeReflog(c); err == nil {
+		if _, err := Decode(c); err == nil {
 			t.Fatalf("byte %d xor %#x decoded without an error", at, x)
 		}
 	})

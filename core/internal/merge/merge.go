@@ -1,15 +1,6 @@
-package core
-
-import (
-	"sort"
-	"strings"
-
-	"github.com/swarmops/swarmops/core/objects"
-)
-
-// This file is the pure half of Land: a three-way merge over flattened trees
-// (path → entry maps), with no store access, so it can be tested exhaustively
-// without a store.
+// Package merge is the pure half of core's Land: a three-way merge over
+// flattened trees (path → entry maps), with no store access, so it can be
+// tested exhaustively without a store.
 //
 // The merge applies "theirs" (the change being landed) onto "head" (the
 // target ref's head) relative to "base" (their nearest common ancestor).
@@ -22,8 +13,16 @@ import (
 //
 // The merge keeps its decisions so that, after a lost compare-and-swap, only
 // the paths the target gained in the meantime are decided again
-// (advanceHead); that is what makes a retry cost proportional to the race,
+// (AdvanceHead); that is what makes a retry cost proportional to the race,
 // not to the change.
+package merge
+
+import (
+	"sort"
+	"strings"
+
+	"github.com/swarmops/swarmops/core/objects"
+)
 
 // mergeOp is the decision for one path.
 type mergeOp uint8
@@ -35,8 +34,8 @@ const (
 	opConflict                // head and theirs both changed it, differently
 )
 
-// pathMerge is a three-way merge in progress. The maps are owned by it.
-type pathMerge struct {
+// Merge is a three-way merge in progress. The maps are owned by it.
+type Merge struct {
 	base, head, theirs map[string]objects.Entry
 	paths              []string // sorted: the paths theirs changed since base
 	inTheirs           map[string]bool
@@ -52,8 +51,8 @@ func sameEntry(a objects.Entry, aok bool, b objects.Entry, bok bool) bool {
 	return !aok || (a.Mode == b.Mode && a.ID == b.ID)
 }
 
-// changedPaths lists, sorted, the paths whose entries differ between a and b.
-func changedPaths(a, b map[string]objects.Entry) []string {
+// ChangedPaths lists, sorted, the paths whose entries differ between a and b.
+func ChangedPaths(a, b map[string]objects.Entry) []string {
 	var out []string
 	for p, ea := range a {
 		eb, ok := b[p]
@@ -70,17 +69,17 @@ func changedPaths(a, b map[string]objects.Entry) []string {
 	return out
 }
 
-// newPathMerge decides every path theirs changed since base against head,
+// New decides every path theirs changed since base against head,
 // given whole trees.
-func newPathMerge(base, head, theirs map[string]objects.Entry) *pathMerge {
+func New(base, head, theirs map[string]objects.Entry) *Merge {
 	dirs := make(map[string]int)
 	for p := range head {
 		forEachDir(p, func(d string) { dirs[d]++ })
 	}
-	return newPathMergeAt(base, head, theirs, dirs)
+	return NewAt(base, head, theirs, dirs)
 }
 
-// newPathMergeAt decides every path theirs changed since base against head,
+// NewAt decides every path theirs changed since base against head,
 // given only what the decisions read:
 //
 //   - base and theirs: at least every path where they differ (a path absent
@@ -89,14 +88,14 @@ func newPathMerge(base, head, theirs map[string]objects.Entry) *pathMerge {
 //     directories, where it has one;
 //   - dirs: for each of those paths, the number of head's files below it.
 //
-// Land builds these from the trees without flattening them (buildMerge), so
+// Land builds these from the trees without flattening them, so
 // a merge costs what the change touches, not what the tree holds.
-func newPathMergeAt(base, head, theirs map[string]objects.Entry, dirs map[string]int) *pathMerge {
-	m := &pathMerge{
+func NewAt(base, head, theirs map[string]objects.Entry, dirs map[string]int) *Merge {
+	m := &Merge{
 		base:     base,
 		head:     head,
 		theirs:   theirs,
-		paths:    changedPaths(base, theirs),
+		paths:    ChangedPaths(base, theirs),
 		decision: make(map[string]mergeOp),
 		dirs:     dirs,
 	}
@@ -109,7 +108,7 @@ func newPathMergeAt(base, head, theirs map[string]objects.Entry, dirs map[string
 }
 
 // decide (re)computes the decision for p, one of the paths theirs changed.
-func (m *pathMerge) decide(p string) {
+func (m *Merge) decide(p string) {
 	b, bok := m.base[p]
 	t, tok := m.theirs[p]
 	h, hok := m.head[p]
@@ -125,22 +124,26 @@ func (m *pathMerge) decide(p string) {
 	}
 }
 
-// headEdit is one change of the target's head between two attempts.
-type headEdit struct {
+// HeadEdit is one change of the target's head between two attempts.
+type HeadEdit struct {
 	Path   string
 	Delete bool
 	Entry  objects.Entry
-	Had    bool // the old head had a file at Path (read by advanceHead only)
+	Had    bool // the old head had a file at Path (read by AdvanceHead only)
 }
 
-// advanceHead moves the merge onto a newer head that differs from the old
+// Len returns how many paths theirs changed since base: the paths the
+// merge decides.
+func (m *Merge) Len() int { return len(m.paths) }
+
+// AdvanceHead moves the merge onto a newer head that differs from the old
 // one by edits, re-deciding only the edited paths that theirs also changed.
 // It returns the number of paths re-merged (every edited path: each one is
 // either re-decided or checked against theirs' directory layout).
-func (m *pathMerge) advanceHead(edits []headEdit) int {
+func (m *Merge) AdvanceHead(edits []HeadEdit) int {
 	for _, e := range edits {
 		// had comes with the edit: m.head may hold only the paths the
-		// merge reads (newPathMergeAt).
+		// merge reads (NewAt).
 		had := e.Had
 		if e.Delete {
 			if had {
@@ -161,7 +164,7 @@ func (m *pathMerge) advanceHead(edits []headEdit) int {
 }
 
 // resultEntry returns the merged value of path p.
-func (m *pathMerge) resultEntry(p string) (objects.Entry, bool) {
+func (m *Merge) resultEntry(p string) (objects.Entry, bool) {
 	switch m.decision[p] {
 	case opPut:
 		e := m.theirs[p]
@@ -173,11 +176,11 @@ func (m *pathMerge) resultEntry(p string) (objects.Entry, bool) {
 	return e, ok
 }
 
-// result lists the edits to apply to head, sorted by path, or the
+// Result lists the edits to apply to head, sorted by path, or the
 // conflicting paths. A put is also a conflict when the merged tree would
 // hold a file where it needs a directory (or the reverse), which neither
 // side alone could have produced.
-func (m *pathMerge) result() (edits []headEdit, conflicts []string) {
+func (m *Merge) Result() (edits []HeadEdit, conflicts []string) {
 	// adj[d] corrects dirs[d] for the files the decisions add or remove.
 	adj := make(map[string]int)
 	for _, p := range m.paths {
@@ -208,9 +211,9 @@ func (m *pathMerge) result() (edits []headEdit, conflicts []string) {
 				conflicts = append(conflicts, p)
 				continue
 			}
-			edits = append(edits, headEdit{Path: p, Entry: m.theirs[p]})
+			edits = append(edits, HeadEdit{Path: p, Entry: m.theirs[p]})
 		case opDelete:
-			edits = append(edits, headEdit{Path: p, Delete: true})
+			edits = append(edits, HeadEdit{Path: p, Delete: true})
 		}
 	}
 	return edits, conflicts

@@ -1,24 +1,6 @@
-package core
-
-import (
-	"bytes"
-	"encoding/binary"
-	"errors"
-	"fmt"
-	"io"
-	"io/fs"
-	"os"
-	"path"
-	"time"
-
-	"github.com/swarmops/swarmops/core/internal/b3"
-	"github.com/swarmops/swarmops/core/refs"
-	"github.com/swarmops/swarmops/core/vfs"
-)
-
-// The reflog file holds every ref move of the frames before the checkpoint's
-// position, so that the checkpoint itself holds only each ref's last move and
-// its size does not grow with history. Each checkpoint appends one chunk with
+// Package reflog is the reflog file: every ref move of the frames before the
+// checkpoint's position, so that the checkpoint itself holds only each ref's
+// last move and its size does not grow with history. Each checkpoint appends one chunk with
 // the moves of the frames since the previous checkpoint; the checkpoint
 // records the file's length, and only bytes below a durable checkpoint's
 // length are ever read.
@@ -42,22 +24,45 @@ import (
 // a sector holding a chunk a durable checkpoint names (a torn write cannot
 // damage one), and bytes left past the length by a crashed checkpoint are
 // overwritten by the next.
-const (
-	reflogName    = "reflog"
-	reflogHdrSize = 32
-	reflogAlign   = 512
+package reflog
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"time"
+
+	"github.com/swarmops/swarmops/core/internal/b3"
+	"github.com/swarmops/swarmops/core/internal/errs"
+	"github.com/swarmops/swarmops/core/objects"
+	"github.com/swarmops/swarmops/core/refs"
+	"github.com/swarmops/swarmops/core/vfs"
 )
 
-var reflogMagic = [4]byte{'S', 'W', 'R', 'L'}
+const (
+	// Name is the file's name in the store directory.
+	Name    = "reflog"
+	hdrSize = 32
+	// Align is the chunk alignment: a checkpoint's reflog length is a
+	// multiple of it.
+	Align = 512
+)
 
-// reflogOldIsPrev marks an entry whose old value is the previous entry's new.
-const reflogOldIsPrev = 1
+var magic = [4]byte{'S', 'W', 'R', 'L'}
 
-// encodeReflogChunk encodes the moves of frames from <= seq < to, padded to
-// reflogAlign.
-func encodeReflogChunk(from, to uint64, names []string, logs [][]refs.Entry) []byte {
-	b := make([]byte, reflogHdrSize, 1<<12)
-	copy(b[0:4], reflogMagic[:])
+// oldIsPrev marks an entry whose old value is the previous entry's new.
+const oldIsPrev = 1
+
+// EncodeChunk encodes the moves of frames from <= seq < to, padded to
+// Align.
+func EncodeChunk(from, to uint64, names []string, logs [][]refs.Entry) []byte {
+	b := make([]byte, hdrSize, 1<<12)
+	copy(b[0:4], magic[:])
 	b[4] = 1
 	binary.LittleEndian.PutUint64(b[16:], from)
 	binary.LittleEndian.PutUint64(b[24:], to)
@@ -70,7 +75,7 @@ func encodeReflogChunk(from, to uint64, names []string, logs [][]refs.Entry) []b
 		for j, e := range logs[i] {
 			b = binary.AppendUvarint(b, e.Seq-seq)
 			if j > 0 && e.Old == logs[i][j-1].New {
-				b = append(b, reflogOldIsPrev)
+				b = append(b, oldIsPrev)
 			} else {
 				b = append(b, 0)
 				b = append(b, e.Old[:]...)
@@ -80,31 +85,33 @@ func encodeReflogChunk(from, to uint64, names []string, logs [][]refs.Entry) []b
 			seq, t = e.Seq, e.Time.UnixNano()
 		}
 	}
-	binary.LittleEndian.PutUint32(b[8:], uint32(len(b)-reflogHdrSize))
+	binary.LittleEndian.PutUint32(b[8:], uint32(len(b)-hdrSize))
 	sum := b3.Sum256(b)
 	b = append(b, sum[:]...)
-	if r := len(b) % reflogAlign; r != 0 {
-		b = append(b, make([]byte, reflogAlign-r)...)
+	if r := len(b) % Align; r != 0 {
+		b = append(b, make([]byte, Align-r)...)
 	}
 	return b
 }
 
-// decodeReflog decodes the chunks of b (the file's first length bytes) into
+// Decode decodes the chunks of b (the file's first length bytes) into
 // the moves of every ref, oldest first. Chunks must follow each other in
-// sequence order, each within [from, to) of its header.
-func decodeReflog(b []byte) (map[string][]refs.Entry, error) {
+// sequence order, each within [from, to) of its header. It is one piece,
+// a chunk's layout from top to bottom, with one position and one way to
+// fail.
+func Decode(b []byte) (map[string][]refs.Entry, error) {
 	out := map[string][]refs.Entry{}
 	var next uint64
 	for off := 0; off < len(b); {
 		h := b[off:]
-		if len(h) < reflogHdrSize+32 || !bytes.Equal(h[0:4], reflogMagic[:]) || h[4] != 1 {
+		if len(h) < hdrSize+32 || !bytes.Equal(h[0:4], magic[:]) || h[4] != 1 {
 			return nil, &offsetError{off, "no chunk header"}
 		}
 		bl := uint64(binary.LittleEndian.Uint32(h[8:]))
-		if bl > uint64(len(h)-reflogHdrSize-32) {
+		if bl > uint64(len(h)-hdrSize-32) {
 			return nil, &offsetError{off, fmt.Sprintf("chunk body of %d bytes runs past the end", bl)}
 		}
-		end := reflogHdrSize + int(bl)
+		end := hdrSize + int(bl)
 		if s := b3.Sum256(h[:end]); !bytes.Equal(s[:], h[end:end+32]) {
 			return nil, &offsetError{off, "chunk checksum mismatch"}
 		}
@@ -113,7 +120,7 @@ func decodeReflog(b []byte) (map[string][]refs.Entry, error) {
 			return nil, &offsetError{off, fmt.Sprintf("chunk covers frames %d..%d after frame %d", from, to, next)}
 		}
 		next = to
-		body, pos, bad := h[reflogHdrSize:end], 0, false
+		body, pos, bad := h[hdrSize:end], 0, false
 		uv := func() uint64 {
 			v, n := binary.Uvarint(body[pos:])
 			if n <= 0 {
@@ -152,14 +159,14 @@ func decodeReflog(b []byte) (map[string][]refs.Entry, error) {
 				var e refs.Entry
 				e.Seq = seq + uv()
 				switch fl := take(1)[0]; {
-				case fl == reflogOldIsPrev && j > 0:
+				case fl == oldIsPrev && j > 0:
 					e.Old = prev.New
 				case fl == 0:
-					e.Old = ID(take(32))
+					e.Old = objects.ID(take(32))
 				default:
 					bad = true
 				}
-				e.New = ID(take(32))
+				e.New = objects.ID(take(32))
 				t += vi()
 				e.Time = time.Unix(0, t).UTC()
 				if e.Seq < from || e.Seq >= to || (j > 0 && e.Seq <= seq) {
@@ -172,7 +179,7 @@ func decodeReflog(b []byte) (map[string][]refs.Entry, error) {
 		if bad || pos != len(body) {
 			return nil, &offsetError{off, fmt.Sprintf("chunk body does not parse (at byte %d)", pos)}
 		}
-		off += (end + 32 + reflogAlign - 1) / reflogAlign * reflogAlign
+		off += (end + 32 + Align - 1) / Align * Align
 	}
 	return out, nil
 }
@@ -184,46 +191,46 @@ type offsetError struct {
 
 func (e *offsetError) Error() string { return e.reason }
 
-// readReflog reads every move in the first length bytes of dir/reflog.
+// Read reads every move in the first length bytes of dir/reflog.
 // Damage is a *CorruptError naming the file and the chunk's offset.
-func readReflog(fsys vfs.FS, dir string, length int64) (map[string][]refs.Entry, error) {
+func Read(fsys vfs.FS, dir string, length int64) (map[string][]refs.Entry, error) {
 	if length == 0 {
 		return map[string][]refs.Entry{}, nil
 	}
-	p := path.Join(dir, reflogName)
+	p := path.Join(dir, Name)
 	f, err := fsys.OpenFile(p, os.O_RDONLY, 0)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, corrupt(p, 0, "reflog file named by the checkpoint (%d bytes) is missing", length)
+		return nil, errs.Corrupt(p, 0, "reflog file named by the checkpoint (%d bytes) is missing", length)
 	}
 	if err != nil {
-		return nil, ioErr("open reflog", err)
+		return nil, errs.IO("open reflog", err)
 	}
 	defer f.Close()
 	b := make([]byte, length)
 	if err := vfs.ReadFull(f, b, 0); err != nil {
 		if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
-			return nil, corrupt(p, 0, "reflog is shorter than the %d bytes the checkpoint names", length)
+			return nil, errs.Corrupt(p, 0, "reflog is shorter than the %d bytes the checkpoint names", length)
 		}
-		return nil, ioErr("read reflog", err)
+		return nil, errs.IO("read reflog", err)
 	}
-	m, err := decodeReflog(b)
+	m, err := Decode(b)
 	if err != nil {
 		var oe *offsetError
 		if errors.As(err, &oe) {
-			return nil, corrupt(p, int64(oe.off), "%s", oe.reason)
+			return nil, errs.Corrupt(p, int64(oe.off), "%s", oe.reason)
 		}
-		return nil, corrupt(p, 0, "%v", err)
+		return nil, errs.Corrupt(p, 0, "%v", err)
 	}
 	return m, nil
 }
 
-// appendReflog writes chunk at offset at (the current checkpoint's reflog
+// Append writes chunk at offset at (the current checkpoint's reflog
 // length) and makes it durable; it returns the new length. The file exists
 // from Create on; if it does not (a store whose reflog is still empty), it is
 // created and the store directory synced, so the checkpoint never names a
 // file whose directory entry could be lost.
-func appendReflog(fsys vfs.FS, dir string, at int64, chunk []byte) (int64, error) {
-	p := path.Join(dir, reflogName)
+func Append(fsys vfs.FS, dir string, at int64, chunk []byte) (int64, error) {
+	p := path.Join(dir, Name)
 	f, err := fsys.OpenFile(p, os.O_RDWR, 0)
 	created := false
 	if errors.Is(err, fs.ErrNotExist) && at == 0 {
@@ -231,25 +238,25 @@ func appendReflog(fsys vfs.FS, dir string, at int64, chunk []byte) (int64, error
 		created = true
 	}
 	if errors.Is(err, fs.ErrNotExist) {
-		return 0, corrupt(p, 0, "reflog file named by the checkpoint (%d bytes) is missing", at)
+		return 0, errs.Corrupt(p, 0, "reflog file named by the checkpoint (%d bytes) is missing", at)
 	}
 	if err != nil {
-		return 0, ioErr("open reflog", err)
+		return 0, errs.IO("open reflog", err)
 	}
 	if _, err := f.WriteAt(chunk, at); err != nil {
 		f.Close()
-		return 0, ioErr("write reflog", err)
+		return 0, errs.IO("write reflog", err)
 	}
 	if err := vfs.Datasync(f); err != nil {
 		f.Close()
-		return 0, ioErr("sync reflog", err)
+		return 0, errs.IO("sync reflog", err)
 	}
 	if err := f.Close(); err != nil {
-		return 0, ioErr("close reflog", err)
+		return 0, errs.IO("close reflog", err)
 	}
 	if created {
 		if err := fsys.SyncDir(dir); err != nil {
-			return 0, ioErr("sync store directory", err)
+			return 0, errs.IO("sync store directory", err)
 		}
 	}
 	return at + int64(len(chunk)), nil

@@ -1,4 +1,4 @@
-package core
+package state
 
 import (
 	"testing"
@@ -7,15 +7,15 @@ import (
 	"github.com/swarmops/swarmops/faultfs"
 )
 
-// TestReadStableRetriesOnlyTornReads (P9): readStable reads an invalid
+// TestReadStableRetriesOnlyTornReads (P9): ReadStable reads an invalid
 // record again only when a concurrent write in this boot may have torn it.
 // What a power loss leaves (a missing, short or zero record, or one from
 // another boot) is read once, so an Open after a power loss does not sleep.
 func TestReadStableRetriesOnlyTornReads(t *testing.T) {
 	var key journal.Key
-	boot, other := bootHash("this boot"), bootHash("another boot")
-	rec := stateRec{Epoch: 1, Pos: journal.Pos{Seg: 1, Off: journal.FirstFrame}, NextSeq: 1}
-	valid := func(b [16]byte) []byte { r := rec; r.Boot = b; return encodeStateRec(key, recEnd, r) }
+	boot, other := BootHash("this boot"), BootHash("another boot")
+	rec := Rec{Epoch: 1, Pos: journal.Pos{Seg: 1, Off: journal.FirstFrame}, NextSeq: 1}
+	valid := func(b [16]byte) []byte { r := rec; r.Boot = b; return Encode(key, End, r) }
 	torn := func(b [16]byte) []byte { x := valid(b); x[33] ^= 1; return x }
 	for _, tc := range []struct {
 		name  string
@@ -24,7 +24,7 @@ func TestReadStableRetriesOnlyTornReads(t *testing.T) {
 	}{
 		{"missing", nil, 1},
 		{"short", valid(boot)[:20], 1},
-		{"zero", make([]byte, stateRecSize), 1},
+		{"zero", make([]byte, RecSize), 1},
 		{"another boot, bad checksum", torn(other), 1},
 		{"valid", valid(boot), 1},
 		{"this boot, bad checksum", torn(boot), 5},
@@ -39,9 +39,9 @@ func TestReadStableRetriesOnlyTornReads(t *testing.T) {
 			f.Close()
 		}
 		c := faultfs.NewCounting(m)
-		sf := &stateFile{fs: c, path: "/state", key: key}
-		_, ok, err := sf.readStable(recEnd, boot)
-		sf.close()
+		sf := New(c, "/state", key)
+		_, ok, err := sf.ReadStable(End, boot)
+		sf.Close()
 		if err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
 		}

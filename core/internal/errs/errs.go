@@ -1,0 +1,167 @@
+// Package errs holds the store's error values and the mapping of causes to
+// them. Package core re-exports every sentinel and error type under its own
+// name; the store's internal packages build their errors here, so that
+// every error a caller of core sees satisfies errors.Is for at most one
+// sentinel (plus the underlying cause), and the CLI maps it to a code in one
+// table.
+package errs
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"syscall"
+
+	"github.com/swarmops/swarmops/core/index"
+	"github.com/swarmops/swarmops/core/journal"
+	"github.com/swarmops/swarmops/core/objects"
+	"github.com/swarmops/swarmops/core/refs"
+	"github.com/swarmops/swarmops/core/vfs"
+)
+
+// The sentinels (see core's documentation of each).
+var (
+	ErrBusy      = vfs.ErrBusy
+	ErrConflict  = errors.New("core: conflict")
+	ErrNotFound  = errors.New("core: not found")
+	ErrAmbiguous = errors.New("core: ambiguous id prefix")
+	ErrCorrupt   = errors.New("core: corrupt")
+	ErrInvalid   = errors.New("core: invalid argument")
+	ErrNoSpace   = errors.New("core: no space")
+	ErrIO        = errors.New("core: I/O error")
+	ErrExist     = errors.New("core: store exists")
+	ErrNotStore  = errors.New("core: not a store")
+	ErrClosed    = errors.New("core: store closed")
+	ErrCrashed   = vfs.ErrCrashed
+)
+
+// ConflictError is a failed ref compare-and-swap. Current is the ref's value
+// (the zero id if it does not exist).
+type ConflictError struct {
+	Ref      string
+	Expected objects.ID
+	Current  objects.ID
+}
+
+func (e *ConflictError) Error() string {
+	return fmt.Sprintf("ref %q: expected %s, is %s", e.Ref, Short(e.Expected), Short(e.Current))
+}
+
+// Unwrap makes errors.Is(err, ErrConflict) true.
+func (e *ConflictError) Unwrap() error { return ErrConflict }
+
+// MergeConflictError is a land whose 3-way merge conflicted on Paths.
+type MergeConflictError struct {
+	Paths []string
+}
+
+func (e *MergeConflictError) Error() string {
+	return "merge conflict in " + strings.Join(e.Paths, ", ")
+}
+
+// Unwrap makes errors.Is(err, ErrConflict) true.
+func (e *MergeConflictError) Unwrap() error { return ErrConflict }
+
+// CorruptError names where corruption was found.
+type CorruptError struct {
+	File   string
+	Offset int64
+	Reason string
+}
+
+func (e *CorruptError) Error() string {
+	return fmt.Sprintf("corrupt: %s in file %q at offset %d", e.Reason, e.File, e.Offset)
+}
+
+// Unwrap makes errors.Is(err, ErrCorrupt) true.
+func (e *CorruptError) Unwrap() error { return ErrCorrupt }
+
+// AmbiguousError lists the candidates of an ambiguous prefix.
+type AmbiguousError struct {
+	Prefix     string
+	Candidates []objects.ID
+}
+
+func (e *AmbiguousError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "prefix %q is ambiguous:", e.Prefix)
+	for _, c := range e.Candidates {
+		b.WriteString(" ")
+		b.WriteString(c.String())
+	}
+	return b.String()
+}
+
+// Unwrap makes errors.Is(err, ErrAmbiguous) true.
+func (e *AmbiguousError) Unwrap() error { return ErrAmbiguous }
+
+// Short prints id as its first 12 hex digits, or "(absent)" for the zero
+// id, for messages.
+func Short(id objects.ID) string {
+	if id.IsZero() {
+		return "(absent)"
+	}
+	return id.String()[:12]
+}
+
+// IO turns an error from the filesystem or a store subpackage into the
+// store's typed error, keeping the cause wrapped and naming what was being
+// done. A simulated crash, a busy lock and an already typed error pass
+// through with context only; ENOSPC becomes ErrNoSpace; a journal corruption
+// becomes a *CorruptError; every other failure is ErrIO.
+func IO(what string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var jc *journal.CorruptError
+	switch {
+	case errors.As(err, &jc):
+		return &CorruptError{File: jc.File, Offset: jc.Offset, Reason: jc.Reason}
+	case isTyped(err):
+		return fmt.Errorf("%s: %w", what, err)
+	case errors.Is(err, syscall.ENOSPC):
+		return fmt.Errorf("%w: %s: %w", ErrNoSpace, what, err)
+	}
+	return fmt.Errorf("%w: %s: %w", ErrIO, what, err)
+}
+
+// isTyped reports whether err already satisfies one of the store's
+// sentinels, so wrapping it again would give it a second one.
+func isTyped(err error) bool {
+	for _, s := range []error{ErrBusy, ErrConflict, ErrNotFound, ErrAmbiguous, ErrCorrupt, ErrInvalid,
+		ErrNoSpace, ErrIO, ErrExist, ErrNotStore, ErrClosed, ErrCrashed} {
+		if errors.Is(err, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// Ref maps a refs package error to the store's.
+func Ref(err error) error {
+	var c *refs.Conflict
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &c):
+		return &ConflictError{Ref: c.Ref, Expected: c.Expected, Current: c.Current}
+	case errors.Is(err, refs.ErrInvalidName):
+		return fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	return err
+}
+
+// Index types an error from core/index: damage is ErrCorrupt, the rest
+// I/O.
+func Index(op string, err error) error {
+	var ce *index.CorruptError
+	if errors.As(err, &ce) {
+		return Corrupt(ce.File, ce.Offset, "%s: %s", op, ce.Reason)
+	}
+	return IO(op, err)
+}
+
+// Corrupt builds a *CorruptError.
+func Corrupt(file string, off int64, format string, args ...any) error {
+	return &CorruptError{File: file, Offset: off, Reason: fmt.Sprintf(format, args...)}
+}

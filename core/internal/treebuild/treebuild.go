@@ -1,0 +1,327 @@
+// Package treebuild builds the objects of one commit, outside every lock:
+// it reads the parents and the trees on the way to each changed path, edits
+// them, and encodes and hashes every new tree, blob and the changeset,
+// leaving out the objects the store already holds. The frame that carries
+// them is appended later, under the writer lock, which then only checks
+// and appends.
+package treebuild
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/swarmops/swarmops/core/internal/errs"
+	"github.com/swarmops/swarmops/core/internal/lockorder"
+	"github.com/swarmops/swarmops/core/internal/txn"
+	"github.com/swarmops/swarmops/core/objects"
+)
+
+// Source is what a Builder reads of the store: the writer's view, every
+// frame appended so far.
+type Source interface {
+	// Has reports whether the store holds the object id of kind k. Nearly
+	// every object a commit adds is new, so this is a check for an id
+	// expected absent.
+	Has(id objects.ID, k objects.Kind) bool
+	// Read returns the encoding of object id of kind k, checked against
+	// its id, catching up on other processes' frames if it is not there
+	// yet.
+	Read(id objects.ID, k objects.Kind) ([]byte, error)
+}
+
+// Change is one path change of a commit (core.Change).
+type Change struct {
+	Path   string
+	Delete bool
+	Data   []byte
+	Mode   objects.Mode // 0: objects.ModeFile
+}
+
+// Builder collects the objects of one commit.
+type Builder struct {
+	src    Source
+	inline int // blobs larger than this are loose objects
+	objs   []txn.Obj
+	seen   map[objects.ID]bool
+	loose  []txn.Obj // with Data, for loose.Write
+}
+
+// New returns a builder reading from src; blobs larger than
+// inlineThreshold become loose objects.
+func New(src Source, inlineThreshold int) *Builder {
+	return &Builder{src: src, inline: inlineThreshold, seen: map[objects.ID]bool{}}
+}
+
+// Objects returns the objects the commit's frame carries, the changeset
+// last (once Build has returned).
+func (b *Builder) Objects() []txn.Obj { return b.objs }
+
+// Loose returns the blobs that must become loose objects, durable before
+// the frame.
+func (b *Builder) Loose() []txn.Obj { return b.loose }
+
+// Build makes the changeset whose tree is parents[0]'s tree (an empty tree
+// if none) with the n changes change(0) ... change(n-1) applied, and every
+// object it adds; it returns the changeset's id and its time, which is
+// when() once the tree is built. (The changes come through a function so
+// that the caller's own change type needs no copy into a slice of these.)
+// Errors: ErrInvalid for a bad path, mode or changeset; ErrNotFound for a
+// missing parent or a delete of a missing path; the store's read errors.
+func (b *Builder) Build(parents []objects.ID, n int, change func(i int) Change, agent, message string, when func() time.Time) (objects.ID, time.Time, error) {
+	var gen uint64
+	var base objects.ID
+	for i, p := range parents {
+		cs, err := b.changeset(p)
+		if err != nil {
+			return objects.ID{}, time.Time{}, err
+		}
+		gen = max(gen, cs.Generation)
+		if i == 0 {
+			base = cs.Root
+		}
+	}
+	root, delta, err := b.apply(base, n, change)
+	if err != nil {
+		return objects.ID{}, time.Time{}, err
+	}
+	t := when().UTC()
+	cs := &objects.Changeset{Parents: parents, Root: root, Delta: objects.DeltaHash(delta),
+		Generation: gen + 1, Agent: agent, Message: message, Time: t}
+	enc, id, err := cs.EncodeID()
+	if err != nil {
+		return objects.ID{}, time.Time{}, fmt.Errorf("%w: %w", errs.ErrInvalid, err)
+	}
+	b.add(objects.KindChangeset, id, enc)
+	return id, t, nil
+}
+
+// known reports whether the store already holds the object id of kind k,
+// which then need not travel in the frame. Nearly every object a commit
+// adds is new, so this is a check for an id expected absent: it searches
+// one table per run and lets the runs' filters answer once checks have
+// paid for loading them (proj.RunIdx.Has). A lookup of any kind, two tables a
+// run without filters, made a fresh process's first commit read each of 4
+// runs 4 times per new object (the W4 recovery's first commit).
+func (b *Builder) known(id objects.ID, k objects.Kind) bool {
+	return b.seen[id] || b.src.Has(id, k)
+}
+
+// add records an object of the commit, unless the store or the commit
+// holds it already; a large blob goes to the loose objects.
+func (b *Builder) add(k objects.Kind, id objects.ID, enc []byte) {
+	if b.known(id, k) {
+		return
+	}
+	b.seen[id] = true
+	o := txn.Obj{Kind: k, ID: id, Data: enc, Size: int64(len(enc))}
+	if k == objects.KindBlob && len(enc) > b.inline {
+		b.loose = append(b.loose, o)
+		o.Loose, o.Data = true, nil
+	}
+	b.objs = append(b.objs, o)
+}
+
+// changeset reads a changeset from the writer's view (every appended
+// frame), catching up first if it is not there yet.
+func (b *Builder) changeset(id objects.ID) (*objects.Changeset, error) {
+	data, err := b.src.Read(id, objects.KindChangeset)
+	if err != nil {
+		return nil, err
+	}
+	return DecodeChangeset(id, data)
+}
+
+func (b *Builder) tree(id objects.ID) (*objects.Tree, error) {
+	data, err := b.src.Read(id, objects.KindTree)
+	if err != nil {
+		return nil, err
+	}
+	return DecodeTree(id, data)
+}
+
+// DecodeChangeset decodes a stored changeset; bytes that fail to decode
+// are corruption of the object named id.
+func DecodeChangeset(id objects.ID, data []byte) (*objects.Changeset, error) {
+	cs, err := objects.DecodeChangeset(data)
+	if err != nil {
+		return nil, fmt.Errorf("%w: changeset %s: %w", errs.ErrCorrupt, id, err)
+	}
+	return cs, nil
+}
+
+// DecodeTree decodes a stored tree, as DecodeChangeset does a changeset.
+func DecodeTree(id objects.ID, data []byte) (*objects.Tree, error) {
+	t, err := objects.DecodeTree(data)
+	if err != nil {
+		return nil, fmt.Errorf("%w: tree %s: %w", errs.ErrCorrupt, id, err)
+	}
+	return t, nil
+}
+
+// tnode is a directory being edited.
+type tnode struct {
+	entries map[string]objects.Entry
+	kids    map[string]*tnode
+}
+
+func (b *Builder) node(id objects.ID) (*tnode, error) {
+	n := &tnode{entries: map[string]objects.Entry{}, kids: map[string]*tnode{}}
+	if id.IsZero() {
+		return n, nil
+	}
+	t, err := b.tree(id)
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range t.Entries {
+		n.entries[e.Name] = e
+	}
+	return n, nil
+}
+
+// apply edits the tree base with changes and returns the new root id and
+// the path changes for the delta hash.
+func (b *Builder) apply(base objects.ID, n int, change func(int) Change) (objects.ID, []objects.PathChange, error) {
+	root, err := b.node(base)
+	if err != nil {
+		return objects.ID{}, nil, err
+	}
+	var delta []objects.PathChange
+	paths := map[string]bool{}
+	for i := range n {
+		c := change(i)
+		p, err := objects.CleanPath(c.Path)
+		if err != nil {
+			return objects.ID{}, nil, fmt.Errorf("%w: %w", errs.ErrInvalid, err)
+		}
+		if paths[p] {
+			return objects.ID{}, nil, fmt.Errorf("%w: path %q changed twice", errs.ErrInvalid, p)
+		}
+		paths[p] = true
+		mode := c.Mode
+		if mode == 0 {
+			mode = objects.ModeFile
+		}
+		if c.Delete {
+			mode = 0
+		} else if mode != objects.ModeFile && mode != objects.ModeExec && mode != objects.ModeSymlink {
+			return objects.ID{}, nil, fmt.Errorf("%w: path %q: mode %o is not a file mode", errs.ErrInvalid, p, mode)
+		}
+		comps := strings.Split(p, "/")
+		n := root
+		for i, comp := range comps[:len(comps)-1] {
+			kid, ok := n.kids[comp]
+			if !ok {
+				e, exists := n.entries[comp]
+				switch {
+				case exists && e.Mode != objects.ModeDir:
+					if c.Delete {
+						return objects.ID{}, nil, fmt.Errorf("%w: path %q", errs.ErrNotFound, p)
+					}
+					return objects.ID{}, nil, fmt.Errorf("%w: path %q: %q is a file", errs.ErrInvalid, p, strings.Join(comps[:i+1], "/"))
+				case exists:
+					if kid, err = b.node(e.ID); err != nil {
+						return objects.ID{}, nil, err
+					}
+				case c.Delete:
+					return objects.ID{}, nil, fmt.Errorf("%w: path %q", errs.ErrNotFound, p)
+				default:
+					kid, _ = b.node(objects.ID{})
+				}
+				n.kids[comp] = kid
+			}
+			n = kid
+		}
+		name := comps[len(comps)-1]
+		old, had := n.entries[name]
+		if _, isKid := n.kids[name]; isKid || (had && old.Mode == objects.ModeDir) {
+			return objects.ID{}, nil, fmt.Errorf("%w: path %q is a directory", errs.ErrInvalid, p)
+		}
+		if c.Delete {
+			if !had {
+				return objects.ID{}, nil, fmt.Errorf("%w: path %q", errs.ErrNotFound, p)
+			}
+			delete(n.entries, name)
+			delta = append(delta, objects.PathChange{Path: p, Op: objects.OpDelete})
+			continue
+		}
+		id := objects.BlobID(c.Data)
+		if had && old.ID == id && old.Mode == mode {
+			continue
+		}
+		b.add(objects.KindBlob, id, c.Data)
+		n.entries[name] = objects.Entry{Name: name, Mode: mode, ID: id}
+		op := objects.OpAdd
+		if had {
+			op = objects.OpModify
+		}
+		delta = append(delta, objects.PathChange{Path: p, Op: op, Mode: mode, ID: id})
+	}
+	id, _, err := b.write(root, true)
+	return id, delta, err
+}
+
+// write encodes n and its edited subdirectories bottom-up. An empty
+// subdirectory disappears; the root may be empty.
+func (b *Builder) write(n *tnode, isRoot bool) (objects.ID, bool, error) {
+	for name, kid := range n.kids {
+		id, empty, err := b.write(kid, false)
+		if err != nil {
+			return objects.ID{}, false, err
+		}
+		if empty {
+			delete(n.entries, name)
+		} else {
+			n.entries[name] = objects.Entry{Name: name, Mode: objects.ModeDir, ID: id}
+		}
+	}
+	if len(n.entries) == 0 && !isRoot {
+		return objects.ID{}, true, nil
+	}
+	t := &objects.Tree{Entries: make([]objects.Entry, 0, len(n.entries))}
+	for _, e := range n.entries {
+		t.Entries = append(t.Entries, e)
+	}
+	sort.Slice(t.Entries, func(i, j int) bool { return t.Entries[i].Name < t.Entries[j].Name })
+	enc, id, err := t.EncodeID()
+	if err != nil {
+		return objects.ID{}, false, fmt.Errorf("%w: %w", errs.ErrInvalid, err)
+	}
+	b.add(objects.KindTree, id, enc)
+	return id, false, nil
+}
+
+// Recent keeps the changeset and tree encodings of this process's last
+// durable commit, so that the next commit, whose parent it usually is,
+// need not read them back from the journal and hash them again. Only their
+// bytes are reused: an object is still looked up in the projection first
+// (Recent never makes an object visible), and bytes that were hashed to
+// their id when they were built are the object's content whatever the disk
+// holds. It is safe for concurrent use.
+type Recent struct {
+	mu   lockorder.Mutex[lockorder.Leaf]
+	objs map[objects.ID][]byte // guarded by mu; replaced whole
+}
+
+// Remember replaces what r keeps with the changeset and trees of objs.
+func (r *Recent) Remember(objs []txn.Obj) {
+	m := make(map[objects.ID][]byte, len(objs))
+	for _, o := range objs {
+		if o.Kind != objects.KindBlob && !o.Loose && o.Data != nil {
+			m[o.ID] = o.Data
+		}
+	}
+	r.mu.Lock()
+	r.objs = m
+	r.mu.Unlock()
+}
+
+// Get returns the encoding of id if r keeps it.
+func (r *Recent) Get(id objects.ID) ([]byte, bool) {
+	r.mu.Lock()
+	data, ok := r.objs[id]
+	r.mu.Unlock()
+	return data, ok
+}

@@ -1,0 +1,130 @@
+package core
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/swarmops/swarmops/core/internal/lockorder"
+	"github.com/swarmops/swarmops/core/journal"
+	"github.com/swarmops/swarmops/core/vfs"
+	"github.com/swarmops/swarmops/internal/testknobs"
+)
+
+// Defaults of Options.
+const (
+	DefaultLockTimeout = 10 * time.Second
+	// DefaultRetryPlace is the default Options.RetryPlace. A retry comes
+	// back within a few milliseconds even with 32 writers on two cores;
+	// a place nobody comes back for holds up the writers behind it for
+	// at most this long, and only once it reaches the front.
+	DefaultRetryPlace = 20 * time.Millisecond
+	// DefaultCheckpointEvery is K, the frames between checkpoints. Every
+	// open replays the frames past the newest checkpoint, up to K, and a
+	// CLI command is one open: at 1,024 a 32-agent CLI run spent most of
+	// its CPU replaying (22.7 commits/s; 36.3 at 256). A checkpoint costs
+	// about five syncs, 0.02 per commit at 256 (P1 allows 0.1), and the
+	// size-tiered compaction (compact.MergeCount) keeps the index rewrites
+	// logarithmic in the history, whatever K is.
+	DefaultCheckpointEvery = 256
+	// DefaultInlineThreshold: blobs up to this size travel inside their
+	// frame; larger ones become loose objects (one extra datasync and
+	// directory sync each), which keeps the journal from being dominated by
+	// a few large files while a small commit stays at one sync.
+	DefaultInlineThreshold = 64 << 10
+)
+
+// DefaultCacheBytes is the default Options.CacheBytes: about a hundred
+// thousand small changesets, or the changeset and delta tables of the index
+// runs of about 150,000 changesets.
+const DefaultCacheBytes = 32 << 20
+
+// Options configure a Store.
+type Options struct {
+	FS              vfs.FS        // nil: the real OS
+	LockTimeout     time.Duration // 0: 10s
+	CheckpointEvery int           // frames between checkpoints; 0: default
+	InlineThreshold int           // blobs larger than this are loose objects; 0: default
+	SegmentSize     int64         // journal segment size; 0: default
+	// CacheBytes bounds each of a Store's two read caches, the changesets
+	// its snapshots have read and verified and the index run blocks its
+	// lookups have read, so a long-lived process answers repeated lookups
+	// without reading; 0: DefaultCacheBytes, negative: no caches.
+	CacheBytes int64
+	// RetryPlace is how long a process keeps its place in the writer
+	// queue after a commit advancing a ref lost its compare-and-swap
+	// there, so that its retry (the next transaction moving that ref)
+	// waits from that place instead of from the back: writers racing for
+	// one ref then publish in the order they first queued, not in the
+	// order they learned of their losses. A place no retry takes within
+	// this time is given up, and so is one the process's next transaction
+	// does not fit. 0: DefaultRetryPlace, negative: places are not kept.
+	RetryPlace time.Duration
+	Now        func() time.Time // the clock of changesets and ref moves; nil: time.Now
+	// InlineCheckpoint, for tests, runs the checkpoint that follows an
+	// acknowledged commit synchronously in the committing call instead of
+	// on a background goroutine, so the sequence of filesystem calls is
+	// deterministic (crash-point sweeps). The commit is acknowledged before
+	// the checkpoint starts either way, and a checkpoint error is reported
+	// by Close in both modes.
+	InlineCheckpoint bool
+
+	// weaken is the test-only canaries (internal/testknobs.Weaken).
+	weaken testknobs.Weakening
+}
+
+func init() {
+	testknobs.RegisterOptions(func(opts any, w testknobs.Weakening) bool {
+		o, ok := opts.(*Options)
+		if ok {
+			o.weaken = w
+		}
+		return ok
+	})
+}
+
+// fill sets the defaults of o's zero fields and checks the others: a
+// malformed option is ErrInvalid, never a silent default.
+func (o *Options) fill() error {
+	if o.FS == nil {
+		o.FS = defaultFS()
+		if o.FS == nil {
+			return fmt.Errorf("%w: Options.FS is nil and no real-OS filesystem is linked", ErrInvalid)
+		}
+	}
+	// A lockorder build checks the order of the file locks too.
+	o.FS = lockorder.WrapFS(o.FS)
+	if o.LockTimeout == 0 {
+		o.LockTimeout = DefaultLockTimeout
+	}
+	if o.LockTimeout < 0 {
+		return fmt.Errorf("%w: Options.LockTimeout %v is negative", ErrInvalid, o.LockTimeout)
+	}
+	if o.CheckpointEvery == 0 {
+		o.CheckpointEvery = DefaultCheckpointEvery
+	}
+	if o.CheckpointEvery < 0 {
+		return fmt.Errorf("%w: Options.CheckpointEvery %d is negative", ErrInvalid, o.CheckpointEvery)
+	}
+	if o.InlineThreshold == 0 {
+		o.InlineThreshold = DefaultInlineThreshold
+	}
+	if o.InlineThreshold < 0 || o.InlineThreshold > journal.MaxPayload/4 {
+		return fmt.Errorf("%w: Options.InlineThreshold %d out of range", ErrInvalid, o.InlineThreshold)
+	}
+	if o.SegmentSize == 0 {
+		o.SegmentSize = journal.DefaultSegmentSize
+	}
+	if o.SegmentSize < 4*journal.FirstFrame {
+		return fmt.Errorf("%w: Options.SegmentSize %d too small", ErrInvalid, o.SegmentSize)
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.CacheBytes == 0 {
+		o.CacheBytes = DefaultCacheBytes
+	}
+	if o.RetryPlace == 0 {
+		o.RetryPlace = DefaultRetryPlace
+	}
+	return nil
+}

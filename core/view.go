@@ -1,0 +1,208 @@
+package core
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/swarmops/swarmops/core/internal/ckpt"
+	"github.com/swarmops/swarmops/core/internal/errs"
+	"github.com/swarmops/swarmops/core/internal/loose"
+	"github.com/swarmops/swarmops/core/internal/reflog"
+	"github.com/swarmops/swarmops/core/internal/state"
+	"github.com/swarmops/swarmops/core/journal"
+	"github.com/swarmops/swarmops/core/objects"
+	"github.com/swarmops/swarmops/core/refs"
+	"github.com/swarmops/swarmops/internal/testknobs"
+)
+
+// catchUp replays frames into the projection until the frame carrying
+// target. Frames before a published end or durable position were written
+// whole, so a scan that stops short is corruption. Caller holds s.view.mu.
+func (s *Store) catchUp(target uint64) error {
+	if s.view.proj.NextSeq >= target {
+		s.markLocked()
+		return nil
+	}
+	s.view.proj.Idx.Mem.Reserve(target - s.view.proj.NextSeq)
+	var aerr error
+	// apply keeps nothing of a payload but what it decodes: the scan may
+	// lend it.
+	res, err := s.view.reader.ScanBorrowed(s.view.proj.Pos, s.view.proj.NextSeq, target, func(fr *journal.Frame) error {
+		aerr = s.view.proj.Apply(fr, s.jcfg.SegPath(fr.Pos.Seg))
+		return aerr
+	})
+	if aerr != nil {
+		return aerr
+	}
+	if err != nil {
+		return errs.IO("replay journal", err)
+	}
+	if res.NextSeq < target {
+		return errs.Corrupt(s.jcfg.SegPath(res.End.Seg), res.End.Off,
+			"frame %d is missing or damaged before the published position (frame %d)", res.NextSeq, target-1)
+	}
+	s.markLocked()
+	return nil
+}
+
+// projMark is what Snapshot needs to know of the projection: the epoch it
+// belongs to, and that it holds every frame below next.
+type projMark struct{ epoch, next uint64 }
+
+// markLocked publishes the projection's epoch and end. A mark is never
+// ahead of the projection: within an epoch the projection only grows (a
+// recovery that keeps the epoch rebuilds it through the published end, and
+// one that cuts frames starts a new epoch), so a snapshot of a durable
+// prefix the mark covers finds all of it, as one taken under s.view.mu would.
+// Caller holds s.view.mu.
+func (s *Store) markLocked() {
+	if m := s.view.mark.Load(); m == nil || m.epoch != s.view.epoch || m.next != s.view.proj.NextSeq {
+		s.view.mark.Store(&projMark{epoch: s.view.epoch, next: s.view.proj.NextSeq})
+	}
+}
+
+// reload replaces the projection with one rebuilt from the checkpoint, after
+// another process's recovery changed the epoch. Caller holds s.view.mu.
+func (s *Store) reload(epoch uint64, target uint64) error {
+	c, err := ckpt.Read(s.fs, s.dir)
+	if err != nil {
+		return err
+	}
+	s.view.reader.Forget()
+	s.appender.w.Close()
+	if s.view.proj != nil {
+		s.view.proj.Idx.Close()
+	}
+	s.view.proj = c.Proj
+	s.view.proj.Idx.SetCache(s.blk)
+	s.view.epoch = epoch
+	s.csc.Clear()
+	return s.catchUp(target)
+}
+
+// catchUpUnlocked replays, without the writer lock, the frames other
+// writers have published since this process last looked: before a writer
+// queues, and while it queues (lockq.Join's progress), so the critical
+// section only replays the last few frames appended ahead of it. With many
+// writers nearly every frame is someone else's, and replaying them all under
+// the lock made every hand-off as long as a round of the others' frames.
+//
+// The published end is read without the lock, so what it finds may be
+// stale or cut under it by a concurrent recovery: a torn read, another
+// epoch, or a scan that stops short (ErrCorrupt) makes it stop and leave the
+// authoritative catch-up to appendLocked, which rereads the end under the
+// lock and reloads the projection if the epoch moved. An I/O error is the
+// operation's (C9): it is returned, and the caller fails.
+func (s *Store) catchUpUnlocked() error {
+	end, ok, err := s.state.Read(state.End)
+	if err != nil {
+		return err
+	}
+	return s.catchUpTo(end, ok)
+}
+
+// catchUpTo is catchUpUnlocked from an end record already read (ok false:
+// it was unreadable, and there is nothing to do).
+func (s *Store) catchUpTo(end state.Rec, ok bool) error {
+	if !ok {
+		return nil
+	}
+	if !s.view.mu.TryLock() {
+		// Another goroutine of this process is using the projection
+		// (appending, or catching it up already).
+		return nil
+	}
+	defer s.view.mu.Unlock()
+	if end.Epoch != s.view.epoch || s.view.proj.NextSeq >= end.NextSeq {
+		return nil
+	}
+	if err := s.catchUp(end.NextSeq); err != nil && !errors.Is(err, ErrCorrupt) {
+		return err
+	}
+	return nil
+}
+
+// readObject returns the encoding of object id of kind k visible at maxSeq,
+// checking it against its id (unless the SkipChecksum canary is on).
+// catchUp lets the writer's builder see frames other processes appended
+// since it last looked.
+func (s *Store) readObject(id ID, k objects.Kind, maxSeq uint64, catchUp bool) ([]byte, error) {
+	data, _, err := s.readObjectSeq(id, k, maxSeq, catchUp)
+	return data, err
+}
+
+// readObjectSeq is readObject that also returns the sequence number of the
+// frame that brought the object (0 for a blob or tree from an index run).
+func (s *Store) readObjectSeq(id ID, k objects.Kind, maxSeq uint64, catchUp bool) ([]byte, uint64, error) {
+	s.view.mu.Lock()
+	defer s.view.mu.Unlock()
+	l, ok := s.view.proj.Idx.GetKind(id, k)
+	if !ok && catchUp {
+		end, eok, err := s.state.ReadStable(state.End, s.boot)
+		if err != nil {
+			return nil, 0, err
+		}
+		if eok && end.Epoch == s.view.epoch {
+			if err := s.catchUp(end.NextSeq); err != nil {
+				return nil, 0, err
+			}
+			l, ok = s.view.proj.Idx.GetKind(id, k)
+		}
+	}
+	if ok && l.Seq > maxSeq && k != objects.KindChangeset {
+		// The tail's record may be a later copy of a blob or tree an index
+		// run already holds (replay does not look in the runs for them);
+		// the run's record is visible to every snapshot.
+		if rl, rok := s.view.proj.Idx.RunKind(id, k); rok {
+			l = rl
+		}
+	}
+	if !ok || l.Seq > maxSeq {
+		if err := s.view.proj.Idx.TakeErr(); err != nil {
+			return nil, 0, err
+		}
+	}
+	if !ok || l.Seq > maxSeq {
+		return nil, 0, fmt.Errorf("%w: %s %s", ErrNotFound, k, id)
+	}
+	if l.Kind != k {
+		return nil, 0, fmt.Errorf("%w: %s is a %s, not a %s", ErrNotFound, id, l.Kind, k)
+	}
+	data := make([]byte, l.Size)
+	var file string
+	var off int64
+	if l.Loose {
+		_, file = loose.Path(s.dir, id)
+		if err := loose.Read(s.fs, file, data); err != nil {
+			return nil, 0, err
+		}
+	} else {
+		if err := s.view.reader.ReadAt(l.Seg, l.Off, data); err != nil {
+			return nil, 0, errs.IO("read "+id.String(), err)
+		}
+	}
+	if s.opts.weaken&testknobs.SkipChecksum == 0 && objects.IDOf(k, data) != id {
+		if !l.Loose {
+			file, off = s.jcfg.SegPath(l.Seg), l.Off
+		}
+		return nil, 0, errs.Corrupt(file, off, "%s %s does not hash to its id", k, id)
+	}
+	return data, l.Seq, nil
+}
+
+// refsAt returns the ref table, exact at seq: a table restored from (or
+// trimmed at) a checkpoint newer than seq first reads back the older moves
+// from the reflog file. Only a snapshot older than a checkpoint this
+// process loaded or wrote needs that. Caller holds s.view.mu.
+func (s *Store) refsAt(seq uint64) (*refs.Table, error) {
+	t := s.view.proj.Refs
+	if t.Covers(seq) {
+		return t, nil
+	}
+	older, err := reflog.Read(s.fs, s.dir, s.view.proj.ReflogLen)
+	if err != nil {
+		return nil, err
+	}
+	t.Fill(older)
+	return t, nil
+}

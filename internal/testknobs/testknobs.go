@@ -1,0 +1,50 @@
+// Package testknobs holds the store's test-only canaries and hooks, out of
+// core's API. It is internal to the module: core's tests, crashsweep,
+// cmd/crashsim, props and cmd/swarmops's test hook reach it; a user of
+// core cannot, so no user can weaken a store.
+//
+// The canaries each break one durability rule on purpose, so that the crash
+// sweep and the property tests can show they would notice: a check that
+// cannot fail proves nothing. Weaken sets them on a core.Options, through
+// a function core registers when it is initialized.
+package testknobs
+
+import "fmt"
+
+// Weakening is a set of canaries. The zero value is the correct store.
+type Weakening uint32
+
+// The canaries.
+const (
+	SkipDatasync  Weakening = 1 << iota // never fdatasync the journal
+	AckBeforeSync                       // acknowledge, then sync
+	SkipDirSync                         // skip SyncDir when a segment or loose object is created
+	SkipChecksum                        // do not verify checksums on read or recovery
+	EarlyDurable                        // publish the durable offset before the sync
+	FalseFresh                          // write every frame as fresh, even one whose changeset the store holds
+)
+
+// attach sets the canaries of a *core.Options; core registers it.
+var attach func(opts any, w Weakening) bool
+
+// RegisterOptions is how core registers the function that sets the
+// canaries of its Options (an unexported field). It is called once, by
+// core's initialization.
+func RegisterOptions(set func(opts any, w Weakening) bool) { attach = set }
+
+// Weaken sets the canaries of opts, a *core.Options, to w: every store
+// opened or created with opts (or a copy) runs with them. It panics when
+// opts is not a *core.Options, a mistake of the test that calls it.
+func Weaken[O any](opts *O, w Weakening) {
+	if attach == nil || !attach(opts, w) {
+		panic(fmt.Sprintf("testknobs.Weaken: %T is not a *core.Options (or core is not linked in)", opts))
+	}
+}
+
+// LandBeforeCommit, when not nil, is called by core's Land after it has
+// computed a merge (or chosen a fast-forward) and before it tries to
+// commit it, with the 1-based attempt number, so that a test can make a
+// race happen on purpose (cmd/swarmops sets it from
+// SWARMOPS_TEST_LAND_PAUSE). It is set before any Land runs and never
+// while one runs.
+var LandBeforeCommit func(attempt int)
