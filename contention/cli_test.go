@@ -49,6 +49,9 @@ func (c *cliWriter) exec(rec Record, stdin string, args ...string) (envelope, Re
 	rec.W, rec.Seq = c.w, c.seq
 	full := append([]string{"--store", c.store, "--json", "--lock-timeout", knobs.LockTimeout.String()}, args...)
 	cmd := exec.Command(c.bin, full...)
+	if cliEnv != nil {
+		cmd.Env = append(os.Environ(), cliEnv...)
+	}
 	cmd.Stdin = bytes.NewBufferString(stdin)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr

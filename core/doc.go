@@ -107,6 +107,7 @@
 // every process on the store; the mutexes are one handle's.
 //
 //	rank        lock                 guards
+//	Land        Store lands.by[ref]  this handle's lands onto one ref, one at a time
 //	Guard       lockq/GUARD          taking a ticket (held microseconds)
 //	Ticket      lockq/t<number>      a place in the writer queue
 //	Lock        LOCK                 appending: the end record, the journal's end

@@ -50,6 +50,9 @@ const DefaultLandAttempts = 16
 // merge itself costs what the change and the target's movement touch, not
 // the size of the trees.
 func (s *Store) Land(change ID, onto string, o LandOptions) (*LandResult, error) {
+	m := s.landLock(onto)
+	m.Lock()
+	defer m.Unlock()
 	l, err := s.startLand(change, onto, o)
 	if err == nil {
 		defer l.releaseTurn()

@@ -94,6 +94,16 @@ type Store struct {
 		tried   atomic.Uint64
 	}
 
+	// lands serializes this handle's lands onto one ref. Goroutines of one
+	// process (a server's clients) would otherwise race each other for the
+	// ref's compare-and-swap and re-merge after every loss, and a loser
+	// could run out of attempts behind the others; across processes the
+	// writer queue orders them. mu guards the map only.
+	lands struct {
+		mu sync.Mutex
+		by map[string]*lockorder.Mutex[lockorder.Land]
+	}
+
 	// poisoned is set by a failed journal sync, closed by Close; bg counts
 	// the background goroutines (checkpoints, compactions) Close waits for.
 	poisoned atomic.Bool
@@ -230,4 +240,19 @@ func (s *Store) Info() (*Info, error) {
 		}
 	}
 	return in, nil
+}
+
+// landLock returns the mutex that orders this handle's lands onto ref.
+func (s *Store) landLock(ref string) *lockorder.Mutex[lockorder.Land] {
+	s.lands.mu.Lock()
+	defer s.lands.mu.Unlock()
+	if s.lands.by == nil {
+		s.lands.by = map[string]*lockorder.Mutex[lockorder.Land]{}
+	}
+	m := s.lands.by[ref]
+	if m == nil {
+		m = new(lockorder.Mutex[lockorder.Land])
+		s.lands.by[ref] = m
+	}
+	return m
 }

@@ -61,7 +61,21 @@ func dispatch(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv f
 		}
 	}
 	dir := storeArg(args, getenv, cwd)
-	status, err := server.Run(dir, req, stdin, stdout, stderr)
+	// The server's output is held until the command ends, so a server
+	// that dies after writing part of it leaves only the client's own
+	// error: one envelope, never a command's output and then an error.
+	// Past holdLimit (a large cat) and for streams (watch) it flows as it
+	// comes, as a killed process's would.
+	limit := holdLimit
+	if streaming[commandName(args)] {
+		limit = 0
+	}
+	out, errw := &holdWriter{w: stdout, limit: limit}, &holdWriter{w: stderr, limit: limit}
+	status, err := server.Run(dir, req, stdin, out, errw)
+	if err == nil || !out.flushed {
+		out.done(err == nil)
+		errw.done(err == nil)
+	}
 	switch {
 	case err == nil:
 		return status
@@ -78,6 +92,45 @@ func dispatch(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv f
 	}
 	return a.finish(&cliError{kind: kindGone, err: err,
 		msg: fmt.Sprintf("the store's server went away during the command, which may or may not have taken effect: %v", err)})
+}
+
+// holdLimit is how much of a command's output the client holds back until
+// the command ends (see dispatch).
+const holdLimit = 8 << 20
+
+// streaming names the commands whose output is a stream, never held.
+var streaming = map[string]bool{"watch": true}
+
+// holdWriter holds what is written until done, or passes it on once more
+// than limit bytes came.
+type holdWriter struct {
+	w       io.Writer
+	limit   int
+	buf     []byte
+	flushed bool
+}
+
+func (h *holdWriter) Write(b []byte) (int, error) {
+	if !h.flushed && len(h.buf)+len(b) <= h.limit {
+		h.buf = append(h.buf, b...)
+		return len(b), nil
+	}
+	if !h.flushed {
+		h.flushed = true
+		if _, err := h.w.Write(h.buf); err != nil {
+			return 0, err
+		}
+		h.buf = nil
+	}
+	return h.w.Write(b)
+}
+
+// done passes the held output on (keep) or drops it.
+func (h *holdWriter) done(keep bool) {
+	if keep && !h.flushed {
+		h.w.Write(h.buf)
+	}
+	h.buf, h.flushed = nil, true
 }
 
 // serverMode reads SWARMOPS_SERVER; a malformed value is a usage error,

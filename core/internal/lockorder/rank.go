@@ -9,6 +9,7 @@
 // The ranks, outermost first (core's package documentation has the table
 // with what each lock guards):
 //
+//	Land        core's per-target land mutex: one land onto a ref at a time
 //	Guard       lockq/GUARD: taken for a few microseconds to take a ticket
 //	Ticket      lockq/t…: a place in the writer queue; a waiter takes the
 //	            ticket ahead of its own to wait for it
@@ -48,6 +49,7 @@ type Rank int
 // The ranks, outermost first.
 const (
 	unranked Rank = iota
+	LandRank
 	GuardRank
 	TicketRank
 	LockRank
@@ -67,6 +69,7 @@ type Ranker interface{ Rank() Rank }
 
 // The rank markers of the store's mutexes.
 type (
+	Land       struct{} // core's per-target land mutex
 	Hold       struct{} // writelock's hold.mu
 	SyncHandle struct{} // groupsync's handle.mu
 	Projection struct{} // core's view.mu
@@ -74,13 +77,14 @@ type (
 	Leaf       struct{} // a mutex nothing is taken under
 )
 
+func (Land) Rank() Rank       { return LandRank }
 func (Hold) Rank() Rank       { return HoldRank }
 func (SyncHandle) Rank() Rank { return SyncHandleRank }
 func (Projection) Rank() Rank { return ProjectionRank }
 func (Cache) Rank() Rank      { return CacheRank }
 func (Leaf) Rank() Rank       { return LeafRank }
 
-var names = [...]string{"unranked", "Guard", "Ticket", "Lock", "Hold", "Merge", "Checkpoint", "Sync",
+var names = [...]string{"unranked", "Land", "Guard", "Ticket", "Lock", "Hold", "Merge", "Checkpoint", "Sync",
 	"SyncHandle", "Projection", "Cache", "Leaf"}
 
 func (r Rank) String() string {
@@ -93,7 +97,7 @@ func (r Rank) String() string {
 // Ranks lists every rank, outermost first.
 func Ranks() []Rank {
 	out := make([]Rank, 0, len(names)-1)
-	for r := GuardRank; r <= LeafRank; r++ {
+	for r := LandRank; r <= LeafRank; r++ {
 		out = append(out, r)
 	}
 	return out
