@@ -248,6 +248,12 @@ func (r *osRoot) Remove(name string) error {
 }
 
 func (r *osRoot) Rename(oldname, newname string) error {
+	// Both parents' descriptors must stay open until renameat: make room
+	// for two before looking either up, so that the second lookup never
+	// evicts (closes) the first one's.
+	if len(r.dirs) >= dirCacheMax-1 {
+		r.dropDirs("")
+	}
 	ofd, obase, err := r.parent("rename", oldname)
 	if err != nil {
 		return err
@@ -256,9 +262,13 @@ func (r *osRoot) Rename(oldname, newname string) error {
 	if err != nil {
 		return err
 	}
+	err = ignoringEINTR(func() error { return unix.Renameat(ofd, obase, nfd, nbase) })
+	// Descriptors cached at or below either name now name other
+	// directories, or none: dropped after the call, which still needed
+	// the parents' (and a parent may lie below newname).
 	r.dropDirs(oldname)
 	r.dropDirs(newname)
-	if err := ignoringEINTR(func() error { return unix.Renameat(ofd, obase, nfd, nbase) }); err != nil {
+	if err != nil {
 		return &fs.PathError{Op: "rename", Path: path.Join(r.name, oldname),
 			Err: fmt.Errorf("to %s: %w", path.Join(r.name, newname), err)}
 	}
