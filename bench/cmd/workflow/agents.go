@@ -104,8 +104,11 @@ func (f *agentFarm) setUpSwarmOps() error {
 		}
 		if p.exit != 0 {
 			f.swErr = fmt.Sprintf("set-up `%s`: %s", sw(args...), p.failure())
-			return nil
+			return b.untrack()
 		}
+	}
+	if err := b.untrack(); err != nil {
+		return err
 	}
 	f.content = make([][]byte, len(f.paths))
 	for i, p := range f.paths {

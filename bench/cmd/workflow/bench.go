@@ -121,7 +121,7 @@ func (b *bench) tools() error {
 	b.rep.Git = strings.TrimSpace(string(out))
 	if b.c.SwarmOps != "" {
 		b.sw, err = filepath.Abs(b.c.SwarmOps)
-		b.rep.SwarmOps = "binary " + b.c.SwarmOps
+		b.rep.SwarmOps = "the binary --swarmops names"
 		return err
 	}
 	root, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/swarmops/swarmops").Output()

@@ -36,6 +36,9 @@ func (b *bench) swarmopsTurn(r int) error {
 		return nil
 	}
 	p, ok, err := b.timed(r, sysSwarmOps, "import", s.cmd("--json", "commit", "--dir", b.tree, "--advance", "main", "-m", "import"))
+	if err == nil {
+		err = b.untrack()
+	}
 	if err != nil || !ok {
 		b.skip(r, sysSwarmOps, "import failed: "+p.failure(), rest...)
 		return err

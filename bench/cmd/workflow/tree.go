@@ -203,3 +203,12 @@ func touched(before, after map[string]stamp) (written, removed int) {
 	}
 	return written, removed
 }
+
+// untrack removes the work-tree metadata that `commit --dir` of a plain
+// directory leaves in it (it makes the directory a work tree of the new
+// changeset), so the shared tree is the same for every system and run: git
+// would otherwise commit it, and the next import would find a work tree of
+// a store that no longer exists.
+func (b *bench) untrack() error {
+	return os.RemoveAll(filepath.Join(b.tree, ".swarmops-tree"))
+}
