@@ -122,6 +122,9 @@ func (b *bench) tools() error {
 	if b.c.SwarmOps != "" {
 		b.sw, err = filepath.Abs(b.c.SwarmOps)
 		b.rep.SwarmOps = "the binary --swarmops names"
+		if b.c.Label != "" {
+			b.rep.SwarmOps += " (" + b.c.Label + ")"
+		}
 		return err
 	}
 	root, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/swarmops/swarmops").Output()

@@ -31,6 +31,7 @@ type Config struct {
 	Flavours   []string `json:"flavours"`     // swarmops agent flavours
 	Serve      bool     `json:"serve"`        // also measure through `swarmops serve`
 	SwarmOps   string   `json:"swarmops"`     // the binary ("" = build it from this repository)
+	Label      string   `json:"label"`        // what the binary is, for the report (with --swarmops)
 	Git        string   `json:"git"`          // the git binary
 	Dir        string   `json:"dir"`          // work directory ("" = a new temporary one)
 	Keep       bool     `json:"keep"`         // keep the work directory
@@ -58,6 +59,7 @@ func parseConfig(args []string) (*Config, error) {
 	fl.StringVar(&flavours, "flavours", strings.Join(Flavours, ","), "swarmops agent flavours, comma-separated: list (commit -F -), dir (commit --dir of the agent's work tree)")
 	fl.BoolVar(&c.Serve, "serve", true, "also measure reads, status, one-file commits and agents through `swarmops serve`")
 	fl.StringVar(&c.SwarmOps, "swarmops", "", "swarmops binary (default: build ./cmd/swarmops of this repository)")
+	fl.StringVar(&c.Label, "swarmops-label", "", "what the --swarmops binary is (its version or commit), for the report")
 	fl.StringVar(&c.Git, "git", "git", "git binary")
 	fl.StringVar(&c.Dir, "dir", "", "work directory (default: a new temporary directory, removed at the end)")
 	fl.BoolVar(&c.Keep, "keep", false, "keep the work directory")
@@ -96,6 +98,9 @@ func (c *Config) check() error {
 	}
 	if c.Git == "" {
 		return errors.New("--git: empty")
+	}
+	if c.Label != "" && c.SwarmOps == "" {
+		return errors.New("--swarmops-label describes a --swarmops binary; without one the binary is built and described by its commit")
 	}
 	return nil
 }

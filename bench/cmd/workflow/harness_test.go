@@ -15,7 +15,7 @@ func TestMalformedKnobsAreErrors(t *testing.T) {
 		{"--runs", "0"}, {"--runs", "x"}, {"--agents", "-1"}, {"--changes", "0"}, {"--reads", "0"},
 		{"--edits", "0"}, {"--switches", "0"}, {"--min-free-gib", "-1"}, {"--git", ""},
 		{"--steps", "import,bogus"}, {"--steps", ""}, {"--steps", "import,,size"}, {"--steps", "size,size"},
-		{"--flavours", "dir,zz"}, {"--symlinks=maybe"}, {"stray"}, {"--no-such-flag"},
+		{"--flavours", "dir,zz"}, {"--swarmops-label", "x"}, {"--symlinks=maybe"}, {"stray"}, {"--no-such-flag"},
 	} {
 		if _, err := parseConfig(args); err == nil {
 			t.Errorf("parseConfig(%q) = nil error, want a refusal", args)

@@ -21,7 +21,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -46,6 +48,16 @@ func run(args []string) error {
 		return err
 	}
 	defer cleanup()
+	// An interrupted run removes its work directory too: the agents step
+	// leaves gigabytes of work trees behind otherwise.
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		s := <-sig
+		logf("%v: removing the work directory and stopping", s)
+		cleanup()
+		os.Exit(1)
+	}()
 	start := time.Now()
 	b.rep.Date = start.UTC().Format("2006-01-02 15:04 UTC")
 	b.rep.Command = "workflow " + strings.Join(args, " ")
