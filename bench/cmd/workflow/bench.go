@@ -72,6 +72,7 @@ type bench struct {
 	sw      string // the swarmops binary
 	baseEnv []string
 	files   []string // the tree's regular files
+	spawn   *spawners
 }
 
 // newBench prepares the work directory, the binary and the tree.
@@ -93,8 +94,17 @@ func newBench(c *Config) (*bench, func(), error) {
 		}
 	}
 	if free, err := hostenv.FreeGiB(b.work); err != nil || free < c.MinFreeGiB {
-		cleanup()
-		return nil, func() {}, fmt.Errorf("free space %.1f GiB under %s is below --min-free-gib=%.1f (%v); refusing to run", free, b.work, c.MinFreeGiB, err)
+		return nil, cleanup, fmt.Errorf("free space %.1f GiB under %s is below --min-free-gib=%.1f (%v); refusing to run", free, b.work, c.MinFreeGiB, err)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return nil, cleanup, err
+	}
+	b.spawn = &spawners{self: self, dir: filepath.Join(b.work, "spawn")}
+	removeWork := cleanup
+	cleanup = func() {
+		b.spawn.close()
+		removeWork()
 	}
 	home := filepath.Join(b.work, "home")
 	if err := os.MkdirAll(home, 0o755); err != nil {

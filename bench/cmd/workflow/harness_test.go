@@ -10,6 +10,18 @@ import (
 	"time"
 )
 
+// TestMain lets the test binary serve as the harness's spawner, as the
+// workflow binary does.
+func TestMain(m *testing.M) {
+	if os.Getenv(spawnerVar) == "1" {
+		if err := spawnerMain(); err != nil {
+			os.Exit(1)
+		}
+		return
+	}
+	os.Exit(m.Run())
+}
+
 func TestMalformedKnobsAreErrors(t *testing.T) {
 	for _, args := range [][]string{
 		{"--runs", "0"}, {"--runs", "x"}, {"--agents", "-1"}, {"--changes", "0"}, {"--reads", "0"},
@@ -170,5 +182,39 @@ func TestAgentsSummaryGivesRateSpreadAndRetries(t *testing.T) {
 	}
 	if s := summarizeAgents([]agentResult{{failed: 1, firstErr: "exit 2: E_USAGE"}}, time.Second); s.Error == "" {
 		t.Fatal("a run without one commit must be n/a with the reason")
+	}
+}
+
+// sink keeps the test's large allocation reachable.
+var sink []byte
+
+// TestPeakRSSIsTheCommandsOwnNotTheHarnesss checks the claim the memory
+// columns rest on: a small command's peak RSS is its own, however large
+// the harness has grown (Linux records the replaced image's peak at exec,
+// so a child the harness started itself would report at least the
+// harness's peak).
+func TestPeakRSSIsTheCommandsOwnNotTheHarnesss(t *testing.T) {
+	sink = make([]byte, 96<<20)
+	for i := range sink {
+		sink[i] = byte(i)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &spawners{self: self, dir: t.TempDir()}
+	defer s.close()
+	p, err := s.run(cmdSpec{bin: "/bin/sh", args: []string{"-c", "echo hi; echo there >&2; exit 3"}, stdin: []byte("in")}, os.Environ())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(p.stdout) != "hi\n" || string(p.stderr) != "there\n" || p.exit != 3 || p.ms <= 0 {
+		t.Fatalf("spawned sh: stdout %q, stderr %q, exit %d, %v ms; want hi, there, 3, > 0", p.stdout, p.stderr, p.exit, p.ms)
+	}
+	if p.rssKiB <= 0 || p.rssKiB > 16<<10 {
+		t.Fatalf("sh's peak RSS = %d KiB, want its own (a few MiB), not the harness's 96 MiB or more", p.rssKiB)
+	}
+	if _, err := s.run(cmdSpec{bin: "/no/such/binary"}, os.Environ()); err == nil {
+		t.Fatal("a command that cannot start must be an error")
 	}
 }

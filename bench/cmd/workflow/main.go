@@ -28,6 +28,13 @@ import (
 )
 
 func main() {
+	if os.Getenv(spawnerVar) == "1" {
+		if err := spawnerMain(); err != nil {
+			fmt.Fprintf(os.Stderr, "workflow spawner: %v\n", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if err := run(os.Args[1:]); err != nil {
 		fmt.Fprintf(os.Stderr, "workflow: %v\n", err)
 		os.Exit(1)
@@ -44,10 +51,10 @@ func run(args []string) error {
 		return rerender(c.Render, c.MD)
 	}
 	b, cleanup, err := newBench(c)
+	defer cleanup()
 	if err != nil {
 		return err
 	}
-	defer cleanup()
 	// An interrupted run removes its work directory too: the agents step
 	// leaves gigabytes of work trees behind otherwise.
 	sig := make(chan os.Signal, 1)

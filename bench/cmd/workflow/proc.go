@@ -6,9 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"strings"
-	"syscall"
 	"time"
 )
 
@@ -55,32 +53,11 @@ func baseName(p string) string {
 	return p
 }
 
-// execute runs c to completion and measures it. Only a process that could
-// not be started is an error; a non-zero exit is reported in proc.exit.
+// execute runs c to completion through a spawner and measures it. Only a
+// process that could not be started is an error; a non-zero exit is
+// reported in proc.exit.
 func (b *bench) execute(c cmdSpec) (proc, error) {
-	cmd := exec.Command(c.bin, c.args...)
-	cmd.Dir = c.dir
-	cmd.Env = append(append([]string(nil), b.baseEnv...), c.env...)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	if c.stdin != nil {
-		cmd.Stdin = bytes.NewReader(c.stdin)
-	}
-	t0 := time.Now()
-	if err := cmd.Start(); err != nil {
-		return proc{}, fmt.Errorf("%s: %w", c, err)
-	}
-	err := cmd.Wait()
-	p := proc{ms: float64(time.Since(t0).Nanoseconds()) / 1e6, stdout: out.Bytes(), stderr: errb.Bytes()}
-	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-		p.rssKiB = ru.Maxrss // kilobytes on Linux
-	}
-	p.exit = cmd.ProcessState.ExitCode()
-	var ee *exec.ExitError
-	if err != nil && !errors.As(err, &ee) {
-		return p, fmt.Errorf("%s: %w", c, err)
-	}
-	return p, nil
+	return b.spawn.run(c, append(append([]string(nil), b.baseEnv...), c.env...))
 }
 
 // failure describes a process that exited non-zero: the error code of a

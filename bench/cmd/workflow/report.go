@@ -179,9 +179,13 @@ func markdown(r *Report) string {
 // probe and free space over the run.
 func (w *mdWriter) header() {
 	r := w.r
-	var loads, probes, frees []float64
+	var loads, agentLoads, probes, frees []float64
 	for _, e := range r.Envs {
-		loads = append(loads, e.Env.Load[0])
+		if strings.Contains(e.System, "/agents") {
+			agentLoads = append(agentLoads, e.Env.Load[0])
+		} else {
+			loads = append(loads, e.Env.Load[0])
+		}
 		if e.Env.ProbeUs > 0 {
 			probes = append(probes, e.Env.ProbeUs)
 		}
@@ -194,15 +198,20 @@ func (w *mdWriter) header() {
 	w.p("### Workflow beside git, %s\n\n", r.Date)
 	w.p("Command: `%s` (%d runs, systems in counterbalanced order; %.0f s).\n\n", r.Command, r.Config.Runs, r.Seconds)
 	w.p("Machine: %d CPUs (%s), kernel %s, %s, memory %s, %s. %s; swarmops %s.\n\n", m.NumCPU, m.CPU, m.Kernel, m.FS, m.MemTotal, m.Go, r.Git, r.SwarmOps)
-	w.p("Before each system's turn: 1-minute load %s–%s; raw fdatasync probe (4 KiB overwrite in pre-zeroed, synced space, median of 40) %s µs median [%s–%s]; free space ≥ %.0f GiB.\n\n",
-		num(lmin), num(lmax), num(stats.Median(probes)), num(pmin), num(pmax), fmin)
+	w.p("Before each system's turn: 1-minute load %s–%s", num(lmin), num(lmax))
+	if len(agentLoads) > 0 {
+		almin, almax := stats.MinMax(agentLoads)
+		w.p(" (before the agents' turns %s–%s)", num(almin), num(almax))
+	}
+	w.p("; raw fdatasync probe (4 KiB overwrite in pre-zeroed, synced space, median of 40) %s µs median [%s–%s]; free space ≥ %.0f GiB.\n\n",
+		num(stats.Median(probes)), num(pmin), num(pmax), fmin)
 	t := r.Tree
 	w.p("Tree: a copy of `%s`, %s regular files, %s bytes, %d symbolic links", t.Source, num(float64(t.Files)), num(float64(t.Bytes)), t.Links)
 	if len(t.Added) > 0 {
 		w.p(" (added: %s)", strings.Join(t.Added, ", "))
 	}
 	w.p(". cat prints `%s`; the one-file commits edit `%s`; the two commits a switch moves between differ in %d files.\n\n", t.CatPath, t.EditPath, len(t.TenPaths))
-	w.p("Cells: median (min–max) over every sample of every run, in milliseconds of wall time for the whole process, start-up included; peak RSS is wait4's ru_maxrss of the process (for git's import, the larger of add and commit). Ratios divide swarmops's median by the other system's.\n\n")
+	w.p("Cells: median (min–max) over every sample of every run, in milliseconds of wall time for the whole process, start-up included, taken by the small process that starts it; peak RSS is the process's ru_maxrss (for git's import, the larger of add and commit), which counts children it waited for and has a floor of the starter's own, about 3 MB. Ratios divide swarmops's median by the other system's.\n\n")
 }
 
 // timeTable prints one step's times and peak memory, with swarmops's
@@ -337,7 +346,7 @@ func (w *mdWriter) readsTable() {
 	}
 	w.p("\n")
 	if w.x.count(sysServe, "server") > 0 {
-		w.p("Through `serve`, the peak RSS is the client process's; the server's own peak over its whole turn was %s MB.\n\n", w.x.cell(sysServe, "server", rssMB))
+		w.p("Through `serve`, the peak RSS is the client process's; the server's own peak over its whole turn was %s MB (the harness starts the server itself, so this figure has the harness's peak as a floor).\n\n", w.x.cell(sysServe, "server", rssMB))
 	}
 }
 
