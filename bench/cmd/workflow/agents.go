@@ -10,7 +10,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/swarmops/swarmops/bench/internal/hostenv"
 	"github.com/swarmops/swarmops/bench/internal/stats"
 )
 
@@ -54,7 +53,7 @@ func (b *bench) agents() error {
 	}
 	for r := 0; r < b.c.Runs; r++ {
 		for _, as := range order(f.systems, r) {
-			b.rep.Envs = append(b.rep.Envs, RunEnv{r, as.system + "/" + as.step, hostenv.Measure(b.work, "workflow")})
+			b.rep.Envs = append(b.rep.Envs, RunEnv{r, as.system + "/" + as.step, turnEnv(b.work)})
 			logf("agents run %d: %s %s", r, as.system, as.step)
 			if err := f.swarm(r, as); err != nil {
 				return err

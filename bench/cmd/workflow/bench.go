@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/swarmops/swarmops/bench/internal/hostenv"
 )
@@ -208,7 +209,7 @@ func (b *bench) measure() error {
 	}
 	for r := 0; workflow && r < b.c.Runs; r++ {
 		for _, sys := range order(workflowSystems, r) {
-			b.rep.Envs = append(b.rep.Envs, RunEnv{r, sys, hostenv.Measure(b.work, "workflow")})
+			b.rep.Envs = append(b.rep.Envs, RunEnv{r, sys, turnEnv(b.work)})
 			logf("run %d: %s", r, sys)
 			var err error
 			if sys == sysSwarmOps {
@@ -225,6 +226,13 @@ func (b *bench) measure() error {
 		return b.agents()
 	}
 	return nil
+}
+
+// turnEnv starts a system's turn: it writes back every dirty page (so no
+// turn pays for the previous one's writes) and records the environment.
+func turnEnv(dir string) hostenv.Env {
+	syscall.Sync()
+	return hostenv.Measure(dir, "workflow")
 }
 
 // order is systems in run r: forward on even runs, reversed on odd ones,
