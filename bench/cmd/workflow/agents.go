@@ -40,10 +40,9 @@ type agentFarm struct {
 // system in counterbalanced order, each agent making --changes commits
 // one process each.
 func (b *bench) agents() error {
+	// The agents' work trees (gigabytes) go with the work directory, after
+	// the reports are written: removing them takes minutes.
 	f := &agentFarm{b: b, dir: filepath.Join(b.work, "agents")}
-	if !b.c.Keep {
-		defer os.RemoveAll(f.dir)
-	}
 	var err error
 	if f.paths, err = agentPaths(b.files, &b.rep.Tree, b.c.Agents); err != nil {
 		return err
