@@ -211,7 +211,7 @@ func (w *mdWriter) header() {
 		w.p(" (added: %s)", strings.Join(t.Added, ", "))
 	}
 	w.p(". cat prints `%s`; the one-file commits edit `%s`; the two commits a switch moves between differ in %d files.\n\n", t.CatPath, t.EditPath, len(t.TenPaths))
-	w.p("Cells: median (min–max) over every sample of every run, in milliseconds of wall time for the whole process, start-up included, taken by the small process that starts it; peak RSS is the process's ru_maxrss (for git's import, the larger of add and commit), which counts children it waited for and has a floor of the starter's own, about 3 MB. Ratios divide swarmops's median by the other system's.\n\n")
+	w.p("Cells: median (min–max) over every sample of every run, in milliseconds of wall time for the whole process, start-up included, taken by the small process that starts it; peak RSS is the process's ru_maxrss (for git's import, the larger of add and commit), which counts children it waited for and has a floor of the starter's own, about 4 MB. Ratios divide swarmops's median by the other system's.\n\n")
 }
 
 // timeTable prints one step's times and peak memory, with swarmops's

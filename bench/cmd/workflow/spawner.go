@@ -23,7 +23,7 @@ import (
 // at least its parent's peak RSS. The harness grows to tens of megabytes
 // (buffers, the agents' goroutines, the report), which would put a floor
 // under every figure, above what git uses. A spawner stays near the Go
-// runtime's minimum (about 3 MB), so the floor is under any real
+// runtime's minimum (about 4 MB), so the floor is under any real
 // command's use. It also takes the time itself, from just before the start
 // to the reaping, so the harness's scheduling does not count.
 //
