@@ -20,7 +20,7 @@ import (
 // the kernel records the peak RSS of the memory image being replaced into
 // the new program's ru_maxrss. A child started by vfork, as Go starts
 // every child, replaces its parent's image, so each child's ru_maxrss is
-// at least its parent's peak RSS. The harness grows to tens of megabytes
+// at least its parent's peak RSS. The harness grows past 15 MB
 // (buffers, the agents' goroutines, the report), which would put a floor
 // under every figure, above what git uses. A spawner stays near the Go
 // runtime's minimum (about 4 MB), so the floor is under any real
