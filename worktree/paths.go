@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	"golang.org/x/text/cases"
 
@@ -41,7 +42,16 @@ func (e *UnsafeTreeError) Unwrap() error { return ErrUnsafeTree }
 // a case-insensitive filesystem finds it.
 var folder = cases.Fold()
 
-func fold(s string) string { return folder.String(s) }
+// fold returns s's full case folding. ASCII, nearly every name of a real
+// tree, folds byte by byte without the Unicode tables.
+func fold(s string) string {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return folder.String(s)
+		}
+	}
+	return strings.ToLower(s)
+}
 
 // reservedName reports why a single path component may never be part of a
 // work tree's content, or "" if it may.

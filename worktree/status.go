@@ -82,19 +82,41 @@ func (t *Tree) walk(fn visitFn, skipped *[]Skipped) ([]bool, error) {
 		return nil, err
 	}
 	seen := make([]bool, len(t.idx.Entries))
-	return seen, t.walkDir(".", r, false, fn, seen, skipped)
+	pf := newPrefetcher(t.fs, t.dir)
+	defer pf.stop()
+	return seen, t.walkDir(pf, ".", r, false, fn, seen, skipped)
 }
 
-func (t *Tree) walkDir(dir string, r *rules, ignored bool, fn visitFn, seen []bool, skipped *[]Skipped) error {
-	fis, err := t.root.ReadDir(dir)
+func (t *Tree) walkDir(pf *prefetcher, dir string, r *rules, ignored bool, fn visitFn, seen []bool, skipped *[]Skipped) error {
+	fis, err := pf.list(t.root, dir)
 	if err != nil {
 		return err
 	}
 	t.stats.Stated += int64(len(fis))
 	if !ignored {
-		if r, err = t.childRules(r, dir); err != nil {
+		if r, err = t.childRules(r, dir, fis); err != nil {
 			return err
 		}
+	}
+	// The subdirectories the walk will enter are listed ahead, in order.
+	enter := make(map[string]bool)
+	for _, fi := range fis {
+		if !fi.IsDir() {
+			continue
+		}
+		p := fi.Name()
+		if dir != "." {
+			p = dir + "/" + p
+		}
+		if reservedName(fi.Name()) != "" || under(p, t.storeRel) || t.isStore(fi) {
+			continue
+		}
+		ign := ignored || r.match(p, true)
+		if ign && !t.idx.hasUnder(p) {
+			continue
+		}
+		enter[fi.Name()] = ign
+		pf.ahead(p)
 	}
 	for _, fi := range fis {
 		p := fi.Name()
@@ -111,11 +133,11 @@ func (t *Tree) walkDir(dir string, r *rules, ignored bool, fn visitFn, seen []bo
 		}
 		switch {
 		case fi.IsDir():
-			ign := ignored || r.match(p, true)
-			if ign && !t.idx.hasUnder(p) {
+			ign, ok := enter[fi.Name()]
+			if !ok {
 				continue
 			}
-			if err := t.walkDir(p, r, ign, fn, seen, skipped); err != nil {
+			if err := t.walkDir(pf, p, r, ign, fn, seen, skipped); err != nil {
 				return err
 			}
 			if tracked {

@@ -355,11 +355,24 @@ func (r *osRoot) ReadDir(name string) ([]fs.FileInfo, error) {
 	if err != nil {
 		return nil, err
 	}
-	f := os.NewFile(uintptr(fd), path.Join(r.name, name))
-	defer f.Close()
-	names, err := f.Readdirnames(-1)
-	if err != nil {
-		return nil, err
+	defer unix.Close(fd)
+	// getdents on the descriptor itself: an os.File around it would cost
+	// an fcntl a directory, and a status lists every directory of a tree.
+	var names []string
+	buf := make([]byte, 32<<10)
+	for {
+		var n int
+		err := ignoringEINTR(func() (err error) {
+			n, err = unix.ReadDirent(fd, buf)
+			return err
+		})
+		if err != nil {
+			return nil, r.perr("readdir", name, err)
+		}
+		if n <= 0 {
+			break
+		}
+		_, _, names = unix.ParseDirent(buf[:n], -1, names)
 	}
 	sort.Strings(names)
 	out := make([]fs.FileInfo, 0, len(names))
