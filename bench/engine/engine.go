@@ -193,7 +193,7 @@ func prefixEnd(p []byte) []byte {
 
 // Engines lists every engine by name.
 func Engines() []Engine {
-	return []Engine{SwarmOps{}, SQLite{Sync: "FULL"}, SQLite{Sync: "NORMAL"}, Bolt{}, Pebble{}}
+	return []Engine{SwarmOps{}, SwarmOpsServe{}, SQLite{Sync: "FULL"}, SQLite{Sync: "NORMAL"}, Bolt{}, Pebble{}}
 }
 
 // ByName finds an engine.

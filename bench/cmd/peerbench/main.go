@@ -6,7 +6,7 @@
 //
 // Usage:
 //
-//	peerbench [--quick] [--engines swarmops,sqlite,...] [--workloads W1,W2,...] \
+//	peerbench [--quick] [--engines swarmops,swarmops-serve,sqlite,...] [--workloads W1,W2,...] \
 //	          [--dir DIR] [--json FILE] [--md FILE]
 //
 // Every measurement records the 1-minute load, a raw fdatasync probe and the
@@ -185,6 +185,9 @@ func run(args []string) error {
 		return err
 	}
 	defer cleanup()
+	// Servers started for swarmops-serve stores stop before their
+	// directories go.
+	defer engine.StopServers()
 	if err := h.checkFree(); err != nil {
 		return err
 	}
