@@ -141,7 +141,9 @@ func plainText(err error) string {
 
 // classify places err in the table. Sentinels are matched with errors.Is, in
 // an order where the more specific wins (a merge conflict is a conflict, a
-// simulated crash beats whatever I/O error surfaced it).
+// simulated crash beats whatever I/O error surfaced it). It is one switch,
+// and one piece, because that order is the table's meaning: split, the
+// order would be spread over functions a reader must put back together.
 func classify(err error) *cliError {
 	var ce *cliError
 	if errors.As(err, &ce) {
