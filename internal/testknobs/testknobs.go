@@ -22,6 +22,7 @@ const (
 	SkipChecksum                        // do not verify checksums on read or recovery
 	EarlyDurable                        // publish the durable offset before the sync
 	FalseFresh                          // write every frame as fresh, even one whose changeset the store holds
+	SkipReflogSync                      // name a reflog chunk in the checkpoint before it is durable
 )
 
 // attach sets the canaries of a *core.Options; core registers it.

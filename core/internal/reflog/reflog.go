@@ -341,8 +341,9 @@ func corrupt(p string, err error) error {
 // length) and makes it durable; it returns the new length. The file exists
 // from Create on; if it does not (a store whose reflog is still empty), it is
 // created and the store directory synced, so the checkpoint never names a
-// file whose directory entry could be lost.
-func Append(fsys vfs.FS, dir string, at int64, chunk []byte) (int64, error) {
+// file whose directory entry could be lost. skipSync is the test-only
+// canary that leaves the chunk unsynced (testknobs.SkipReflogSync).
+func Append(fsys vfs.FS, dir string, at int64, chunk []byte, skipSync bool) (int64, error) {
 	p := path.Join(dir, Name)
 	f, err := fsys.OpenFile(p, os.O_RDWR, 0)
 	created := false
@@ -360,9 +361,11 @@ func Append(fsys vfs.FS, dir string, at int64, chunk []byte) (int64, error) {
 		f.Close()
 		return 0, errs.IO("write reflog", err)
 	}
-	if err := vfs.Datasync(f); err != nil {
-		f.Close()
-		return 0, errs.IO("sync reflog", err)
+	if !skipSync {
+		if err := vfs.Datasync(f); err != nil {
+			f.Close()
+			return 0, errs.IO("sync reflog", err)
+		}
 	}
 	if err := f.Close(); err != nil {
 		return 0, errs.IO("close reflog", err)

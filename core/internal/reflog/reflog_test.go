@@ -126,7 +126,7 @@ func memFile(t interface{ Fatal(...any) }, b []byte) *faultfs.MemFS {
 	if err := fs.MkdirAll("/s", 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Append(fs, "/s", 0, b); err != nil {
+	if _, err := Append(fs, "/s", 0, b, false); err != nil {
 		t.Fatal(err)
 	}
 	return fs
