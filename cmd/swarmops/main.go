@@ -37,6 +37,9 @@ type app struct {
 	sharedDir string
 	// stderrTTY says the client's stderr is a terminal (under a server).
 	stderrTTY bool
+	// done, when set, is closed when the client of a server goes away or
+	// the server stops: a command that runs until told (watch) returns.
+	done <-chan struct{}
 
 	storeFlag   string
 	jsonOut     bool // from a pre-scan of the arguments, or SWARMOPS_JSON

@@ -28,7 +28,7 @@ const (
 
 // forwardedEnv lists the environment variables a command reads that a
 // server must see as the client's.
-var forwardedEnv = []string{"SWARMOPS_JSON", "SWARMOPS_STORE"}
+var forwardedEnv = []string{"SWARMOPS_JSON", "SWARMOPS_STORE", agentEnv}
 
 // localOnly names the commands that always run in the invoking process:
 // serve is the server, init makes the store a server would live in, and
@@ -61,6 +61,9 @@ func dispatch(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv f
 		}
 	}
 	dir := storeArg(args, getenv, cwd)
+	if commandName(args) == "watch" {
+		defer exitOnSignal()()
+	}
 	status, err := server.Run(dir, req, stdin, stdout, stderr)
 	switch {
 	case err == nil:
