@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -10,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 )
@@ -217,3 +219,31 @@ func opLogOldestFirst(e *env) []string {
 	}
 	return seqRefs(ms)
 }
+
+// The ref events as an agent framework gets them: the built binary over
+// stdio, the SDK's client subscribed to main.
+var _ = Describe("swarmops mcp over stdio", func() {
+	It("notifies a subscriber of main's move after a commit --advance", func() {
+		e := newEnv()
+		e.ok("", "init")
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		events := make(chan *mcp.ResourceUpdatedNotificationParams, 16)
+		c := e.cmd("", "mcp", "--agent", "a8")
+		c.Stdin = nil
+		cs, err := mcp.NewClient(&mcp.Implementation{Name: "spec"}, &mcp.ClientOptions{
+			ResourceUpdatedHandler: func(_ context.Context, req *mcp.ResourceUpdatedNotificationRequest) { events <- req.Params },
+		}).Connect(ctx, &mcp.CommandTransport{Command: c}, nil)
+		Expect(err).NotTo(HaveOccurred())
+		defer cs.Close()
+		Expect(cs.Subscribe(ctx, &mcp.SubscribeParams{URI: "swarmops://moves"})).To(Succeed())
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "commit",
+			Arguments: map[string]any{"changes": "put x = \"1\"\n", "advance": "main"}})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(res.IsError).To(BeFalse(), "%v", res.Content)
+		var ev *mcp.ResourceUpdatedNotificationParams
+		Eventually(events, 30*time.Second).Should(Receive(&ev))
+		Expect(ev.URI).To(Equal("swarmops://moves"))
+		Expect(ev.Meta["move"]).To(And(HaveKeyWithValue("ref", "main"), HaveKeyWithValue("agent", "a8"), HaveKeyWithValue("op", "commit")))
+	})
+})
