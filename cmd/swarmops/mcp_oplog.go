@@ -102,8 +102,12 @@ func (ev *refEvents) options() *mcp.ServerOptions {
 }
 
 // subscribe accepts a subscription to the moves or a ref, and makes sure
-// the loop runs. The first subscription reads where the store is before it
-// returns, so every move made after the subscription is notified.
+// the loop runs. The first subscription reads where the store is before
+// the server registers it, so every move made once it is registered is
+// notified. A client of the 2026-07-28 protocol cannot tell when that is
+// (the SDK's Subscribe returns before the server has the subscription), so
+// notifications are a signal to read, and the watch tool, from the seq a
+// client last saw, is the exact stream.
 func (ev *refEvents) subscribe(ctx context.Context, req *mcp.SubscribeRequest) error {
 	uri := req.Params.URI
 	if ref, ok := strings.CutPrefix(uri, refURIBase); ok {

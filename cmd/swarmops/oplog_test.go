@@ -237,12 +237,21 @@ var _ = Describe("swarmops mcp over stdio", func() {
 		Expect(err).NotTo(HaveOccurred())
 		defer cs.Close()
 		Expect(cs.Subscribe(ctx, &mcp.SubscribeParams{URI: "swarmops://moves"})).To(Succeed())
-		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "commit",
-			Arguments: map[string]any{"changes": "put x = \"1\"\n", "advance": "main"}})
-		Expect(err).NotTo(HaveOccurred())
-		Expect(res.IsError).To(BeFalse(), "%v", res.Content)
+		// The SDK's Subscribe returns before the server registers the
+		// subscription: commit until a notification comes.
 		var ev *mcp.ResourceUpdatedNotificationParams
-		Eventually(events, 30*time.Second).Should(Receive(&ev))
+		Eventually(func() bool {
+			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "commit",
+				Arguments: map[string]any{"changes": "put x = \"1\"\n", "advance": "main", "allow_empty": true}})
+			Expect(err).NotTo(HaveOccurred())
+			Expect(res.IsError).To(BeFalse(), "%v", res.Content)
+			select {
+			case ev = <-events:
+				return true
+			case <-time.After(time.Second):
+				return false
+			}
+		}, 30*time.Second).Should(BeTrue(), "no ref event within 30s of commits")
 		Expect(ev.URI).To(Equal("swarmops://moves"))
 		Expect(ev.Meta["move"]).To(And(HaveKeyWithValue("ref", "main"), HaveKeyWithValue("agent", "a8"), HaveKeyWithValue("op", "commit")))
 	})
