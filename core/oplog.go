@@ -140,9 +140,15 @@ func (sn *Snapshot) Moves(q MoveQuery) ([]RefMove, error) {
 	}
 	// The file's first rlen bytes never change, so reading them outside
 	// s.view.mu is safe against a concurrent checkpoint.
+	// Every move from the first frame on is every chunk: one read of the
+	// file costs less than two a chunk from its end.
+	read := reflog.ReadBack
+	if q.After == 0 && q.Limit <= 0 {
+		read = reflog.ReadAll
+	}
 	var older [][]RefMove
 	n := len(out)
-	err = reflog.ReadBack(sn.s.fs, sn.s.dir, rlen, q.After, min(until, base-1), func(c *reflog.Chunk) bool {
+	err = read(sn.s.fs, sn.s.dir, rlen, q.After, min(until, base-1), func(c *reflog.Chunk) bool {
 		ms := q.selectMoves(c.Names, c.Logs)
 		for len(ms) > 0 && ms[0].Seq <= q.After {
 			ms = ms[1:]

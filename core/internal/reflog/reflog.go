@@ -281,6 +281,20 @@ func ReadBack(fsys vfs.FS, dir string, length int64, after, until uint64, fn fun
 	return nil
 }
 
+// ReadAll is ReadBack for a caller that wants every chunk: it reads the
+// file at once instead of chunk by chunk from its end.
+func ReadAll(fsys vfs.FS, dir string, length int64, after, until uint64, fn func(*Chunk) bool) error {
+	if length == 0 {
+		return nil
+	}
+	f, p, err := open(fsys, dir, length)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return readForward(f, p, length, after, until, fn)
+}
+
 // readForward decodes the file's first end bytes at once and passes their
 // chunks to fn as ReadBack does.
 func readForward(f afero.File, p string, end int64, after, until uint64, fn func(*Chunk) bool) error {
