@@ -28,6 +28,9 @@ type CommitRequest struct {
 	// frame. Its expected old value is Parents[0], or absence if there are
 	// no parents.
 	Advance string
+	// Op is the operation the Advance move records, with Agent (zero:
+	// OpCommit); Land records OpLand, an import OpImport.
+	Op Op
 }
 
 // RefUpdate is one compare-and-swap of a ref. Old zero means the ref must
@@ -48,6 +51,7 @@ type RefLogEntry struct {
 	Seq      uint64 // journal sequence number of the frame that moved it
 	Old, New ID
 	Time     time.Time
+	Origin   // who moved it, and by which operation
 }
 
 // PathChange is one entry of a diff.

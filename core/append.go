@@ -108,6 +108,7 @@ func (s *Store) appendLocked(t *txn.Txn, payload []byte, digest [32]byte, need [
 	if err := s.view.proj.ApplyTxn(fr, t, s.jcfg.SegPath(at.Seg)); err != nil {
 		return 0, 0, err
 	}
+	t.Seq = seq
 	s.markLocked()
 	return seq, end.Epoch, nil
 }

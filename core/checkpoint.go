@@ -13,6 +13,7 @@ import (
 	"github.com/swarmops/swarmops/core/internal/reflog"
 	"github.com/swarmops/swarmops/core/internal/state"
 	"github.com/swarmops/swarmops/core/refs"
+	"github.com/swarmops/swarmops/internal/testknobs"
 )
 
 // Checkpoint writes a checkpoint of the durable prefix now, whatever the
@@ -177,7 +178,7 @@ func (s *Store) publishCheckpoint(cur *ckpt.Checkpoint, dur state.Rec, batch ind
 	if len(rnames) > 0 {
 		var err error
 		chunk := reflog.EncodeChunk(cur.NextSeq, dur.NextSeq, rnames, rlogs)
-		if reflogLen, err = reflog.Append(s.fs, s.dir, cur.ReflogLen, chunk); err != nil {
+		if reflogLen, err = reflog.Append(s.fs, s.dir, cur.ReflogLen, chunk, s.opts.weaken&testknobs.SkipReflogSync != 0); err != nil {
 			return err
 		}
 	}

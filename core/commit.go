@@ -42,6 +42,9 @@ func (s *Store) Commit(req CommitRequest) (ID, error) {
 		if err := refs.ValidateName(req.Advance); err != nil {
 			return ID{}, errs.Ref(err)
 		}
+		if err := commitOrigin(req).Validate(); err != nil {
+			return ID{}, fmt.Errorf("%w: %w", ErrInvalid, err)
+		}
 	}
 	for attempt := 0; ; attempt++ {
 		id, err := s.commitOnce(req)
@@ -86,12 +89,22 @@ func (s *Store) commitOnce(req CommitRequest) (ID, error) {
 	if err := loose.Write(s.fs, s.dir, b.Loose(), s.opts.weaken&testknobs.SkipDirSync != 0); err != nil {
 		return ID{}, err
 	}
-	tx := &txn.Txn{Time: t, Objs: b.Objects(), Moves: moves, BuiltEpoch: epoch}
+	tx := &txn.Txn{Time: t, Objs: b.Objects(), Moves: moves, Origin: commitOrigin(req), BuiltEpoch: epoch}
 	if err := s.pipe.Commit(tx, req.Parents); err != nil {
 		return ID{}, err
 	}
 	s.recent.Remember(b.Objects())
 	return id, nil
+}
+
+// commitOrigin is the origin of a commit's Advance move: its agent, and its
+// operation (OpCommit unless the request names another).
+func commitOrigin(req CommitRequest) refs.Origin {
+	o := refs.Origin{Agent: req.Agent, Op: req.Op}
+	if o.Op == OpUnknown {
+		o.Op = OpCommit
+	}
+	return o
 }
 
 // writerView is the store as a commit's builder reads it: every frame
@@ -125,13 +138,29 @@ func (v *writerView) Read(id ID, k objects.Kind) ([]byte, error) {
 // UpdateRefs applies every compare-and-swap in u in one journal frame, all
 // or nothing. Old zero means the ref must not exist; New zero deletes it.
 // A failed expectation returns a *ConflictError with the current value; a
-// New that is not a known changeset is ErrNotFound.
-func (s *Store) UpdateRefs(u ...RefUpdate) error {
+// New that is not a known changeset is ErrNotFound. The moves are recorded
+// with no agent, as OpRefCreate when every one creates its ref, OpRefDelete
+// when every one deletes it, and OpRefSet otherwise.
+func (s *Store) UpdateRefs(u ...RefUpdate) error { return s.UpdateRefsAs(Origin{}, u...) }
+
+// UpdateRefsAs is UpdateRefs recording o as the moves' origin: the agent
+// that made them and the operation (zero: chosen as UpdateRefs does). An
+// origin that Validate refuses is ErrInvalid; OpUndo is Undo's own.
+func (s *Store) UpdateRefsAs(o Origin, u ...RefUpdate) error {
 	if err := s.usable(); err != nil {
 		return err
 	}
 	if len(u) == 0 {
 		return fmt.Errorf("%w: no ref updates", ErrInvalid)
+	}
+	if o.Op == OpUnknown {
+		o.Op = updateOp(u)
+	}
+	if o.Op == OpUndo {
+		return fmt.Errorf("%w: an undo is made by Undo", ErrInvalid)
+	}
+	if err := o.Validate(); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	moves := make([]refs.Move, len(u))
 	var need []ID
@@ -152,5 +181,21 @@ func (s *Store) UpdateRefs(u ...RefUpdate) error {
 			need = append(need, x.New)
 		}
 	}
-	return s.pipe.Commit(&txn.Txn{Time: s.opts.Now().UTC(), Moves: moves}, need)
+	return s.pipe.Commit(&txn.Txn{Time: s.opts.Now().UTC(), Moves: moves, Origin: o}, need)
+}
+
+// updateOp is the operation of ref updates whose caller named none.
+func updateOp(u []RefUpdate) Op {
+	creates, deletes := true, true
+	for _, x := range u {
+		creates = creates && x.Old.IsZero()
+		deletes = deletes && x.New.IsZero()
+	}
+	switch {
+	case creates:
+		return OpRefCreate
+	case deletes:
+		return OpRefDelete
+	}
+	return OpRefSet
 }

@@ -18,8 +18,10 @@
 // left it so). Commit writes a changeset, and with CommitRequest.Advance
 // moves a ref to it in the same frame; UpdateRefs moves refs by
 // compare-and-swap; Land merges a changeset onto a ref, retrying a lost
-// race with an incremental re-merge. Snapshot returns a read-only view of
-// everything durable, which takes no lock. Verify checks the store, Recover
+// race with an incremental re-merge. Every ref move records the agent and
+// the operation that made it (Origin); Snapshot.Moves lists the moves (the
+// operation log), and Undo reverses one by compare-and-swap. Snapshot
+// returns a read-only view of everything durable, which takes no lock. Verify checks the store, Recover
 // repairs it explicitly, Checkpoint writes a checkpoint now, and Close
 // releases the handle:
 //

@@ -149,7 +149,7 @@ func (l *lander) fastForward(attempt int) error {
 		l.res.Remerged = append(l.res.Remerged, 0)
 	}
 	beforeLandCommit(attempt)
-	if err := l.s.UpdateRefs(RefUpdate{Name: l.onto, Old: l.head, New: l.change}); err != nil {
+	if err := l.s.UpdateRefsAs(Origin{Agent: l.agent, Op: OpLand}, RefUpdate{Name: l.onto, Old: l.head, New: l.change}); err != nil {
 		return err
 	}
 	l.res.Changeset = l.change
@@ -189,7 +189,7 @@ func (l *lander) mergeAndCommit(attempt int) error {
 	}
 	beforeLandCommit(attempt)
 	id, err := l.s.Commit(CommitRequest{Parents: []ID{l.head, l.change}, Changes: changes,
-		Agent: l.agent, Message: l.msg, Advance: l.onto})
+		Agent: l.agent, Message: l.msg, Advance: l.onto, Op: OpLand})
 	if err != nil {
 		return err
 	}

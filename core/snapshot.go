@@ -139,7 +139,7 @@ func (sn *Snapshot) RefLog(name string) ([]RefLogEntry, error) {
 	}
 	out := make([]RefLogEntry, len(log))
 	for i, e := range log {
-		out[i] = RefLogEntry{Seq: e.Seq, Old: e.Old, New: e.New, Time: e.Time}
+		out[i] = RefLogEntry{Seq: e.Seq, Old: e.Old, New: e.New, Time: e.Time, Origin: e.Origin}
 	}
 	return out, nil
 }

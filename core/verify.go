@@ -228,7 +228,7 @@ func (v *verifier) compareReflog(base uint64, rlen int64) {
 			continue
 		}
 		for i := range want {
-			if !want[i].Time.Equal(got[i].Time) || want[i].Seq != got[i].Seq || want[i].Old != got[i].Old || want[i].New != got[i].New {
+			if !want[i].Time.Equal(got[i].Time) || want[i].Seq != got[i].Seq || want[i].Old != got[i].Old || want[i].New != got[i].New || want[i].Origin != got[i].Origin {
 				v.problem(rf, 0, "", "reflog of %q, move %d: %+v; the journal has %+v", n, i, got[i], want[i])
 				break
 			}

@@ -24,6 +24,7 @@ var Canaries = []Canary{
 	{"skip-dirsync", testknobs.SkipDirSync, "skip the directory sync when a segment or loose object is created"},
 	{"skip-checksum", testknobs.SkipChecksum, "do not verify checksums on read or recovery"},
 	{"early-durable", testknobs.EarlyDurable, "publish the durable offset before the sync"},
+	{"skip-reflog-sync", testknobs.SkipReflogSync, "name a reflog chunk (older moves and their origins) in the checkpoint before it is durable"},
 }
 
 // CanaryName returns the name of a single canary ("" for none).

@@ -18,8 +18,9 @@ import (
 )
 
 // corruptTask checks C6 against corruption inside the durable prefix: it
-// runs the scenario to completion, flips one seeded bit in a journal segment
-// or a loose object, and opens and reads everything. Every read must return
+// runs the scenario to completion, flips one seeded bit in a journal
+// segment, a loose object, the reflog file or the checkpoint, and opens and
+// reads everything, the operation log included. Every read must return
 // the committed bytes or fail with ErrCorrupt; a flip that changes what a
 // reader gets without an error is undetected corruption. The clone keeps the
 // boot id (a process restart), so the store knows its durable offset and a
@@ -73,8 +74,8 @@ func corruptTask(ref *reference, t task, cfg *Config) taskResult {
 }
 
 // flipBit flips one bit, chosen by (seed, k), among the written bytes (up to
-// the last non-zero byte) of the journal segments and loose objects, and
-// returns where.
+// the last non-zero byte) of the journal segments, loose objects, reflog
+// and checkpoint, and returns where.
 func flipBit(c *faultfs.MemFS, seed, k int64) (string, error) {
 	type target struct {
 		path string
@@ -82,7 +83,7 @@ func flipBit(c *faultfs.MemFS, seed, k int64) (string, error) {
 	}
 	var ts []target
 	var total int64
-	for _, dir := range []string{storeDir + "/journal", storeDir + "/objects"} {
+	for _, dir := range []string{storeDir + "/journal", storeDir + "/objects", storeDir + "/reflog", storeDir + "/checkpoint"} {
 		err := afero.Walk(c, dir, func(p string, info fs.FileInfo, err error) error {
 			if err != nil {
 				if errors.Is(err, fs.ErrNotExist) {
@@ -112,7 +113,7 @@ func flipBit(c *faultfs.MemFS, seed, k int64) (string, error) {
 		}
 	}
 	if total == 0 {
-		return "", fmt.Errorf("no written bytes in journal or objects")
+		return "", fmt.Errorf("no written bytes in journal, objects, reflog or checkpoint")
 	}
 	sort.Slice(ts, func(i, j int) bool { return ts[i].path < ts[j].path })
 	rng := rand.New(rand.NewPCG(uint64(seed), uint64(k)))

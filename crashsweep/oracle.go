@@ -20,20 +20,34 @@ import (
 	"github.com/swarmops/swarmops/scenarios"
 )
 
-// state is what the oracle compares: whether a store exists, its refs, and
-// which of the changesets the scenario creates are present.
+// state is what the oracle compares: whether a store exists, its refs,
+// which of the changesets the scenario creates are present, and the
+// operation log: every ref move with its origin, oldest first.
 type state struct {
 	exists bool
 	refs   map[string]core.ID
 	cs     map[core.ID]bool
+	moves  []string
 }
 
 func (s *state) clone() *state {
-	return &state{exists: s.exists, refs: maps.Clone(s.refs), cs: maps.Clone(s.cs)}
+	return &state{exists: s.exists, refs: maps.Clone(s.refs), cs: maps.Clone(s.cs), moves: slices.Clone(s.moves)}
 }
 
 func (s *state) equal(o *state) bool {
-	return s.exists == o.exists && maps.Equal(s.refs, o.refs) && maps.Equal(s.cs, o.cs)
+	return s.exists == o.exists && maps.Equal(s.refs, o.refs) && maps.Equal(s.cs, o.cs) && slices.Equal(s.moves, o.moves)
+}
+
+// moveLine is one move of the operation log as the oracle compares it: the
+// ref, its old and new value, and the move's origin. Sequence numbers are
+// left out but for an undo's: a state derived from the operations does not
+// know them.
+func moveLine(ref string, old, new core.ID, o core.Origin) string {
+	l := fmt.Sprintf("%s %s>%s %q %s", ref, old.String()[:12], new.String()[:12], o.Agent, o.Op)
+	if o.Undoes != 0 {
+		l += fmt.Sprintf(" undoes %d", o.Undoes)
+	}
+	return l
 }
 
 func (s *state) apply(e effect) *state {
@@ -50,10 +64,13 @@ func (s *state) apply(e effect) *state {
 	for _, id := range e.changesets {
 		n.cs[id] = true
 	}
-	for k, v := range e.set {
-		n.refs[k] = v
+	// The moves of one frame, by ref name, as the operation log lists them.
+	for _, k := range slices.Sorted(maps.Keys(e.set)) {
+		n.moves = append(n.moves, moveLine(k, n.refs[k], e.set[k], e.origin))
+		n.refs[k] = e.set[k]
 	}
 	for _, k := range e.del {
+		n.moves = append(n.moves, moveLine(k, n.refs[k], core.ID{}, e.origin))
 		delete(n.refs, k)
 	}
 	return n
@@ -73,7 +90,7 @@ func (s *state) String() string {
 		}
 		fmt.Fprintf(&b, "%s=%s", n, s.refs[n].String()[:8])
 	}
-	fmt.Fprintf(&b, "} changesets=%d", len(s.cs))
+	fmt.Fprintf(&b, "} changesets=%d moves=%d", len(s.cs), len(s.moves))
 	return b.String()
 }
 
@@ -106,6 +123,19 @@ func (s *state) diff(want *state) string {
 		}
 	}
 	sort.Strings(d)
+	for i := range max(len(s.moves), len(want.moves)) {
+		var g, w string
+		if i < len(s.moves) {
+			g = s.moves[i]
+		}
+		if i < len(want.moves) {
+			w = want.moves[i]
+		}
+		if g != w {
+			d = append(d, fmt.Sprintf("operation log move %d is %q, want %q", i+1, g, w))
+			break
+		}
+	}
 	return strings.Join(d, "; ")
 }
 
@@ -127,6 +157,15 @@ func observeSnapshot(sn *core.Snapshot, known []core.ID) (*state, error) {
 	}
 	for _, r := range refs {
 		st.refs[r.Name] = r.ID
+	}
+	moves, err := sn.Moves(core.MoveQuery{})
+	if err != nil {
+		return nil, fmt.Errorf("moves: %w", err)
+	}
+	for _, m := range moves {
+		if m.Ref != postRef {
+			st.moves = append(st.moves, moveLine(m.Ref, m.Old, m.New, m.Origin))
+		}
 	}
 	for _, id := range known {
 		_, err := sn.Changeset(id)

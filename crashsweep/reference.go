@@ -45,7 +45,7 @@ func makeReference(sc *scenarios.Scenario, weaken testknobs.Weakening) (*referen
 		return nil, err
 	}
 	if !got.equal(cur) {
-		return nil, &claimError{scenarios.C1, fmt.Errorf("every operation was acknowledged, but a fresh snapshot after the run shows %s; the operations give %s", got, cur)}
+		return nil, &claimError{scenarios.C1, fmt.Errorf("every operation was acknowledged, but a fresh snapshot after the run shows %s; the operations give %s (%s)", got, cur, got.diff(cur))}
 	}
 	if ref.content, err = readContent(sn, ref.known); err != nil {
 		return nil, err

@@ -40,12 +40,15 @@ type opRecord struct {
 	read    *state // for read steps: what the reader saw
 }
 
-// effect is what an acknowledged operation adds to the store's state.
+// effect is what an acknowledged operation adds to the store's state: its
+// ref moves are recorded with origin (each move's old value is the ref's
+// value in the state before).
 type effect struct {
 	createsStore bool
 	changesets   []core.ID
 	set          map[string]core.ID
 	del          []string
+	origin       core.Origin
 }
 
 // run executes a scenario once against fs. It stops at the first operation
@@ -276,6 +279,8 @@ func (r *run) do(op *opRecord) error {
 		return r.doRef(op)
 	case scenarios.KindLand:
 		return r.doLand(op)
+	case scenarios.KindUndo:
+		return r.doUndo(op)
 	case scenarios.KindRecover, scenarios.KindReopen:
 		r.closeAll()
 		if st.Kind == scenarios.KindRecover {
@@ -328,6 +333,7 @@ func (r *run) doCommit(op *opRecord) error {
 	op.effect.changesets = []core.ID{id}
 	if st.Advance != "" {
 		op.effect.set = map[string]core.ID{st.Advance: id}
+		op.effect.origin = core.Origin{Agent: req.Agent, Op: core.OpCommit}
 	}
 	return nil
 }
@@ -358,6 +364,44 @@ func (r *run) doRef(op *opRecord) error {
 	} else {
 		op.effect.set = map[string]core.ID{st.Ref: u.New}
 	}
+	op.effect.origin.Op = map[scenarios.Kind]core.Op{scenarios.KindRefCreate: core.OpRefCreate,
+		scenarios.KindRefSet: core.OpRefSet, scenarios.KindRefDelete: core.OpRefDelete}[st.Kind]
+	if st.Kind == scenarios.KindRefSet && u.Old.IsZero() {
+		op.effect.origin.Op = core.OpRefCreate // a set from absence creates
+	}
+	return nil
+}
+
+// doUndo runs an undo step: the move of st.Ref st.Back moves before its
+// newest is undone by the agent "undoer".
+func (r *run) doUndo(op *opRecord) error {
+	st := op.step
+	s, err := r.store(st.Writer)
+	if err != nil {
+		return err
+	}
+	sn, err := s.Snapshot()
+	if err != nil {
+		return err
+	}
+	ms, err := sn.Moves(core.MoveQuery{Refs: []string{st.Ref}, Limit: st.Back + 1})
+	if err != nil {
+		return err
+	}
+	if len(ms) <= st.Back {
+		return fmt.Errorf("%w: undo: ref %s has %d moves, the step undoes the one %d back", core.ErrInvalid, st.Ref, len(ms), st.Back)
+	}
+	m := ms[len(ms)-1-st.Back]
+	u, err := s.Undo(m.ID(), "undoer")
+	if err != nil {
+		return err
+	}
+	if u.New.IsZero() {
+		op.effect.del = []string{st.Ref}
+	} else {
+		op.effect.set = map[string]core.ID{st.Ref: u.New}
+	}
+	op.effect.origin = u.Origin
 	return nil
 }
 
@@ -384,6 +428,7 @@ func (r *run) doLand(op *opRecord) error {
 	if !res.NoOp {
 		op.effect.changesets = []core.ID{res.Changeset}
 		op.effect.set = map[string]core.ID{st.Onto: res.Changeset}
+		op.effect.origin = core.Origin{Agent: "lander", Op: core.OpLand}
 	}
 	return nil
 }

@@ -32,6 +32,9 @@ type ImportOptions struct {
 	// Progress, if set, is called after each changeset committed, with the
 	// number committed and the number to commit.
 	Progress func(done, total int)
+	// Agent is the agent the ref's move records in the operation log
+	// (operation import); the changesets keep their git authors.
+	Agent string
 }
 
 // ImportResult says what an import did.
@@ -113,7 +116,7 @@ func Import(s *core.Store, dir string, o ImportOptions) (*ImportResult, error) {
 	if res.Old == res.New {
 		return res, nil
 	}
-	if err := s.UpdateRefs(core.RefUpdate{Name: res.Ref, Old: res.Old, New: res.New}); err != nil {
+	if err := s.UpdateRefsAs(core.Origin{Agent: o.Agent, Op: core.OpImport}, core.RefUpdate{Name: res.Ref, Old: res.Old, New: res.New}); err != nil {
 		return nil, fmt.Errorf("import: %s is imported as changeset %s, but ref %q was not moved: %w",
 			res.GitCommit, res.New, res.Ref, err)
 	}

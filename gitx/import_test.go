@@ -103,11 +103,14 @@ func TestImportThenExportOfABranchGivesTheSameTreeID(t *testing.T) {
 	tip := g.commit("a real tree")
 
 	s := memStore(t)
-	res := mustImport(t, s, g.dir, ImportOptions{Rev: "main"})
+	res := mustImport(t, s, g.dir, ImportOptions{Rev: "main", Agent: "importer"})
 	if res.Ref != "main" || !res.Moved || !res.Old.IsZero() || res.GitCommit != tip || res.Changesets != 1 {
 		t.Fatalf("import: %+v", res)
 	}
 	sn := snap(t, s)
+	if ms, err := sn.Moves(core.MoveQuery{}); err != nil || len(ms) != 1 || ms[0].Op != core.OpImport || ms[0].Agent != "importer" {
+		t.Fatalf("the import's ref move: %+v, %v; want one, operation import by importer", ms, err)
+	}
 	cs, err := sn.Changeset(res.New)
 	if err != nil {
 		t.Fatal(err)

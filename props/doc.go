@@ -12,6 +12,9 @@
 //   - Ref compare-and-swap against a register per ref, sequentially and across
 //     concurrent store handles, the concurrent histories checked for
 //     linearizability with porcupine.
+//   - Undo against a map of refs and the list of moves (the operation log):
+//     moves by several agents on two handles, undos of random moves, and
+//     undos refused after another agent's move.
 //   - Codecs: round trips, every single-bit flip detected, every truncation a
 //     torn tail or an error and never a wrong value.
 //

@@ -23,7 +23,7 @@ func (l *loader) steps(nodes []*yaml.Node, depth int) ([]Step, error) {
 
 var stepKinds = []string{
 	string(KindInit), string(KindCommit), string(KindRefCreate), string(KindRefSet), string(KindRefDelete),
-	string(KindLand), string(KindRace), string(KindRepeat), string(KindRecover), string(KindReopen), string(KindRead),
+	string(KindLand), string(KindUndo), string(KindRace), string(KindRepeat), string(KindRecover), string(KindReopen), string(KindRead),
 }
 
 // step parses a one-key mapping {kind: body}. Each kind's body is parsed by
@@ -57,6 +57,8 @@ func (l *loader) step(n *yaml.Node, depth int, inRace bool) (*Step, error) {
 		err = l.refStep(st, k, body)
 	case KindLand:
 		err = l.landStep(st, k, body)
+	case KindUndo:
+		err = l.undoStep(st, k, body)
 	case KindRace:
 		err = l.raceStep(st, k, body, depth, inRace)
 	case KindRepeat:
@@ -247,6 +249,32 @@ func (l *loader) landStep(st *Step, k, body *yaml.Node) error {
 	return l.define(st, f)
 }
 
+// undoStep parses an undo step: the ref whose move it undoes, and how far
+// back that move is.
+func (l *loader) undoStep(st *Step, k, body *yaml.Node) error {
+	f, err := l.fields(body, k.Value, "ref", "back", "writer", "outcome")
+	if err != nil {
+		return err
+	}
+	if f["ref"] == nil {
+		return l.errf(k, "undo: key ref is required")
+	}
+	if err := l.writer(st, f); err != nil {
+		return err
+	}
+	if st.Ref, err = l.name(f["ref"], "ref"); err != nil {
+		return err
+	}
+	if v := f["back"]; v != nil {
+		b, err := l.integer(v, "back", 0, 1000)
+		if err != nil {
+			return err
+		}
+		st.Back = int(b)
+	}
+	return l.outcome(st, f, OutcomeOK, OutcomeConflict)
+}
+
 // raceStep parses a race step: two write steps by different writers, and
 // the lock at which the second runs inside the first.
 func (l *loader) raceStep(st *Step, k, body *yaml.Node, depth int, inRace bool) error {
@@ -276,9 +304,9 @@ func (l *loader) raceStep(st *Step, k, body *yaml.Node, depth int, inRace bool) 
 	}
 	for _, s := range []*Step{st.First, st.Second} {
 		switch s.Kind {
-		case KindCommit, KindLand, KindRefCreate, KindRefSet, KindRefDelete:
+		case KindCommit, KindLand, KindRefCreate, KindRefSet, KindRefDelete, KindUndo:
 		default:
-			return l.errf(f["first"], "race: only write steps (commit, land, ref_*) can race, got %s", s.Kind)
+			return l.errf(f["first"], "race: only write steps (commit, land, ref_*, undo) can race, got %s", s.Kind)
 		}
 	}
 	if st.First.Writer == st.Second.Writer {

@@ -3,8 +3,9 @@
 // finds them from any working directory) and the loader that validates them.
 //
 // A scenario is a list of steps run against a store: init, commit, ref
-// create/set/delete with an expected old value, land, a race of two steps
-// interleaved at a lock, repeat loops, reopen, recover and read. The crash
+// create/set/delete with an expected old value, land, undo of a ref's
+// move, a race of two steps interleaved at a lock, repeat loops, reopen,
+// recover and read. The crash
 // sweep (package crashsweep) runs a scenario once to count its filesystem
 // calls, then crashes it at every call. See docs/crash-testing.md for the file
 // format by example.
@@ -57,6 +58,7 @@ const (
 	KindRefSet    Kind = "ref_set"
 	KindRefDelete Kind = "ref_delete"
 	KindLand      Kind = "land"
+	KindUndo      Kind = "undo"
 	KindRace      Kind = "race"
 	KindRepeat    Kind = "repeat"
 	KindRecover   Kind = "recover"
@@ -162,10 +164,14 @@ type Step struct {
 	Deletes []string
 	Advance string
 
-	// ref_create, ref_set, ref_delete
+	// ref_create, ref_set, ref_delete, undo
 	Ref    string
 	To     Rev
 	Expect Rev
+	// undo: which of Ref's moves to undo, counting back from its newest
+	// (0); any other is a move the ref has made since, so its undo
+	// conflicts.
+	Back int
 
 	// land
 	Change Rev

@@ -51,6 +51,7 @@ unless --allow-empty.`,
 			if err := c.check(); err != nil {
 				return err
 			}
+			c.agent = a.agentFlag(cmd, c.agent)
 			// The change list is read and checked before the store is
 			// opened: a bad list writes nothing and needs no store.
 			var changes []core.Change
@@ -78,7 +79,7 @@ unless --allow-empty.`,
 	f.StringVarP(&c.listFile, "changes", "F", "", "change list file (\"-\" = stdin)")
 	f.StringVar(&c.dir, "dir", "", "record this directory (a work tree, or a plain directory diffed against the first parent)")
 	f.StringArrayVar(&c.parents, "parent", nil, "parent revision (repeatable; the first is the diff base)")
-	f.StringVar(&c.agent, "agent", "", "agent name recorded in the changeset")
+	f.StringVar(&c.agent, "agent", "", "agent name recorded in the changeset and its ref move (default: $"+agentEnv+")")
 	f.StringVarP(&c.msg, "message", "m", "", "message")
 	f.StringVar(&c.advance, "advance", "", "move this ref to the new changeset in the same transaction")
 	f.BoolVar(&c.create, "create", false, "with --advance: create the ref if it does not exist")
@@ -183,7 +184,7 @@ func (a *app) commitChanges(s *core.Store, sn *core.Snapshot, c commitFlags, ps 
 		if err != nil {
 			return core.ID{}, fmt.Errorf("commit: %w", err)
 		}
-		if err := s.UpdateRefs(core.RefUpdate{Name: c.advance, New: id}); err != nil {
+		if err := s.UpdateRefsAs(core.Origin{Agent: c.agent, Op: core.OpCommit}, core.RefUpdate{Name: c.advance, New: id}); err != nil {
 			return core.ID{}, fmt.Errorf("commit %s: create ref %q: %w", short(id), c.advance, err)
 		}
 		return id, nil

@@ -117,7 +117,7 @@ gives the same ids. Submodules are skipped and listed.`,
 						}
 						return nil
 					},
-					Progress: a.progress("import")})
+					Progress: a.progress("import"), Agent: a.getenv(agentEnv)})
 				if err != nil {
 					return gitError("import", err)
 				}

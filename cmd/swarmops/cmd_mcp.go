@@ -22,12 +22,18 @@ func (a *app) mcpCmd() *cobra.Command {
 		Short: "Serve the store's operations as MCP tools over stdin/stdout",
 		Long: `Speak the Model Context Protocol on stdin and stdout: every tool is one
 swarmops command (commit, land, status, log, show, diff, cat, ls, checkout,
-ref_get, ref_set, ref_list, watch), with a JSON schema for its input, and
-answers with the command's JSON envelope as structured content; a failure
-is a tool error carrying the same code and "retryable" as the CLI. Each call
-runs through the store's server when one runs (swarmops serve), else in this
-process. --agent names the agent recorded by commit and land when a call
-names none. Paths are relative to this process's working directory.`,
+ref_get, ref_set, ref_list, op_log, undo, watch), with a JSON schema for its
+input, and answers with the command's JSON envelope as structured content; a
+failure is a tool error carrying the same code and "retryable" as the CLI.
+Each call runs through the store's server when one runs (swarmops serve),
+else in this process. --agent names the agent recorded by commit, land and
+undo when a call names none. Paths are relative to this process's working
+directory.
+
+Ref events: the resources swarmops://moves (every ref move) and
+swarmops://refs/REF (one ref's moves) can be subscribed to; each durable
+move then brings a notifications/resources/updated whose _meta.move is the
+move as op_log prints it. The watch tool is the same stream as a long poll.`,
 		Args: cobra.NoArgs,
 		RunE: runE(func(cmd *cobra.Command, args []string) error {
 			srv := newMCPServer(a.mcpRunner(), agent, a.globalArgs())
@@ -148,7 +154,9 @@ type (
 // newMCPServer builds the tools over run; global flags go on every
 // command line.
 func newMCPServer(run runner, agent string, global []string) *mcp.Server {
-	s := mcp.NewServer(&mcp.Implementation{Name: "swarmops", Version: "1"}, nil)
+	ev := &refEvents{run: run, global: global}
+	s := mcp.NewServer(&mcp.Implementation{Name: "swarmops", Version: "1"}, ev.options())
+	ev.srv = s
 	orAgent := func(a string) string {
 		if a == "" {
 			return agent
@@ -218,6 +226,7 @@ func newMCPServer(run runner, agent string, global []string) *mcp.Server {
 	tool(s, run, global, "ref_list", "Every ref and its value", func(noIn) call {
 		return call{cmd: []string{"ref", "list"}}
 	})
+	addOpLogTools(s, run, global, orAgent, ev)
 	return s
 }
 

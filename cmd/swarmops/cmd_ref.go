@@ -49,46 +49,51 @@ func (a *app) refGetCmd() *cobra.Command {
 
 // refSetCmd is `swarmops ref set`: a compare-and-swap from --expect to NEW.
 func (a *app) refSetCmd() *cobra.Command {
-	var expect string
+	var expect, agent string
 	set := &cobra.Command{
-		Use:   "set NAME NEW --expect OLD",
+		Use:   "set NAME NEW --expect OLD [--agent NAME]",
 		Short: "Move a ref from OLD to NEW; E_CONFLICT with \"current\" if it is not at OLD",
 		Args:  cobra.ExactArgs(2),
 		RunE: runE(func(cmd *cobra.Command, args []string) error {
 			if !cmd.Flags().Changed("expect") {
 				return usagef("ref set: --expect OLD is required (use ref create for a new ref)")
 			}
-			return a.refUpdate("set", args[0], expect, args[1])
+			return a.refUpdate("set", args[0], expect, args[1], a.agentFlag(cmd, agent))
 		}),
 	}
 	set.Flags().StringVar(&expect, "expect", "", "the value the ref must have now")
+	agentFlagVar(set, &agent)
 	return set
 }
 
 // refCreateCmd is `swarmops ref create`: a compare-and-swap from absent.
 func (a *app) refCreateCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:   "create NAME REV",
+	var agent string
+	create := &cobra.Command{
+		Use:   "create NAME REV [--agent NAME]",
 		Short: "Create a ref; E_CONFLICT if it exists",
 		Args:  cobra.ExactArgs(2),
 		RunE: runE(func(cmd *cobra.Command, args []string) error {
-			return a.refUpdate("create", args[0], "", args[1])
+			return a.refUpdate("create", args[0], "", args[1], a.agentFlag(cmd, agent))
 		}),
 	}
+	agentFlagVar(create, &agent)
+	return create
 }
 
 // refDeleteCmd is `swarmops ref delete`: a compare-and-swap to absent.
 func (a *app) refDeleteCmd() *cobra.Command {
-	var expect string
+	var expect, agent string
 	del := &cobra.Command{
-		Use:   "delete NAME [--expect OLD]",
+		Use:   "delete NAME [--expect OLD] [--agent NAME]",
 		Short: "Delete a ref (at OLD if given, else at the value read now)",
 		Args:  cobra.ExactArgs(1),
 		RunE: runE(func(cmd *cobra.Command, args []string) error {
-			return a.refUpdate("delete", args[0], expect, "")
+			return a.refUpdate("delete", args[0], expect, "", a.agentFlag(cmd, agent))
 		}),
 	}
 	del.Flags().StringVar(&expect, "expect", "", "the value the ref must have now")
+	agentFlagVar(del, &agent)
 	return del
 }
 
@@ -142,7 +147,8 @@ func (a *app) refLogCmd() *cobra.Command {
 				}
 				out := make([]map[string]any, len(entries))
 				for i, e := range entries {
-					out[i] = map[string]any{"seq": e.Seq, "old": idOrNull(e.Old), "new": idOrNull(e.New), "time": fmtTime(e.Time)}
+					out[i] = map[string]any{"seq": e.Seq, "old": idOrNull(e.Old), "new": idOrNull(e.New), "time": fmtTime(e.Time),
+						"agent": e.Agent, "op": e.Op.String()}
 				}
 				a.ok(out, func(w io.Writer) {
 					for _, e := range entries {
@@ -155,9 +161,17 @@ func (a *app) refLogCmd() *cobra.Command {
 	}
 }
 
-// refUpdate performs ref set/create/delete. oldRev "" means: absent for
-// create, the current value for delete.
-func (a *app) refUpdate(verb, name, oldRev, newRev string) error {
+// agentFlagVar adds the --agent flag of a command that moves refs.
+func agentFlagVar(cmd *cobra.Command, agent *string) {
+	cmd.Flags().StringVar(agent, "agent", "", "agent recorded with the move in the operation log (default: $"+agentEnv+")")
+}
+
+// refOps is the operation each ref subcommand records.
+var refOps = map[string]core.Op{"set": core.OpRefSet, "create": core.OpRefCreate, "delete": core.OpRefDelete}
+
+// refUpdate performs ref set/create/delete, recorded as made by agent.
+// oldRev "" means: absent for create, the current value for delete.
+func (a *app) refUpdate(verb, name, oldRev, newRev, agent string) error {
 	if err := checkRefName(name); err != nil {
 		return usagef("%w", err)
 	}
@@ -187,7 +201,7 @@ func (a *app) refUpdate(verb, name, oldRev, newRev string) error {
 				return refNotFound(sn, name, err)
 			}
 		}
-		if err := s.UpdateRefs(u); err != nil {
+		if err := s.UpdateRefsAs(core.Origin{Agent: agent, Op: refOps[verb]}, u); err != nil {
 			return fmt.Errorf("ref %s %q: %w", verb, name, err)
 		}
 		a.ok(map[string]any{"name": name, "old": idOrNull(u.Old), "new": idOrNull(u.New)},

@@ -170,6 +170,9 @@ func classify(err error) *cliError {
 		out.kind = kindConflict
 		out.extra["ref"] = conflict.Ref
 		out.extra["current"] = idOrNull(conflict.Current)
+		if conflict.MovedAt != 0 {
+			out.extra["moved_at"] = conflict.MovedAt
+		}
 	case errors.Is(err, core.ErrConflict):
 		out.kind = kindConflict
 	case errors.As(err, &ambiguous):

@@ -1,8 +1,9 @@
 // Command swarmops is the command-line interface to a SwarmOps store: the
 // tool agents and their orchestrators use for real work, many processes at
 // once. Every command prints human text, or with --json (or SWARMOPS_JSON=1)
-// exactly one JSON envelope on stdout, errors included; every failure has a
-// code and exit status from one table (errors.go, docs/cli.md).
+// exactly one JSON envelope on stdout, errors included (watch, a stream,
+// one a line); every failure has a code and exit status from one table
+// (errors.go, docs/cli.md).
 package main
 
 import (
@@ -37,6 +38,9 @@ type app struct {
 	sharedDir string
 	// stderrTTY says the client's stderr is a terminal (under a server).
 	stderrTTY bool
+	// done, when set, is closed when the client of a server goes away or
+	// the server stops: a command that runs until told (watch) returns.
+	done <-chan struct{}
 
 	storeFlag   string
 	jsonOut     bool // from a pre-scan of the arguments, or SWARMOPS_JSON

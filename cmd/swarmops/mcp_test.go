@@ -15,6 +15,12 @@ import (
 // over a store in a temp dir.
 func mcpSession(t *testing.T) (*mcp.ClientSession, string) {
 	t.Helper()
+	return mcpSessionWith(t, nil)
+}
+
+// mcpSessionWith is mcpSession with a client configured by opts.
+func mcpSessionWith(t *testing.T, opts *mcp.ClientOptions) (*mcp.ClientSession, string) {
+	t.Helper()
 	store := filepath.Join(t.TempDir(), "store")
 	getenv := func(k string) string {
 		switch k {
@@ -43,7 +49,7 @@ func mcpSession(t *testing.T) (*mcp.ClientSession, string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ss.Close() })
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test"}, nil).Connect(ctx, ct, nil)
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test"}, opts).Connect(ctx, ct, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +88,7 @@ func TestMCPToolsCommitLandAndReportConflictsLikeTheCLI(t *testing.T) {
 		}
 	}
 	sort.Strings(names)
-	want := "cat checkout commit diff land log ls ref_get ref_list ref_set show status"
+	want := "cat checkout commit diff land log ls op_log ref_get ref_list ref_set show status undo watch"
 	if got := strings.Join(names, " "); got != want {
 		t.Fatalf("tools: %s, want %s", got, want)
 	}

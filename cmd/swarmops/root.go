@@ -68,6 +68,9 @@ func (a *app) rootCmd() *cobra.Command {
 		a.hookCmd(),
 		a.exportCmd(),
 		a.importCmd(),
+		a.opCmd(),
+		a.undoCmd(),
+		a.watchCmd(),
 	)
 	return root
 }

@@ -28,7 +28,7 @@ const (
 
 // forwardedEnv lists the environment variables a command reads that a
 // server must see as the client's.
-var forwardedEnv = []string{"SWARMOPS_JSON", "SWARMOPS_STORE"}
+var forwardedEnv = []string{"SWARMOPS_JSON", "SWARMOPS_STORE", agentEnv}
 
 // localOnly names the commands that always run in the invoking process:
 // serve is the server, init makes the store a server would live in, and
@@ -66,6 +66,9 @@ func dispatch(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv f
 	// error: one envelope, never a command's output and then an error.
 	// Past holdLimit (a large cat) and for streams (watch) it flows as it
 	// comes, as a killed process's would.
+	if commandName(args) == "watch" {
+		defer exitOnSignal()()
+	}
 	limit := holdLimit
 	if streaming[commandName(args)] {
 		limit = 0

@@ -71,23 +71,37 @@ func ValidateName(name string) error {
 type Move struct {
 	Name     string
 	Old, New objects.ID
+	// Since, when not zero, is a second expectation, checked with Old when
+	// the move is written and never recorded: the ref's last move must be
+	// the one of frame Since. An undo uses it, so that a ref moved away
+	// and back to the same value since the move it reverses is still a
+	// conflict.
+	Since uint64
 }
 
-// Entry is one reflog entry.
+// Entry is one reflog entry: a move, the frame that made it, and that
+// frame's time and origin.
 type Entry struct {
 	Seq      uint64
 	Old, New objects.ID
 	Time     time.Time
+	Origin
 }
 
-// Conflict is a failed expectation.
+// Conflict is a failed expectation. MovedAt is set when the value was as
+// expected but the ref's last move was not the one of frame Move.Since: it
+// is the frame of that last move.
 type Conflict struct {
 	Ref      string
 	Expected objects.ID
 	Current  objects.ID
+	MovedAt  uint64
 }
 
 func (c *Conflict) Error() string {
+	if c.MovedAt != 0 {
+		return fmt.Sprintf("refs: %q is %s again, but moved since (frame %d)", c.Ref, c.Current, c.MovedAt)
+	}
 	return fmt.Sprintf("refs: %q expected %s, is %s", c.Ref, c.Expected, c.Current)
 }
 
@@ -138,15 +152,21 @@ func (t *Table) Check(moves []Move) error {
 		if cur := t.Get(m.Name, ^uint64(0)); cur != m.Old {
 			return &Conflict{Ref: m.Name, Expected: m.Old, Current: cur}
 		}
+		if m.Since != 0 {
+			if e, ok := t.Last(m.Name, ^uint64(0)); !ok || e.Seq != m.Since {
+				return &Conflict{Ref: m.Name, Expected: m.Old, Current: m.Old, MovedAt: e.Seq}
+			}
+		}
 	}
 	return nil
 }
 
-// Apply records the moves of the frame seq. The caller has checked them (a
-// replayed frame was checked when it was written).
-func (t *Table) Apply(seq uint64, at time.Time, moves []Move) {
+// Apply records the moves of the frame seq, made at time at by o. The
+// caller has checked them (a replayed frame was checked when it was
+// written).
+func (t *Table) Apply(seq uint64, at time.Time, o Origin, moves []Move) {
 	for _, m := range moves {
-		t.logs[m.Name] = append(t.logs[m.Name], Entry{Seq: seq, Old: m.Old, New: m.New, Time: at})
+		t.logs[m.Name] = append(t.logs[m.Name], Entry{Seq: seq, Old: m.Old, New: m.New, Time: at, Origin: o})
 	}
 }
 

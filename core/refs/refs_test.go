@@ -28,9 +28,9 @@ func TestTableAnswersAsOfASequence(t *testing.T) {
 	tb := refs.New()
 	a, b := objects.ID{1}, objects.ID{2}
 	now := time.Unix(0, 0)
-	tb.Apply(3, now, []refs.Move{{Name: "main", New: a}})
-	tb.Apply(7, now, []refs.Move{{Name: "main", Old: a, New: b}})
-	tb.Apply(9, now, []refs.Move{{Name: "main", Old: b}})
+	tb.Apply(3, now, refs.Origin{Op: refs.OpRefSet}, []refs.Move{{Name: "main", New: a}})
+	tb.Apply(7, now, refs.Origin{Op: refs.OpRefSet}, []refs.Move{{Name: "main", Old: a, New: b}})
+	tb.Apply(9, now, refs.Origin{Op: refs.OpRefSet}, []refs.Move{{Name: "main", Old: b}})
 	for seq, want := range map[uint64]objects.ID{2: {}, 3: a, 6: a, 7: b, 8: b, 9: {}} {
 		if got := tb.Get("main", seq); got != want {
 			t.Errorf("Get(main, %d) = %v, want %v", seq, got, want)

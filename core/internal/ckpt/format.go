@@ -11,17 +11,20 @@
 // after it. Each ref's older moves live in the reflog file (core/internal/reflog), read
 // only by a reflog listing or a snapshot older than the checkpoint.
 //
-//	 0 magic "SWCKPT01"  8 version u32 (= 3)  12 reserved u32  16 store id [16]
+//	 0 magic "SWCKPT01"  8 version u32 (= 4)  12 reserved u32  16 store id [16]
 //	32 segment u64  40 offset u64  48 next seq u64  56 epoch u64
 //	64 body (uvarints):
 //	   runs:   n, then per run (newest first): name-len name (a file in index/)
 //	   reflog: length of the reflog file's chunks (a multiple of 512)
 //	   refs:   n, then per ref: name-len name, its last move: seq old[32] new[32] time-ns
+//	           op u8 agent-len agent undoes (op undo only)
 //	end: BLAKE3-256 of everything before it (32 bytes)
 //
 // Every record in the runs and every move in the reflog's first length bytes
-// comes from a frame before next seq, so it is durable. Versions 1 (the whole
-// projection inline) and 2 (every reflog inline) are refused.
+// comes from a frame before next seq, so it is durable. Version 3, whose
+// moves carry no origin (op, agent), is read with each origin unknown.
+// Versions 1 (the whole projection inline) and 2 (every reflog inline) are
+// refused.
 package ckpt
 
 import (
@@ -49,8 +52,11 @@ import (
 
 const (
 	headerSize = 64
-	// Version is the only format version this build reads and writes.
-	Version = 3
+	// Version is the format version this build writes; it reads
+	// VersionNoOrigin too.
+	Version = 4
+	// VersionNoOrigin is the version whose last moves carry no origin.
+	VersionNoOrigin = 3
 	// Name is the checkpoint file's name in the store directory, and Temp
 	// the name a new one is written under before it is renamed in.
 	Name = "checkpoint"
@@ -110,6 +116,12 @@ func Encode(id journal.StoreID, pos journal.Pos, nextSeq, epoch uint64, runs []s
 		b = append(b, e.Old[:]...)
 		b = append(b, e.New[:]...)
 		b = binary.AppendUvarint(b, uint64(e.Time.UnixNano()))
+		b = append(b, byte(e.Op))
+		b = binary.AppendUvarint(b, uint64(len(e.Agent)))
+		b = append(b, e.Agent...)
+		if e.Op == refs.OpUndo {
+			b = binary.AppendUvarint(b, e.Undoes)
+		}
 	}
 	sum := b3.Sum256(b)
 	return append(b, sum[:]...)
@@ -126,8 +138,9 @@ func Decode(b []byte) (*Checkpoint, error) {
 	if !bytes.Equal(b[0:8], magic[:]) {
 		return nil, fmt.Errorf("%w: bad magic", errMalformed)
 	}
-	if v := binary.LittleEndian.Uint32(b[8:]); v != Version {
-		return nil, fmt.Errorf("%w: version %d is not supported (this build reads version %d; stores written by versions 1 and 2 must be re-created)", errMalformed, v, Version)
+	version := binary.LittleEndian.Uint32(b[8:])
+	if version != Version && version != VersionNoOrigin {
+		return nil, fmt.Errorf("%w: version %d is not supported (this build reads versions %d and %d; stores written by versions 1 and 2 must be re-created)", errMalformed, version, VersionNoOrigin, Version)
 	}
 	body, sum := b[:len(b)-32], b[len(b)-32:]
 	if s := b3.Sum256(body); !bytes.Equal(s[:], sum) {
@@ -180,6 +193,18 @@ func Decode(b []byte) (*Checkpoint, error) {
 		name := string(take(uv()))
 		e := refs.Entry{Seq: uv(), Old: objects.ID(take(32)), New: objects.ID(take(32))}
 		e.Time = time.Unix(0, int64(uv())).UTC()
+		if version != VersionNoOrigin {
+			e.Op = refs.Op(take(1)[0])
+			l := uv()
+			if l > refs.MaxAgentLen {
+				bad = true
+			}
+			e.Agent = string(take(l))
+			if e.Op == refs.OpUndo {
+				e.Undoes = uv()
+			}
+			bad = bad || e.Origin.ValidateStored() != nil
+		}
 		if e.Seq >= c.NextSeq {
 			bad = true
 		}

@@ -36,14 +36,20 @@ var (
 )
 
 // ConflictError is a failed ref compare-and-swap. Current is the ref's value
-// (the zero id if it does not exist).
+// (the zero id if it does not exist). MovedAt, when not zero, says the ref
+// holds the expected value but moved since the move an undo reverses: it
+// is the frame of the ref's last move.
 type ConflictError struct {
 	Ref      string
 	Expected objects.ID
 	Current  objects.ID
+	MovedAt  uint64
 }
 
 func (e *ConflictError) Error() string {
+	if e.MovedAt != 0 {
+		return fmt.Sprintf("ref %q: is %s, but moved since (frame %d)", e.Ref, Short(e.Current), e.MovedAt)
+	}
 	return fmt.Sprintf("ref %q: expected %s, is %s", e.Ref, Short(e.Expected), Short(e.Current))
 }
 
@@ -144,7 +150,7 @@ func Ref(err error) error {
 	case err == nil:
 		return nil
 	case errors.As(err, &c):
-		return &ConflictError{Ref: c.Ref, Expected: c.Expected, Current: c.Current}
+		return &ConflictError{Ref: c.Ref, Expected: c.Expected, Current: c.Current, MovedAt: c.MovedAt}
 	case errors.Is(err, refs.ErrInvalidName):
 		return fmt.Errorf("%w: %w", ErrInvalid, err)
 	}

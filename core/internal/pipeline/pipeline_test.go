@@ -67,7 +67,7 @@ func (f *fakeStore) Append(r *Request) (uint64, uint64, bool, error) {
 		return f.next - 1, 1, false, errs.Ref(err)
 	}
 	seq := f.next
-	f.refs.Apply(seq, r.Txn.Time, r.Txn.Moves)
+	f.refs.Apply(seq, r.Txn.Time, r.Txn.Origin, r.Txn.Moves)
 	f.next++
 	return seq, 1, f.durable < seq, nil
 }

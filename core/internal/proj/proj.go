@@ -219,7 +219,7 @@ func (p *Proj) ApplyTxn(fr *journal.Frame, t *txn.Txn, segPath string) error {
 			p.Idx.AddDelta(cs.Delta, o.ID)
 		}
 	}
-	p.Refs.Apply(fr.Seq, t.Time, t.Moves)
+	p.Refs.Apply(fr.Seq, t.Time, t.Origin, t.Moves)
 	p.Pos = fr.End()
 	p.NextSeq = fr.Seq + 1
 	p.Frames++

@@ -4,9 +4,10 @@
 //
 // A transaction payload (the body of one journal frame):
 //
-//	version u8 (= 2) | time i64 (unix ns) | nobj uvarint | objects… | nref uvarint | moves…
+//	version u8 (= 3) | time i64 (unix ns) | nobj uvarint | objects… | nref uvarint | moves… | origin (nref > 0 only)
 //	object: kind u8 | flags u8 (1 = loose) | id [32] (loose only) | len uvarint | bytes (absent if loose)
 //	move:   name len uvarint | name | flags u8 | old [32] | new: [32], or (flag 1) uvarint j
+//	origin: op u8 | agent len uvarint | agent | undoes uvarint (op undo only)
 //
 // An inline object carries no id: its id is the hash of its kind and bytes
 // (objects.IDOf), which replay computes, and the frame's checksum already
@@ -15,7 +16,13 @@
 // A loose object carries only its id and size: its bytes are in objects/,
 // made durable before the frame was written. A move whose new value is the
 // id of the frame's object j (a commit advancing a ref to its changeset)
-// names j instead of the id. Version 1 payloads (ids inline) are refused.
+// names j instead of the id.
+//
+// The origin says who made the frame's ref moves and by which operation
+// (refs.Origin): every move of a frame shares it, and a frame without moves
+// has none. Version 2 payloads, written before origins were recorded, carry
+// none and decode with refs.OpUnknown and no agent. Version 1 payloads (ids
+// inline) are refused.
 package txn
 
 import (
@@ -40,8 +47,12 @@ const FrameTxn = 1
 // header that carries the kind is covered by the frame's checksum.
 const FrameFresh = 2
 
-// Version is the first byte of a transaction payload.
-const Version = 2
+// Version is the first byte of a transaction payload this build writes;
+// it reads VersionNoOrigin payloads too.
+const Version = 3
+
+// VersionNoOrigin is the payload version whose moves carry no origin.
+const VersionNoOrigin = 2
 
 // Obj is one object a transaction adds.
 type Obj struct {
@@ -62,6 +73,11 @@ type Txn struct {
 	Time  time.Time
 	Objs  []Obj
 	Moves []refs.Move
+	// Origin is who made Moves and by which operation (encoded only with
+	// moves).
+	Origin refs.Origin
+	// Seq is the sequence number of the frame once appended (not encoded).
+	Seq uint64
 	// BuiltEpoch is the epoch of the projection the objects were deduplicated
 	// against (not encoded).
 	BuiltEpoch uint64
@@ -81,6 +97,7 @@ func Encode(t *Txn) []byte {
 	for _, m := range t.Moves {
 		n += 10 + len(m.Name) + 64
 	}
+	n += 1 + 10 + len(t.Origin.Agent) + 10
 	b := make([]byte, 0, n)
 	b = append(b, Version)
 	b = binary.LittleEndian.AppendUint64(b, uint64(t.Time.UnixNano()))
@@ -121,6 +138,14 @@ func Encode(t *Txn) []byte {
 			b = append(b, m.New[:]...)
 		}
 	}
+	if len(t.Moves) > 0 {
+		b = append(b, byte(t.Origin.Op))
+		b = binary.AppendUvarint(b, uint64(len(t.Origin.Agent)))
+		b = append(b, t.Origin.Agent...)
+		if t.Origin.Op == refs.OpUndo {
+			b = binary.AppendUvarint(b, t.Origin.Undoes)
+		}
+	}
 	return b
 }
 
@@ -155,9 +180,10 @@ func DecodeInto(t *Txn, p []byte) error {
 		pos += n
 		return v, true
 	}
-	if len(p) < 9 || p[0] != Version {
+	if len(p) < 9 || (p[0] != Version && p[0] != VersionNoOrigin) {
 		return fail("bad version or short payload")
 	}
+	version := p[0]
 	*t = Txn{Time: time.Unix(0, int64(binary.LittleEndian.Uint64(p[1:]))).UTC(), Objs: t.Objs[:0], Moves: t.Moves[:0]}
 	pos = 9
 	nobj, ok := uv()
@@ -230,6 +256,27 @@ func DecodeInto(t *Txn, p []byte) error {
 			return fail("bad move flags")
 		}
 		t.Moves = append(t.Moves, m)
+	}
+	if version != VersionNoOrigin && nm > 0 {
+		if pos >= len(p) {
+			return fail("short origin")
+		}
+		t.Origin.Op = refs.Op(p[pos])
+		pos++
+		l, ok := uv()
+		if !ok || l > refs.MaxAgentLen || uint64(len(p)-pos) < l {
+			return fail("bad origin agent")
+		}
+		t.Origin.Agent = string(p[pos : pos+int(l)])
+		pos += int(l)
+		if t.Origin.Op == refs.OpUndo {
+			if t.Origin.Undoes, ok = uv(); !ok {
+				return fail("bad undone frame")
+			}
+		}
+		if t.Origin.Validate() != nil {
+			return fail("bad origin")
+		}
 	}
 	if pos != len(p) {
 		return fail("trailing bytes")
