@@ -2,6 +2,7 @@ package engine
 
 import (
 	"errors"
+	"os"
 	"testing"
 )
 
@@ -97,4 +98,12 @@ func TestPrefixEnd(t *testing.T) {
 			t.Errorf("prefixEnd(%x) = %x, want %x", c.in, got, c.want)
 		}
 	}
+}
+
+// TestMain stops the servers the swarmops-serve engine started, so none
+// outlives the tests (or holds their output open).
+func TestMain(m *testing.M) {
+	code := m.Run()
+	StopServers()
+	os.Exit(code)
 }

@@ -60,6 +60,7 @@ var servers struct {
 	sync.Mutex
 	running []*exec.Cmd
 	bin     string
+	built   string // the temporary directory of a binary built here
 }
 
 // serveBinary returns the swarmops binary: $SWARMOPS_BIN, or one built
@@ -87,7 +88,7 @@ func serveBinary() (string, error) {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("swarmops-serve: build swarmops: %v: %s", err, out)
 	}
-	servers.bin = bin
+	servers.bin, servers.built = bin, dir
 	// The writer processes find the same binary.
 	os.Setenv("SWARMOPS_BIN", bin)
 	return bin, nil
@@ -129,6 +130,11 @@ func StopServers() {
 		c.Wait()
 	}
 	servers.running = nil
+	if servers.built != "" {
+		os.RemoveAll(servers.built)
+		os.Unsetenv("SWARMOPS_BIN")
+		servers.bin, servers.built = "", ""
+	}
 }
 
 type serveStore struct {
@@ -198,9 +204,9 @@ func (s *serveStore) Commit(t *Txn) (Key, error) {
 		fmt.Fprintf(&list, "\\x%02x", b)
 	}
 	list.WriteString("\"\n")
-	args := []string{"commit", "-F", "-", "--advance", t.Ref, "--agent", fmt.Sprintf("agent-%02d", t.Writer), "-m", string(t.Payload)}
+	args := []string{"commit", "-F", "-", "--agent", fmt.Sprintf("agent-%02d", t.Writer), "-m", string(t.Payload)}
 	if t.HasParent {
-		args = append(args, "--parent", core.ID(t.Parent).String())
+		args = append(args, "--parent", core.ID(t.Parent).String(), "--advance", t.Ref)
 	}
 	env, err := s.run(list.String(), args...)
 	if err != nil {
@@ -213,7 +219,16 @@ func (s *serveStore) Commit(t *Txn) (Key, error) {
 		return Key{}, err
 	}
 	id, err := objects.ParseID(d.ID)
-	return Key(id), err
+	if err != nil || t.HasParent {
+		return Key(id), err
+	}
+	// A chain's first changeset creates its ref, by compare-and-swap from
+	// absence (the CLI's --advance without a parent would take the ref's
+	// value as the parent instead).
+	if _, err := s.run("", "ref", "create", t.Ref, id.String()); err != nil {
+		return Key{}, err
+	}
+	return Key(id), nil
 }
 
 // Load, Head, View and Settle use the store directly.
