@@ -130,7 +130,9 @@ func Encode(id journal.StoreID, pos journal.Pos, nextSeq, epoch uint64, runs []s
 var errMalformed = errors.New("malformed checkpoint")
 
 // Decode decodes b; c.Proj holds the ref table and an index with no
-// runs opened yet (Read opens them).
+// runs opened yet (Read opens them). It is one piece: it reads the
+// checkpoint's layout top to bottom with one cursor, and splitting it would
+// pass that cursor and the version between the parts.
 func Decode(b []byte) (*Checkpoint, error) {
 	if len(b) < headerSize+32 {
 		return nil, fmt.Errorf("%w: %d bytes is too short", errMalformed, len(b))
