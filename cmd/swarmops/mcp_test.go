@@ -88,7 +88,7 @@ func TestMCPToolsCommitLandAndReportConflictsLikeTheCLI(t *testing.T) {
 		}
 	}
 	sort.Strings(names)
-	want := "cat checkout commit diff land log ls op_log ref_get ref_list ref_set show status undo watch"
+	want := "cat checkout commit diff land log ls op_log ref_get ref_list ref_set resolve show status undo update watch"
 	if got := strings.Join(names, " "); got != want {
 		t.Fatalf("tools: %s, want %s", got, want)
 	}
