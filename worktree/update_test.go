@@ -297,17 +297,23 @@ func TestUpdateWritesOnlyThePathsThatChange(t *testing.T) {
 // resolution of another path rewrite the index; a recorded conflict stays.
 func TestConflictsSurviveLaterIndexWrites(t *testing.T) {
 	f, m := memFixture(t)
-	a := f.commit(objects.ZeroID, put("x", "1\n"), put("y", "1\n"))
+	a := f.commit(objects.ZeroID, put("x", "1\n"), put("y", "1\n"), put("s", "1\n"))
 	if _, err := worktree.Checkout(f.snap(), a, "/w", f.opts()); err != nil {
 		t.Fatal(err)
 	}
 	writeMem(t, m, "/w/x", "ours\n")
 	writeMem(t, m, "/w/y", "ours\n")
-	updateTo(t, f, f.commit(a, put("x", "theirs\n"), put("y", "theirs\n")))
+	writeMem(t, m, "/w/s", "same\n")
+	updateTo(t, f, f.commit(a, put("x", "theirs\n"), put("y", "theirs\n"), put("s", "same\n")))
 	wt := mustOpen(t, "/w", f.opts())
 	st, err := wt.Status()
 	if err != nil {
 		t.Fatal(err)
+	}
+	// s, changed alike on both sides, is re-hashed clean: the refresh
+	// rewrites the index.
+	if len(st.Refreshed) != 1 {
+		t.Fatalf("status refreshed %d entries, want 1 (s)", len(st.Refreshed))
 	}
 	if err := wt.Refresh(st); err != nil {
 		t.Fatal(err)
