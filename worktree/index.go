@@ -247,21 +247,42 @@ func DecodeIndex(b []byte) (*Index, error) {
 		ix.Ref = string(body[off : off+rlen])
 		off += rlen
 	}
+	off, err := decodeEntries(body, off, ix)
+	if err != nil {
+		return nil, err
+	}
+	if ver >= 2 {
+		if off, err = decodeConflicts(body, off, ix); err != nil {
+			return nil, err
+		}
+	}
+	if off != len(body) {
+		return bad(off, "%d trailing bytes", len(body)-off)
+	}
+	return ix, nil
+}
+
+// decodeEntries decodes the entry count and the entries from body[off:]
+// into ix, returning the offset after them.
+func decodeEntries(body []byte, off int, ix *Index) (int, error) {
+	badAt := func(off int, format string, args ...any) (int, error) {
+		return 0, fmt.Errorf("%w: at offset %d: %s", ErrIndexCorrupt, off, fmt.Sprintf(format, args...))
+	}
 	count := binary.BigEndian.Uint32(body[off:])
 	off += 4
 	if uint64(count) > uint64(len(body)-off)/entryFixed {
-		return bad(off-4, "%d entries do not fit in %d bytes", count, len(body)-off)
+		return badAt(off-4, "%d entries do not fit in %d bytes", count, len(body)-off)
 	}
 	ix.Entries = make([]IndexEntry, 0, count)
 	for i := uint32(0); i < count; i++ {
 		start := off
 		if len(body)-off < entryFixed {
-			return bad(off, "entry %d truncated", i)
+			return badAt(off, "entry %d truncated", i)
 		}
 		plen := int(binary.BigEndian.Uint16(body[off:]))
 		off += 2
 		if len(body)-off < plen+entryFixed-2 {
-			return bad(start, "entry %d: path of %d bytes does not fit", i, plen)
+			return badAt(start, "entry %d: path of %d bytes does not fit", i, plen)
 		}
 		e := IndexEntry{Path: string(body[off : off+plen])}
 		off += plen
@@ -275,27 +296,18 @@ func DecodeIndex(b []byte) (*Index, error) {
 		f := body[off+76]
 		off += 77
 		if f&^flagsKnown != 0 {
-			return bad(off-1, "entry %d: unknown flags %#x", i, f)
+			return badAt(off-1, "entry %d: unknown flags %#x", i, f)
 		}
 		e.Conflict, e.Smudged = f&flagConflict != 0, f&flagSmudged != 0
 		if err := checkIndexEntry(&e); err != nil {
-			return bad(start, "entry %d: %v", i, err)
+			return badAt(start, "entry %d: %v", i, err)
 		}
 		if i > 0 && ix.Entries[i-1].Path >= e.Path {
-			return bad(start, "entry %d: path %q not after %q", i, e.Path, ix.Entries[i-1].Path)
+			return badAt(start, "entry %d: path %q not after %q", i, e.Path, ix.Entries[i-1].Path)
 		}
 		ix.Entries = append(ix.Entries, e)
 	}
-	if ver >= 2 {
-		var err error
-		if off, err = decodeConflicts(body, off, ix); err != nil {
-			return nil, err
-		}
-	}
-	if off != len(body) {
-		return bad(off, "%d trailing bytes", len(body)-off)
-	}
-	return ix, nil
+	return off, nil
 }
 
 // decodeConflicts decodes a version 2 index's conflict records from
