@@ -124,9 +124,21 @@
 // switch that returned is durable. One that did not leaves each file old or
 // new, and an index that is old or new and whole.
 //
+// An update (Update) writes the same way: removals, then each file to a
+// temporary name renamed into place, then the index with the new base and
+// the conflict records. A crash before the index leaves the old base, with
+// the files already written showing as modified; running the update again
+// finishes it (a file that already took theirs merges cleanly; one that
+// already holds conflict markers conflicts again, around them). Entries
+// of merged files name theirs' object and are smudged, so a status
+// re-hashes them and never calls them clean. Conflict records are carried
+// by every later index write (refresh, resolve of other paths) until their
+// path is resolved; a commit's snapshot, a switch and an update refuse a
+// tree that has any.
+//
 // The crash sweeps in crash_test.go check these at every filesystem call of
-// a checkout and a switch, on faultfs.MemFS, under process, strict and torn
-// clones.
+// a checkout, a switch, an update and a resolve, on faultfs.MemFS, under
+// process, strict and torn clones.
 //
 // # Safety
 //

@@ -3,6 +3,7 @@ package worktree_test
 import (
 	"errors"
 	"io/fs"
+	"os"
 	"strings"
 	"testing"
 
@@ -323,5 +324,38 @@ func TestConflictsSurviveLaterIndexWrites(t *testing.T) {
 	}
 	if got := conflictPaths(mustOpen(t, "/w", f.opts()).Index().Conflicts); !eq(got, []string{"x"}) {
 		t.Fatalf("conflicts after a refresh and resolving y: %v, want [x]", got)
+	}
+}
+
+// TestUpdateNeverWritesThroughAPlantedLink: the tree's directory d was
+// replaced by a link to a directory outside; theirs changes d/f and adds
+// d/new. Both are conflicts that keep ours, and nothing outside is written.
+func TestUpdateNeverWritesThroughAPlantedLink(t *testing.T) {
+	root := t.TempDir()
+	f := newFixture(t, vfs.OS(), root+"/s")
+	a := f.commit(objects.ZeroID, put("d/f", "f\n"), put("x", "x\n"))
+	w := root + "/w"
+	if _, err := worktree.Checkout(f.snap(), a, w, f.opts()); err != nil {
+		t.Fatal(err)
+	}
+	write(t, root+"/outside/f", "outside\n", 0o644)
+	if err := os.RemoveAll(w + "/d"); err != nil {
+		t.Fatal(err)
+	}
+	symlink(t, root+"/outside", w+"/d")
+	b := f.commit(a, put("d/f", "theirs\n"), put("d/new", "n\n"), put("x", "X\n"))
+	wt := mustOpen(t, w, f.opts())
+	res, err := wt.Update(f.snap(), b, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !eq(conflictPaths(res.Conflicts), []string{"d/f", "d/new"}) {
+		t.Fatalf("conflicts %v, want [d/f d/new]", conflictPaths(res.Conflicts))
+	}
+	if d := diffListings(listing(t, root+"/outside"), map[string]string{"f": "f - " + objects.BlobID([]byte("outside\n")).String()[:12]}); len(d) > 0 {
+		t.Fatalf("outside the tree: %v", d)
+	}
+	if b, _ := os.ReadFile(w + "/x"); string(b) != "X\n" {
+		t.Fatalf("x holds %q, want theirs", b)
 	}
 }
