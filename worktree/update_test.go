@@ -325,6 +325,15 @@ func TestConflictsSurviveLaterIndexWrites(t *testing.T) {
 	if got := conflictPaths(mustOpen(t, "/w", f.opts()).Index().Conflicts); !eq(got, []string{"x"}) {
 		t.Fatalf("conflicts after a refresh and resolving y: %v, want [x]", got)
 	}
+	// A forced switch (checkout --force) drops them with the local changes.
+	o := f.opts()
+	o.Force = true
+	if _, err := mustOpen(t, "/w", o).Switch(f.snap(), a); err != nil {
+		t.Fatal(err)
+	}
+	if wt := mustOpen(t, "/w", f.opts()); len(wt.Index().Conflicts) != 0 || readMem(t, m, "/w/x") != "1\n" {
+		t.Fatalf("after a forced switch: conflicts %v, x holds %q", conflictPaths(wt.Index().Conflicts), readMem(t, m, "/w/x"))
+	}
 }
 
 // TestUpdateNeverWritesThroughAPlantedLink: the tree's directory d was
@@ -357,5 +366,32 @@ func TestUpdateNeverWritesThroughAPlantedLink(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(w + "/x"); string(b) != "X\n" {
 		t.Fatalf("x holds %q, want theirs", b)
+	}
+}
+
+// TestUpdateReplacesFilesAndDirectoriesOrKeepsOursInTheWay: theirs turns
+// a file into a directory and a directory into a file. Where the tree holds
+// only what the base had, update takes theirs; where an untracked file
+// lies in the directory theirs replaces, that path is a conflict keeping
+// ours, and the untracked file stays.
+func TestUpdateReplacesFilesAndDirectoriesOrKeepsOursInTheWay(t *testing.T) {
+	f, m := memFixture(t)
+	a := f.commit(objects.ZeroID, put("f2d", "file\n"), put("d2f/a", "a\n"), put("busy/a", "a\n"))
+	if _, err := worktree.Checkout(f.snap(), a, "/w", f.opts()); err != nil {
+		t.Fatal(err)
+	}
+	writeMem(t, m, "/w/busy/untracked", "mine\n")
+	b1 := f.commit(a, del("f2d"), del("d2f/a"), del("busy/a"), put("f2d/x", "x\n"))
+	b := f.commit(b1, put("d2f", "now a file\n"), put("busy", "file\n"))
+	res := updateTo(t, f, b)
+	if !eq(conflictPaths(res.Conflicts), []string{"busy"}) {
+		t.Fatalf("conflicts %v, want [busy]", conflictPaths(res.Conflicts))
+	}
+	want := map[string]string{"f2d/x": "x\n", "d2f": "now a file\n", "busy/untracked": "mine\n"}
+	if d := diffMaps(treeFiles(t, m, "/w"), want); d != "" {
+		t.Fatalf("after update: %s", d)
+	}
+	if r := res.Conflicts[0]; r.Ours.Mode != objects.ModeDir || r.Theirs.Mode != objects.ModeFile {
+		t.Fatalf("conflict record %+v: want ours a directory, theirs a file", r)
 	}
 }
