@@ -382,3 +382,62 @@ func resolveSweep(t *testing.T, m *faultfs.MemFS, conflicts []string) {
 	}
 	t.Logf("resolve: %d crash points", c.Total())
 }
+
+// TestAnUpdateRunAgainAfterACrashFinishesIt: a clean update (a line merge,
+// files taken from theirs, removals, a directory made and one pruned) is
+// crashed at every call; running it again on what the process crash left
+// gives the same files, the same base and a clean status but for the
+// tree's own changes, as the uncrashed update.
+func TestAnUpdateRunAgainAfterACrashFinishesIt(t *testing.T) {
+	f, m := memFixture(t)
+	a := f.commit(objects.ZeroID, put("y", "1\n2\n3\n4\n5\n"), put("d/gone", "g\n"), put("keep", "k\n"), put("z", "z\n"))
+	if _, err := worktree.Checkout(f.snap(), a, "/w", f.opts()); err != nil {
+		t.Fatal(err)
+	}
+	writeMem(t, m, "/w/y", "ONE\n2\n3\n4\n5\n")
+	writeMem(t, m, "/w/n", "new\n")
+	b := f.commit(a, put("y", "1\n2\n3\n4\nFIVE\n"), put("keep", "K\n"), del("d/gone"), put("d2/new", "n2\n"), del("z"))
+	sn := f.snap()
+	run := func(fsys vfs.FS) error {
+		wt, err := worktree.Open("/w", worktree.Options{FS: fsys, StoreDir: "/s"})
+		if err != nil {
+			return err
+		}
+		defer wt.Close()
+		_, err = wt.Update(sn, b, "")
+		return err
+	}
+	status := func(fsys vfs.FS) []string {
+		wt, err := worktree.Open("/w", worktree.Options{FS: fsys, StoreDir: "/s"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer wt.Close()
+		st, err := wt.Status()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return append(kinds(st), wt.Base().String())
+	}
+	done := m.CrashClone(faultfs.ProcessCrash, 0)
+	c := faultfs.NewCounting(done)
+	if err := run(c); err != nil {
+		t.Fatal(err)
+	}
+	want, wantStatus := treeFiles(t, done, "/w"), status(done)
+	for n := int64(1); n < c.Total(); n++ {
+		mm := m.CrashClone(faultfs.ProcessCrash, 0)
+		run(faultfs.NewCrashing(mm, n))
+		again := mm.CrashClone(faultfs.ProcessCrash, 0)
+		if err := run(again); err != nil {
+			t.Fatalf("crash at call %d, then update again: %v", n, err)
+		}
+		if d := diffMaps(treeFiles(t, again, "/w"), want); d != "" {
+			t.Fatalf("crash at call %d, then update again: %s", n, d)
+		}
+		if got := status(again); !eq(got, wantStatus) {
+			t.Fatalf("crash at call %d, then update again: status %v, want %v", n, got, wantStatus)
+		}
+	}
+	t.Logf("%d crash points", c.Total())
+}

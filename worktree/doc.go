@@ -128,8 +128,11 @@
 // temporary name renamed into place, then the index with the new base and
 // the conflict records. A crash before the index leaves the old base, with
 // the files already written showing as modified; running the update again
-// finishes it (a file that already took theirs merges cleanly; one that
-// already holds conflict markers conflicts again, around them). Entries
+// finishes it: a file that already took theirs, or already holds a clean
+// line merge, merges to the same content (theirs' change is then on both
+// sides, taken once), so a clean update run again gives exactly what it
+// would have; a file that already holds conflict markers conflicts again,
+// around them. Entries
 // of merged files name theirs' object and are smudged, so a status
 // re-hashes them and never calls them clean. Conflict records are carried
 // by every later index write (refresh, resolve of other paths) until their
