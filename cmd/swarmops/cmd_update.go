@@ -218,11 +218,11 @@ func treePaths(root, from string, args []string) ([]string, error) {
 func unresolvedErr(prefix string, ue *worktree.UnresolvedError) error {
 	ce := &cliError{kind: kindUnresolved, err: ue, extra: map[string]any{"paths": ue.Paths}}
 	if ue.Markers {
-		ce.msg = fmt.Sprintf("%s: %d files still hold conflict markers: %s", prefix, len(ue.Paths), strings.Join(ue.Paths, ", "))
+		ce.msg = fmt.Sprintf("%s: conflict markers are still in %s", prefix, strings.Join(ue.Paths, ", "))
 		ce.hint = "edit them until no <<<<<<<, ||||||| or >>>>>>> line is left, or use --force to resolve them as they are"
 		return ce
 	}
-	ce.msg = fmt.Sprintf("%s: the work tree has %d unresolved conflicts: %s", prefix, len(ue.Paths), strings.Join(ue.Paths, ", "))
+	ce.msg = fmt.Sprintf("%s: the work tree has unresolved conflicts in %s", prefix, strings.Join(ue.Paths, ", "))
 	ce.hint = "edit each file to what it should hold, then 'swarmops resolve PATH...' (or --all); 'swarmops status' lists them"
 	return ce
 }

@@ -76,7 +76,10 @@ var _ = Describe("update and resolve", func() {
 		write("reg.txt", "1\n2\n3\nours\n5\n6\n7\n8\n")
 		other("b", "put reg.txt = \"1\\n2\\n3\\ntheirs\\n5\\n6\\n7\\n8\\n\"\n")
 
-		up := e.ok("", "update", wt).(map[string]any)
+		r := e.run("", "update", wt, "--json")
+		Expect(r.Exit).To(Equal(0), r.Stdout)
+		expectGolden("update-conflict", r, e.root)
+		up := r.Data().(map[string]any)
 		cs := up["conflicts"].([]any)
 		Expect(cs).To(HaveLen(1))
 		c := cs[0].(map[string]any)
@@ -87,12 +90,15 @@ var _ = Describe("update and resolve", func() {
 		Expect(read("reg.txt")).To(Equal("1\n2\n3\n<<<<<<< work tree\nours\n||||||| base " + base[:12] +
 			"\n4\n=======\ntheirs\n>>>>>>> main\n5\n6\n7\n8\n"))
 
+		expectGolden("status-conflict", e.run("", "status", wt, "--json"), e.root)
 		st := e.ok("", "status", wt).(map[string]any)
 		Expect(st["conflicts"]).To(HaveLen(1))
 		Expect(e.run("", "status", wt).Stdout).To(Equal("C reg.txt\n"))
 
 		before := e.journalState()
-		er := e.run("", "commit", "--dir", wt, "--advance", "agent/a", "--create", "--json").Err()
+		r = e.run("", "commit", "--dir", wt, "--advance", "agent/a", "--create", "--json")
+		expectGolden("error-unresolved", r, e.root)
+		er := r.Err()
 		Expect(er["code"]).To(Equal("E_UNRESOLVED"))
 		Expect(er["paths"]).To(ConsistOf("reg.txt"))
 		Expect(er["hint"]).To(ContainSubstring("swarmops resolve"))
@@ -104,8 +110,10 @@ var _ = Describe("update and resolve", func() {
 		Expect(e.run("", "resolve", wt, "old.txt", "--json").Err()["code"]).To(Equal("E_USAGE"))
 
 		write("reg.txt", "1\n2\n3\nours and theirs\n5\n6\n7\n8\n")
-		r := e.ok("", "resolve", wt, "reg.txt").(map[string]any)
-		Expect(r["resolved"]).To(ConsistOf("reg.txt"))
+		r = e.run("", "resolve", wt, "reg.txt", "--json")
+		Expect(r.Exit).To(Equal(0), r.Stdout)
+		expectGolden("resolve", r, e.root)
+		Expect(r.Data().(map[string]any)["resolved"]).To(ConsistOf("reg.txt"))
 		Expect(e.run("", "status", wt).Stdout).To(Equal("M reg.txt\n"))
 		e.ok("", "commit", "--dir", wt, "--advance", "agent/a", "--create", "-m", "resolved")
 		e.ok("", "land", "agent/a", "--onto", "main")
