@@ -159,7 +159,8 @@ func writeStatus(w io.Writer, st *worktree.Status) {
 }
 
 // treeOptions are the work-tree options every command shares: the store's
-// directory, which a tree never writes into nor records.
+// directory, which a tree never writes into nor records, and the crash
+// tests' filesystem when SWARMOPS_TEST_CRASH_AT is set.
 func (a *app) treeOptions() (worktree.Options, error) {
 	dir := a.storeDir()
 	if a.shared != nil {
@@ -169,7 +170,11 @@ func (a *app) treeOptions() (worktree.Options, error) {
 	if err != nil {
 		return worktree.Options{}, err
 	}
-	return worktree.Options{StoreDir: abs}, nil
+	fsys, err := a.crashFS()
+	if err != nil {
+		return worktree.Options{}, err
+	}
+	return worktree.Options{StoreDir: abs, FS: fsys}, nil
 }
 
 // openTree opens the work tree named by args (one directory) or, without
