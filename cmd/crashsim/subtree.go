@@ -41,31 +41,7 @@ var (
 // treeSweep sets the tree up under tmp, crashes the update at every
 // stride-th call, and returns the points crashed and the violations.
 func (e *cliEnv) treeSweep(ctx context.Context, tmp string, stride, workers int64) (int, []string, error) {
-	base := filepath.Join(tmp, "tree-base")
-	store, wt := filepath.Join(base, "store"), filepath.Join(base, "wt")
-	var list strings.Builder
-	for p, c := range treeBase {
-		fmt.Fprintf(&list, "put %s = %q\n", p, c)
-	}
-	for _, step := range []struct {
-		stdin string
-		args  []string
-	}{
-		{"", []string{"init"}},
-		{list.String(), []string{"commit", "-F", "-", "--advance", "main"}},
-		{"", []string{"checkout", "main", wt}},
-		{treeMain, []string{"commit", "-F", "-", "--advance", "main"}},
-	} {
-		if r, err := e.run(ctx, store, 0, step.stdin, step.args...); err != nil || !r.env.OK {
-			return 0, nil, fmt.Errorf("work-tree sweep setup %v: %v %s", step.args, err, r.outOr())
-		}
-	}
-	for p, c := range treeEdits {
-		if err := os.WriteFile(filepath.Join(wt, p), []byte(c), 0o644); err != nil {
-			return 0, nil, err
-		}
-	}
-	before, err := readTree(wt)
+	base, before, err := e.treeSetup(ctx, tmp)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -121,6 +97,37 @@ func (e *cliEnv) treeSweep(ctx context.Context, tmp string, stride, workers int6
 		}
 	}
 	return points, violations, nil
+}
+
+// treeSetup makes the store and the work tree the sweep crashes the
+// update on, and returns their directory and the tree's files.
+func (e *cliEnv) treeSetup(ctx context.Context, tmp string) (string, map[string]string, error) {
+	base := filepath.Join(tmp, "tree-base")
+	store, wt := filepath.Join(base, "store"), filepath.Join(base, "wt")
+	var list strings.Builder
+	for p, c := range treeBase {
+		fmt.Fprintf(&list, "put %s = %q\n", p, c)
+	}
+	for _, step := range []struct {
+		stdin string
+		args  []string
+	}{
+		{"", []string{"init"}},
+		{list.String(), []string{"commit", "-F", "-", "--advance", "main"}},
+		{"", []string{"checkout", "main", wt}},
+		{treeMain, []string{"commit", "-F", "-", "--advance", "main"}},
+	} {
+		if r, err := e.run(ctx, store, 0, step.stdin, step.args...); err != nil || !r.env.OK {
+			return "", nil, fmt.Errorf("work-tree sweep setup %v: %v %s", step.args, err, r.outOr())
+		}
+	}
+	for p, c := range treeEdits {
+		if err := os.WriteFile(filepath.Join(wt, p), []byte(c), 0o644); err != nil {
+			return "", nil, err
+		}
+	}
+	before, err := readTree(wt)
+	return base, before, err
 }
 
 // treePoint copies the set-up tree and store, crashes the update at call
