@@ -219,7 +219,8 @@ func treeErr(verb, dir string, err error) error {
 	case errors.As(err, &unresolved):
 		return unresolvedErr(prefix, unresolved)
 	case errors.Is(err, worktree.ErrNotConflicted):
-		return usageHint(nil, nil, "%s: %s", prefix, plainText(err))
+		return &cliError{kind: kindUsage, err: err, msg: fmt.Sprintf("%s: %s has no conflict", prefix, plainText(err)),
+			hint: "'swarmops status' lists the conflicted paths (C)"}
 	case errors.As(err, &unsafe):
 		return &cliError{kind: kindUnsafe, err: err, extra: map[string]any{"path": unsafe.Path},
 			msg: fmt.Sprintf("%s: the tree holds a path no checkout writes: %q: %s", prefix, unsafe.Path, unsafe.Reason)}

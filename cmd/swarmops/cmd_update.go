@@ -106,7 +106,7 @@ func writeUpdate(w io.Writer, res *worktree.UpdateResult, rev string) {
 		fmt.Fprintf(w, "C %s\n", c.Path)
 	}
 	if len(res.Conflicts) > 0 {
-		fmt.Fprintf(w, "%d conflicts: edit them, then run 'swarmops resolve PATH...'\n", len(res.Conflicts))
+		fmt.Fprintf(w, "conflicts: %d; edit them, then run 'swarmops resolve PATH...'\n", len(res.Conflicts))
 	}
 }
 
@@ -201,13 +201,16 @@ func treePaths(root, from string, args []string) ([]string, error) {
 	}
 	out := make([]string, len(args))
 	for i, p := range args {
-		abs := p
 		if !filepath.IsAbs(p) {
-			abs = filepath.Join(from, p)
+			p = filepath.Join(from, p)
+		}
+		abs, err := filepath.Abs(p)
+		if err != nil {
+			return nil, err
 		}
 		rel, err := filepath.Rel(absRoot, abs)
 		if err != nil || rel == "." || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
-			return nil, usagef("resolve: %q is not a path inside the work tree %s", p, root)
+			return nil, usagef("resolve: %q is not a path inside the work tree %s", args[i], root)
 		}
 		out[i] = filepath.ToSlash(rel)
 	}

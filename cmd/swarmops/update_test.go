@@ -120,6 +120,24 @@ var _ = Describe("update and resolve", func() {
 		Expect(e.run("", "cat", "main:reg.txt").Stdout).To(Equal("1\n2\n3\nours and theirs\n5\n6\n7\n8\n"))
 	})
 
+	It("resolves paths relative to the current directory inside the tree", func() {
+		Expect(os.MkdirAll(filepath.Join(wt, "sub"), 0o755)).To(Succeed())
+		write("sub/s.txt", "ours\n")
+		other("b", "put sub/s.txt = \"theirs\\n\"\n")
+		up := e.ok("", "update", wt).(map[string]any)
+		Expect(up["conflicts"]).To(HaveLen(1))
+		write("sub/s.txt", "both\n")
+		c := e.cmd("", "resolve", "s.txt", "--json")
+		c.Dir = filepath.Join(wt, "sub")
+		out, err := c.Output()
+		Expect(err).NotTo(HaveOccurred(), "%s", out)
+		Expect(string(out)).To(ContainSubstring(`"resolved":["sub/s.txt"]`))
+		Expect(e.ok("", "status", wt).(map[string]any)["conflicts"]).To(BeEmpty())
+		er := e.run("", "resolve", wt, "sub/s.txt", "--json").Err()
+		Expect(er["code"]).To(Equal("E_USAGE"))
+		Expect(er["message"]).To(ContainSubstring("has no conflict"))
+	})
+
 	It("needs --onto for a tree checked out by id, and follows the ref --onto names", func() {
 		id := e.ok("", "ref", "get", "main").(map[string]any)["id"].(string)
 		byID := filepath.Join(e.root, "byid")
