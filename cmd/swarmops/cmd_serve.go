@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/pprof"
 	"syscall"
 	"time"
 
@@ -19,6 +20,7 @@ import (
 // commands on it, until SIGINT or SIGTERM.
 func (a *app) serveCmd() *cobra.Command {
 	var grace time.Duration
+	var cpuprofile string
 	cmd := &cobra.Command{
 		Use:   "serve [--grace DURATION]",
 		Short: "Serve the store to every swarmops command on this host until stopped (SIGINT, SIGTERM)",
@@ -31,14 +33,25 @@ On SIGINT or SIGTERM, serve stops accepting, lets running commands finish
 (at most --grace), removes its socket and exits 0.`,
 		Args: cobra.NoArgs,
 		RunE: runE(func(cmd *cobra.Command, args []string) error {
-			return a.serve(grace)
+			return a.serve(grace, cpuprofile)
 		}),
 	}
 	cmd.Flags().DurationVar(&grace, "grace", 10*time.Second, "how long running commands may take to finish at stop")
+	// Hidden: a diagnostic for whoever measures the server (docs/cli.md,
+	// serve), not a knob an agent needs.
+	cmd.Flags().StringVar(&cpuprofile, "cpuprofile", "", "write a CPU profile of the server's whole life to FILE")
+	cmd.Flags().MarkHidden("cpuprofile")
 	return cmd
 }
 
-func (a *app) serve(grace time.Duration) error {
+func (a *app) serve(grace time.Duration, cpuprofile string) error {
+	if cpuprofile != "" {
+		stop, err := startCPUProfile(a.path(cpuprofile))
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
 	s, release, err := a.open()
 	if err != nil {
 		return err
@@ -73,6 +86,21 @@ func (a *app) serve(grace time.Duration) error {
 		fmt.Fprintf(a.stderr, "swarmops serve: %v\n", err)
 	}
 	return nil
+}
+
+// startCPUProfile starts a CPU profile into file; the returned function
+// stops it and closes the file. A file that cannot be written is a usage
+// error: the flag named it.
+func startCPUProfile(file string) (func(), error) {
+	f, err := os.Create(file)
+	if err != nil {
+		return nil, usagef("serve --cpuprofile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, usagef("serve --cpuprofile: %w", err)
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }
 
 // waitCh turns srv.Wait into a channel.

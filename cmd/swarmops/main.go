@@ -16,6 +16,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/swarmops/swarmops/core"
 )
 
@@ -63,6 +65,11 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(s
 
 // run executes one command line with a's streams and context.
 func (a *app) run(args []string) int {
+	return a.runTree(a.rootCmd(args), args)
+}
+
+// runTree executes args on the command tree root.
+func (a *app) runTree(root *cobra.Command, args []string) int {
 	// --json is looked for before parsing so that a usage error in the same
 	// command line is already reported as JSON.
 	for _, arg := range args {
@@ -80,7 +87,6 @@ func (a *app) run(args []string) int {
 		}
 		a.jsonOut = a.jsonOut || on
 	}
-	root := a.rootCmd()
 	root.SetArgs(args)
 	root.SetIn(a.stdin)
 	root.SetOut(a.stdout)

@@ -11,8 +11,26 @@ import (
 	"github.com/spf13/pflag"
 )
 
-// rootCmd builds the command tree for one invocation.
-func (a *app) rootCmd() *cobra.Command {
+// commandOrder lists the top-level commands in the order help shows them.
+// Each command lives in a cmd_*.go file of its group; adding one is that
+// file, its name here and one line in commandTable.
+var commandOrder = []string{"init", "commit", "land", "ref", "log", "show", "cat", "ls", "diff", "checkout",
+	"status", "info", "verify", "recover", "serve", "mcp", "hook", "export", "import", "op", "undo", "watch"}
+
+// commandTable maps each top-level command's name to its constructor.
+func (a *app) commandTable() map[string]func() *cobra.Command {
+	return map[string]func() *cobra.Command{
+		"init": a.initCmd, "commit": a.commitCmd, "land": a.landCmd, "ref": a.refCmd, "log": a.logCmd,
+		"show": a.showCmd, "cat": a.catCmd, "ls": a.lsCmd, "diff": a.diffCmd, "checkout": a.checkoutCmd,
+		"status": a.statusCmd, "info": a.infoCmd, "verify": a.verifyCmd, "recover": a.recoverCmd,
+		"serve": a.serveCmd, "mcp": a.mcpCmd, "hook": a.hookCmd, "export": a.exportCmd, "import": a.importCmd,
+		"op": a.opCmd, "undo": a.undoCmd, "watch": a.watchCmd,
+	}
+}
+
+// rootCmd builds the command tree for one invocation of the command line
+// only: the whole tree, or just the command it names.
+func (a *app) rootCmd(only []string) *cobra.Command {
 	root := &cobra.Command{
 		Use:           "swarmops",
 		Short:         "A crash-safe changeset store shared by many agent processes",
@@ -46,33 +64,39 @@ func (a *app) rootCmd() *cobra.Command {
 			return nil
 		},
 	})
-	// Each command lives in a cmd_*.go file of its group; adding one is
-	// that file and one line here.
-	root.AddCommand(
-		a.initCmd(),
-		a.commitCmd(),
-		a.landCmd(),
-		a.refCmd(),
-		a.logCmd(),
-		a.showCmd(),
-		a.catCmd(),
-		a.lsCmd(),
-		a.diffCmd(),
-		a.checkoutCmd(),
-		a.statusCmd(),
-		a.infoCmd(),
-		a.verifyCmd(),
-		a.recoverCmd(),
-		a.serveCmd(),
-		a.mcpCmd(),
-		a.hookCmd(),
-		a.exportCmd(),
-		a.importCmd(),
-		a.opCmd(),
-		a.undoCmd(),
-		a.watchCmd(),
-	)
+	// A command line that names a command exactly needs only that
+	// command's subtree: building the other twenty costs more than most
+	// commands' own work under a server. Parsing, help and errors of the
+	// named command are the same either way (TestCommandTableNamesItsCommands).
+	table := a.commandTable()
+	if build, ok := table[leadingCommand(only)]; ok {
+		root.AddCommand(build())
+		return root
+	}
+	for _, name := range commandOrder {
+		root.AddCommand(table[name]())
+	}
 	return root
+}
+
+// leadingCommand returns the command a command line names when nothing
+// but the global flags precedes it, and "" for any other line (an unknown
+// flag, "--"), which cobra then parses against the whole tree.
+func leadingCommand(args []string) string {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--store" || a == "--lock-timeout":
+			i++ // its value follows
+		case a == "--json" || strings.HasPrefix(a, "--json=") || strings.HasPrefix(a, "--store=") ||
+			strings.HasPrefix(a, "--lock-timeout="):
+		case strings.HasPrefix(a, "-"):
+			return ""
+		default:
+			return a
+		}
+	}
+	return ""
 }
 
 // help records the usage of c (and, for the root, the error table) as the
