@@ -48,6 +48,10 @@ type sconn struct {
 	wmu    sync.Mutex
 	werr   error
 	wanted bool // the running invocation asked for stdin
+	// hold says the running invocation's output waits in out until it
+	// ends, asks for stdin or fills a chunk (Config.Stream).
+	hold bool
+	out  []byte
 }
 
 // serveConn serves the requests of one connection: one for a version 1
@@ -120,6 +124,9 @@ func (s *Server) invoke(sc *sconn, in incoming) bool {
 		inv.Stdin = bytes.NewReader(in.req.Stdin)
 	}
 	inv.Request.Stdin = nil
+	sc.wmu.Lock()
+	sc.hold = s.cfg.Stream != nil && !s.cfg.Stream(in.req)
+	sc.wmu.Unlock()
 	status := s.cfg.Handler(inv)
 	if in.pr != nil {
 		// A handler that stopped reading stdin early leaves the reader
@@ -197,15 +204,28 @@ func (sc *sconn) readLoop() {
 	}
 }
 
-// write sends one frame; after the first failure every write fails with
-// it, so a handler streaming to a client that went away stops soon.
+// write sends one frame, or holds an output frame of an invocation whose
+// output is held (hold); any other frame sends what is held with it, in
+// one write. After the first failure every write fails with it, so a
+// handler streaming to a client that went away stops soon.
 func (sc *sconn) write(t frameType, p []byte) error {
 	sc.wmu.Lock()
 	defer sc.wmu.Unlock()
 	if sc.werr != nil {
 		return sc.werr
 	}
-	sc.werr = writeFrame(sc.c, t, p)
+	if sc.out, sc.werr = appendFrame(sc.out, t, p); sc.werr != nil {
+		return sc.werr
+	}
+	if sc.hold && (t == fStdout || t == fStderr) && len(sc.out) < chunk {
+		return nil
+	}
+	_, sc.werr = sc.c.Write(sc.out)
+	if cap(sc.out) > 2*chunk {
+		sc.out = nil // a large output's buffer is not kept for the next
+	} else {
+		sc.out = sc.out[:0]
+	}
 	return sc.werr
 }
 

@@ -61,7 +61,7 @@ func (a *app) serve(grace time.Duration, cpuprofile string) error {
 	if err != nil {
 		return err
 	}
-	srv, err := server.Start(server.Config{Dir: dir, Handler: serveHandler(s, dir),
+	srv, err := server.Start(server.Config{Dir: dir, Handler: serveHandler(s, dir), Stream: streams,
 		Logf: func(format string, args ...any) { fmt.Fprintf(a.stderr, "swarmops serve: "+format+"\n", args...) }})
 	if errors.Is(err, server.ErrRunning) {
 		return &cliError{kind: kindRunning, err: err, msg: fmt.Sprintf("store %s: %v", dir, err),
@@ -110,13 +110,23 @@ func waitCh(srv *server.Server) <-chan error {
 	return ch
 }
 
+// streams says which requests' output reaches the client as it is written:
+// a stream's (watch), and any whose client shows a terminal, where
+// progress goes; the rest arrives with the exit status, in one write.
+func streams(r *server.Request) bool {
+	return streaming[commandName(r.Args)] || r.StdoutTTY || r.StderrTTY
+}
+
 // serveHandler runs one client's invocation as this process would run it,
 // on the server's open store and in the client's working directory.
 func serveHandler(s *core.Store, dir string) server.Handler {
+	// The directory is looked at once: it is the one the server opened
+	// (sameStore compares each request's store against it).
+	info, _ := os.Stat(dir)
 	return func(inv *server.Invocation) int {
 		env := inv.Env
 		c := &app{stdin: inv.Stdin, stdout: inv.Stdout, stderr: inv.Stderr, start: time.Now(),
-			getenv: func(k string) string { return env[k] }, cwd: inv.Cwd, shared: s, sharedDir: dir,
+			getenv: func(k string) string { return env[k] }, cwd: inv.Cwd, shared: s, sharedDir: dir, sharedInfo: info,
 			stderrTTY: inv.StderrTTY, done: inv.Done}
 		return c.run(inv.Args)
 	}

@@ -35,9 +35,11 @@ type app struct {
 	// the client's, for a command a server runs (see path).
 	cwd string
 	// shared, when set, is the server's open store, used instead of
-	// opening one; sharedDir is its directory.
-	shared    *core.Store
-	sharedDir string
+	// opening one; sharedDir is its directory, and sharedInfo that
+	// directory as the server found it at its start.
+	shared     *core.Store
+	sharedDir  string
+	sharedInfo os.FileInfo
 	// stderrTTY says the client's stderr is a terminal (under a server).
 	stderrTTY bool
 	// done, when set, is closed when the client of a server goes away or
