@@ -77,3 +77,14 @@ func runOn(t *testing.T, args []string, whole bool) string {
 }
 
 var elapsedRE = regexp.MustCompile(`"elapsed_ms":[0-9.e+-]+`)
+
+// TestServeCPUProfileThatCannotBeWrittenIsAUsageError: the hidden
+// diagnostic flag fails before anything is served.
+func TestServeCPUProfileThatCannotBeWrittenIsAUsageError(t *testing.T) {
+	var out, errb bytes.Buffer
+	st := run([]string{"serve", "--cpuprofile", "/nonexistent/dir/cpu.prof", "--json"}, strings.NewReader(""), &out, &errb,
+		func(string) string { return "" })
+	if st != kindUsage.Exit || !strings.Contains(out.String(), `"code":"E_USAGE"`) || !strings.Contains(out.String(), "cpuprofile") {
+		t.Fatalf("status %d, stdout %s", st, out.String())
+	}
+}
