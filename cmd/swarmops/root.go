@@ -18,13 +18,17 @@ var commandOrder = []string{"init", "commit", "land", "ref", "log", "show", "cat
 	"status", "info", "verify", "recover", "serve", "mcp", "hook", "export", "import", "op", "undo", "watch"}
 
 // commandTable maps each top-level command's name to its constructor.
-func (a *app) commandTable() map[string]func() *cobra.Command {
-	return map[string]func() *cobra.Command{
-		"init": a.initCmd, "commit": a.commitCmd, "land": a.landCmd, "ref": a.refCmd, "log": a.logCmd,
-		"show": a.showCmd, "cat": a.catCmd, "ls": a.lsCmd, "diff": a.diffCmd, "checkout": a.checkoutCmd,
-		"status": a.statusCmd, "info": a.infoCmd, "verify": a.verifyCmd, "recover": a.recoverCmd,
-		"serve": a.serveCmd, "mcp": a.mcpCmd, "hook": a.hookCmd, "export": a.exportCmd, "import": a.importCmd,
-		"op": a.opCmd, "undo": a.undoCmd, "watch": a.watchCmd,
+// It is filled by init: the constructors reach rootCmd, which reads it.
+var commandTable map[string]func(*app) *cobra.Command
+
+func init() {
+	commandTable = map[string]func(*app) *cobra.Command{
+		"init": (*app).initCmd, "commit": (*app).commitCmd, "land": (*app).landCmd, "ref": (*app).refCmd,
+		"log": (*app).logCmd, "show": (*app).showCmd, "cat": (*app).catCmd, "ls": (*app).lsCmd,
+		"diff": (*app).diffCmd, "checkout": (*app).checkoutCmd, "status": (*app).statusCmd, "info": (*app).infoCmd,
+		"verify": (*app).verifyCmd, "recover": (*app).recoverCmd, "serve": (*app).serveCmd, "mcp": (*app).mcpCmd,
+		"hook": (*app).hookCmd, "export": (*app).exportCmd, "import": (*app).importCmd, "op": (*app).opCmd,
+		"undo": (*app).undoCmd, "watch": (*app).watchCmd,
 	}
 }
 
@@ -68,13 +72,12 @@ func (a *app) rootCmd(only []string) *cobra.Command {
 	// command's subtree: building the other twenty costs more than most
 	// commands' own work under a server. Parsing, help and errors of the
 	// named command are the same either way (TestCommandTableNamesItsCommands).
-	table := a.commandTable()
-	if build, ok := table[leadingCommand(only)]; ok {
-		root.AddCommand(build())
+	if build, ok := commandTable[leadingCommand(only)]; ok {
+		root.AddCommand(build(a))
 		return root
 	}
 	for _, name := range commandOrder {
-		root.AddCommand(table[name]())
+		root.AddCommand(commandTable[name](a))
 	}
 	return root
 }

@@ -14,7 +14,7 @@ import (
 // command line that names a command parses against the right subtree.
 func TestCommandTableNamesItsCommands(t *testing.T) {
 	a := &app{}
-	table := a.commandTable()
+	table := commandTable
 	if len(table) != len(commandOrder) {
 		t.Fatalf("the table has %d commands, the help order %d", len(table), len(commandOrder))
 	}
@@ -23,7 +23,7 @@ func TestCommandTableNamesItsCommands(t *testing.T) {
 		if !ok {
 			t.Fatalf("%q is in the help order but not in the table", name)
 		}
-		if got := build().Name(); got != name {
+		if got := build(a).Name(); got != name {
 			t.Errorf("table entry %q builds the command %q", name, got)
 		}
 	}
