@@ -1,19 +1,61 @@
 package server
 
 import (
+	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"io"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
 // requestTimeout bounds how long a connected client may take to send its
-// request, so an idle connection cannot hold a server goroutine forever.
+// first request, so a connection that never says anything cannot hold a
+// server goroutine forever. Between the requests of a version 2
+// connection the client may idle as long as it likes; Stop ends it.
 const requestTimeout = 10 * time.Second
 
-// serveConn runs one invocation on c.
+// incoming is what a connection's reader hands its serving loop: a
+// decoded request and the stdin pipe of its invocation, or why the
+// request cannot run.
+type incoming struct {
+	req *Request
+	pr  *io.PipeReader // nil when stdin came inline
+	err error
+}
+
+// sconn is the server's side of one connection. One goroutine (readLoop)
+// reads every frame the client sends: requests go to the serving loop
+// (serveConn), stdin frames into the running invocation's pipe. Writes of
+// the handler's streams and of the exit frame are serialized.
+type sconn struct {
+	c    *net.UnixConn
+	br   *bufio.Reader
+	reqs chan incoming
+	// gone is closed when the reader ends: the client went away or broke
+	// the protocol. done is closed when gone is or the server stops; an
+	// invocation's Done.
+	gone, done chan struct{}
+	// busy is set by the reader when it hands over a request and cleared
+	// by the serving loop before the exit frame goes out, so a request
+	// that arrives while busy is a client's protocol error, never the
+	// client's next request.
+	busy atomic.Bool
+
+	wmu    sync.Mutex
+	werr   error
+	wanted bool // the running invocation asked for stdin
+	// hold says the running invocation's output waits in out until it
+	// ends, asks for stdin or fills a chunk (Config.Stream).
+	hold bool
+	out  []byte
+}
+
+// serveConn serves the requests of one connection: one for a version 1
+// client, any number in sequence for a version 2 client.
 func (s *Server) serveConn(c *net.UnixConn) {
 	defer c.Close()
 	if err := s.checkPeer(c); err != nil {
@@ -27,124 +69,189 @@ func (s *Server) serveConn(c *net.UnixConn) {
 		return
 	default:
 	}
-	c.SetReadDeadline(time.Now().Add(requestTimeout))
-	t, p, err := readFrame(c)
-	if err != nil {
-		if !errors.Is(err, io.EOF) {
-			s.logf("reading a request: %v", err)
-		}
-		return
-	}
-	c.SetReadDeadline(time.Time{})
-	if t != fRequest {
-		writeJSON(c, fError, errorMsg{Code: codeProtocol, Message: "the first frame is not a request"})
-		return
-	}
-	req, err := decodeRequest(p)
-	if err != nil {
-		code := codeProtocol
-		if errors.Is(err, errVersion) {
-			code = codeVersion
-		}
-		s.logf("refused a request: %v", err)
-		writeJSON(c, fError, errorMsg{Code: code, Message: err.Error()})
-		return
-	}
-	cc := newConnIO(c)
-	done := make(chan struct{})
-	var once sync.Once
-	finish := func() { once.Do(func() { close(done) }) }
-	go func() {
-		cc.readLoop()
-		finish()
-	}()
+	sc := &sconn{c: c, br: bufio.NewReader(c), reqs: make(chan incoming, 1),
+		gone: make(chan struct{}), done: make(chan struct{})}
+	go sc.readLoop()
 	go func() {
 		select {
+		case <-sc.gone:
 		case <-s.stopping:
-			finish()
-		case <-done:
+		}
+		close(sc.done)
+	}()
+	first := time.NewTimer(requestTimeout)
+	defer first.Stop()
+	firstC := first.C
+	for {
+		var in incoming
+		select {
+		case in = <-sc.reqs:
+			firstC = nil
+		case <-sc.gone:
+			return
+		case <-firstC:
+			s.logf("reading a request: no request within %v", requestTimeout)
+			return
+		case <-s.stopping:
+			// An idle connection: whatever the client sends next will not
+			// run, and it learns so from this frame.
+			sc.write(fError, mustJSON(errorMsg{Code: codeStopping, Message: "the server is stopping"}))
+			return
+		}
+		if in.err != nil {
+			code := codeProtocol
+			if errors.Is(in.err, errVersion) {
+				code = codeVersion
+			}
+			s.logf("refused a request: %v", in.err)
+			sc.write(fError, mustJSON(errorMsg{Code: code, Message: in.err.Error()}))
+			return
+		}
+		if !s.invoke(sc, in) || in.req.Version < 2 {
+			return
+		}
+	}
+}
+
+// invoke runs one request's invocation and sends its exit frame; it
+// reports whether the connection may carry another.
+func (s *Server) invoke(sc *sconn, in incoming) bool {
+	inv := &Invocation{Request: *in.req, Done: sc.done,
+		Stdout: &streamWriter{sc: sc, t: fStdout}, Stderr: &streamWriter{sc: sc, t: fStderr}}
+	if in.pr != nil {
+		inv.Stdin = &stdinReader{sc: sc, pr: in.pr}
+	} else {
+		inv.Stdin = bytes.NewReader(in.req.Stdin)
+	}
+	inv.Request.Stdin = nil
+	sc.wmu.Lock()
+	sc.hold = s.cfg.Stream != nil && !s.cfg.Stream(in.req)
+	sc.wmu.Unlock()
+	status := s.cfg.Handler(inv)
+	if in.pr != nil {
+		// A handler that stopped reading stdin early leaves the reader
+		// blocked in the pipe; closing the read side releases it.
+		in.pr.Close()
+	}
+	sc.wmu.Lock()
+	sc.wanted = false
+	sc.wmu.Unlock()
+	sc.busy.Store(false)
+	return sc.write(fExit, mustJSON(exitMsg{Status: status})) == nil
+}
+
+// readLoop reads the client's frames until the connection ends or the
+// client breaks the protocol, then closes gone.
+func (sc *sconn) readLoop() {
+	defer close(sc.gone)
+	var pw *io.PipeWriter // the running invocation's stdin, if piped
+	defer func() {
+		if pw != nil {
+			pw.CloseWithError(io.ErrUnexpectedEOF)
 		}
 	}()
-	inv := &Invocation{Request: *req, Stdin: &stdinReader{cc: cc}, Done: done,
-		Stdout: &streamWriter{cc: cc, t: fStdout}, Stderr: &streamWriter{cc: cc, t: fStderr}}
-	status := s.cfg.Handler(inv)
-	// A handler that stopped reading stdin early leaves readLoop blocked
-	// in the pipe; closing the read side releases it.
-	cc.pr.Close()
-	cc.write(fExit, mustJSON(exitMsg{Status: status}))
-	finish()
-}
-
-// connIO is the server's side of one connection once a request runs:
-// writes of the handler's streams are serialized, and the client's stdin
-// arrives through a pipe fed by readLoop.
-type connIO struct {
-	c      *net.UnixConn
-	wmu    sync.Mutex
-	werr   error
-	pr     *io.PipeReader
-	pw     *io.PipeWriter
-	wanted sync.Once
-}
-
-func newConnIO(c *net.UnixConn) *connIO {
-	pr, pw := io.Pipe()
-	return &connIO{c: c, pr: pr, pw: pw}
-}
-
-// write sends one frame; after the first failure every write fails with
-// it, so a handler streaming to a client that went away stops soon.
-func (cc *connIO) write(t frameType, p []byte) error {
-	cc.wmu.Lock()
-	defer cc.wmu.Unlock()
-	if cc.werr != nil {
-		return cc.werr
-	}
-	cc.werr = writeFrame(cc.c, t, p)
-	return cc.werr
-}
-
-// readLoop feeds the client's stdin frames into the pipe until the client
-// says it is exhausted, and then watches for the connection's end: any
-// frame other than stdin, or a read error, ends the loop.
-func (cc *connIO) readLoop() {
+	requests := 0
+	v1 := false
 	for {
-		t, p, err := readFrame(cc.c)
+		t, p, err := readFrame(sc.br)
 		if err != nil {
-			cc.pw.CloseWithError(io.ErrUnexpectedEOF)
 			return
 		}
 		switch t {
-		case fStdin:
-			if _, err := cc.pw.Write(p); err != nil {
-				// The handler stopped reading; drop the rest.
+		case fRequest:
+			if v1 || sc.busy.Load() {
+				if pw != nil {
+					pw.CloseWithError(ErrProtocol)
+					pw = nil
+				}
+				return
+			}
+			requests++
+			req, err := decodeRequest(p)
+			if err != nil {
+				sc.reqs <- incoming{err: err}
+				return
+			}
+			v1 = req.Version < 2
+			if pw != nil {
+				pw.Close()
+				pw = nil
+			}
+			in := incoming{req: req}
+			if !req.StdinInline {
+				in.pr, pw = io.Pipe()
+			}
+			sc.busy.Store(true)
+			sc.reqs <- in
+		case fStdin, fStdinEOF:
+			if requests == 0 {
+				return // stdin before any request
+			}
+			if pw == nil {
+				continue // stdin of an inline invocation, or after EOF
+			}
+			if t == fStdinEOF {
+				pw.Close()
+				pw = nil
 				continue
 			}
-		case fStdinEOF:
-			cc.pw.Close()
+			// A handler that stopped reading makes this fail; the rest
+			// of its stdin is dropped.
+			pw.Write(p)
 		default:
-			cc.pw.CloseWithError(ErrProtocol)
 			return
 		}
 	}
 }
 
+// write sends one frame, or holds an output frame of an invocation whose
+// output is held (hold); any other frame sends what is held with it, in
+// one write. After the first failure every write fails with it, so a
+// handler streaming to a client that went away stops soon.
+func (sc *sconn) write(t frameType, p []byte) error {
+	sc.wmu.Lock()
+	defer sc.wmu.Unlock()
+	if sc.werr != nil {
+		return sc.werr
+	}
+	if sc.out, sc.werr = appendFrame(sc.out, t, p); sc.werr != nil {
+		return sc.werr
+	}
+	if sc.hold && (t == fStdout || t == fStderr) && len(sc.out) < chunk {
+		return nil
+	}
+	_, sc.werr = sc.c.Write(sc.out)
+	if cap(sc.out) > 2*chunk {
+		sc.out = nil // a large output's buffer is not kept for the next
+	} else {
+		sc.out = sc.out[:0]
+	}
+	return sc.werr
+}
+
 // stdinReader asks the client for its stdin on the first read.
-type stdinReader struct{ cc *connIO }
+type stdinReader struct {
+	sc *sconn
+	pr *io.PipeReader
+}
 
 func (r *stdinReader) Read(b []byte) (int, error) {
-	var err error
-	r.cc.wanted.Do(func() { err = r.cc.write(fStdinWant, nil) })
-	if err != nil {
-		return 0, err
+	r.sc.wmu.Lock()
+	ask := !r.sc.wanted
+	r.sc.wanted = true
+	r.sc.wmu.Unlock()
+	if ask {
+		if err := r.sc.write(fStdinWant, nil); err != nil {
+			return 0, err
+		}
 	}
-	return r.cc.pr.Read(b)
+	return r.pr.Read(b)
 }
 
 // streamWriter sends a handler's stdout or stderr in frames of at most
 // chunk bytes.
 type streamWriter struct {
-	cc *connIO
+	sc *sconn
 	t  frameType
 }
 
@@ -152,7 +259,7 @@ func (w *streamWriter) Write(b []byte) (int, error) {
 	n := 0
 	for len(b) > 0 {
 		k := min(len(b), chunk)
-		if err := w.cc.write(w.t, b[:k]); err != nil {
+		if err := w.sc.write(w.t, b[:k]); err != nil {
 			return n, err
 		}
 		n += k

@@ -28,7 +28,7 @@
 //	  - type: one of the frame types below; an unknown type is a protocol
 //	    error that ends the connection.
 //
-// One invocation a connection:
+// An invocation on a connection:
 //
 //	client                         server
 //	request {v, args, cwd, env} ─►
@@ -38,10 +38,30 @@
 //	                            ◄─ exit {status}   (or error {code, message})
 //
 // The request and exit payloads are JSON objects; stream payloads are raw
-// bytes. The request carries Version: a server that does not speak it
-// answers with an error frame before running anything, so an older or newer
-// client falls back to running the command itself.
+// bytes. The output of a command that is not a stream (Config.Stream) is
+// held until it ends, so a short command's output and exit status reach
+// the client in one write.
 //
+// # Versions
+//
+// The request carries its version; the server speaks MinVersion to
+// Version and answers any other with an error frame before running
+// anything, so a client it does not understand runs the command itself.
+//
+//   - Version 1: one invocation a connection; stdin only when asked.
+//   - Version 2: any number of invocations in sequence on one connection
+//     (the next request follows the exit frame), and a request may carry
+//     the command's whole stdin inline (stdin_inline, stdin), which saves
+//     the round trip of stdin-want. Between requests a client may idle as
+//     long as it likes; a server that stops sends an idle connection a
+//     stopping error frame, so the client's next request is known not to
+//     have run. Client is this version's connection; Run sends one
+//     invocation on a connection of its own.
+//
+// A client that reuses a connection and finds it closed before any answer
+// gets ErrGone: it cannot tell a server killed while idle from one killed
+// while running its request.
+
 // # One server a store
 //
 // Serve holds an exclusive flock on serve.lock in the store directory for

@@ -8,11 +8,15 @@ import (
 )
 
 // FuzzReadFrame feeds arbitrary bytes to the frame reader and the request
-// decoder: nothing panics, nothing allocates past MaxPayload, and a request
+// decoder (every version it speaks, inline stdin included): nothing panics, nothing allocates past MaxPayload, and a request
 // that decodes re-encodes to one that decodes the same.
 func FuzzReadFrame(f *testing.F) {
 	var b bytes.Buffer
 	writeJSON(&b, fRequest, &Request{Version: Version, Args: []string{"log", "-n", "1"}, Cwd: "/w", Env: map[string]string{"SWARMOPS_JSON": "1"}})
+	f.Add(b.Bytes())
+	b.Reset()
+	writeJSON(&b, fRequest, &Request{Version: Version, Args: []string{"commit", "-F", "-"}, Cwd: "/w", StdinInline: true, Stdin: []byte("put a = \"x\"\n")})
+	writeFrame(&b, fRequest, []byte(`{"v":1,"args":["log"],"cwd":"/"}`))
 	f.Add(b.Bytes())
 	f.Add([]byte{0, 0, 0, 2, byte(fStdout), 'h', 'i'})
 	f.Add([]byte{0xff, 0xff, 0xff, 0xff, byte(fRequest)})
@@ -52,7 +56,8 @@ func FuzzReadFrame(f *testing.F) {
 			if err != nil {
 				t.Fatalf("a decoded request does not decode again: %v", err)
 			}
-			if req2.Cwd != req.Cwd || len(req2.Args) != len(req.Args) || len(req2.Env) != len(req.Env) {
+			if req2.Cwd != req.Cwd || len(req2.Args) != len(req.Args) || len(req2.Env) != len(req.Env) ||
+				req2.Version != req.Version || req2.StdinInline != req.StdinInline || !bytes.Equal(req2.Stdin, req.Stdin) {
 				t.Fatalf("round trip changed the request: %+v vs %+v", req, req2)
 			}
 		}

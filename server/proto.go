@@ -10,8 +10,13 @@ import (
 	"unicode/utf8"
 )
 
-// Version is the protocol version this package speaks.
-const Version = 1
+// Version is the protocol version this package's clients speak. The
+// server speaks every version from MinVersion to Version (doc.go,
+// Versions).
+const Version = 2
+
+// MinVersion is the oldest protocol version the server still serves.
+const MinVersion = 1
 
 // MaxPayload bounds one frame's payload. Streams are cut into frames of at
 // most this size; a request (arguments, working directory, environment)
@@ -52,14 +57,25 @@ type Request struct {
 	// terminals, which decides human text colouring and progress bars.
 	StdoutTTY bool `json:"stdout_tty,omitempty"`
 	StderrTTY bool `json:"stderr_tty,omitempty"`
+	// StdinInline (version 2) says Stdin is the command's whole stdin:
+	// the server never asks for more, which saves a round trip when the
+	// client has its input in hand (a change list in memory).
+	StdinInline bool   `json:"stdin_inline,omitempty"`
+	Stdin       []byte `json:"stdin,omitempty"`
 }
 
 // validate checks what the decoder cannot: a request must name an absolute
 // working directory and carry only valid UTF-8 without NUL bytes, which no
 // command line can hold.
 func (r *Request) validate() error {
-	if r.Version != Version {
-		return fmt.Errorf("%w: protocol version %d, server speaks %d", errVersion, r.Version, Version)
+	if r.Version < MinVersion || r.Version > Version {
+		return fmt.Errorf("%w: protocol version %d, server speaks %d to %d", errVersion, r.Version, MinVersion, Version)
+	}
+	if (r.StdinInline || len(r.Stdin) > 0) && r.Version < 2 {
+		return fmt.Errorf("%w: inline stdin needs protocol version 2", ErrProtocol)
+	}
+	if len(r.Stdin) > 0 && !r.StdinInline {
+		return fmt.Errorf("%w: stdin bytes without stdin_inline", ErrProtocol)
 	}
 	if len(r.Cwd) == 0 || r.Cwd[0] != '/' {
 		return fmt.Errorf("%w: working directory %q is not absolute", ErrProtocol, r.Cwd)
@@ -111,15 +127,22 @@ const (
 // writeFrame writes one frame. The header and payload go out in one write,
 // so concurrent writers serialized by the caller never interleave a frame.
 func writeFrame(w io.Writer, t frameType, payload []byte) error {
-	if len(payload) > MaxPayload {
-		return fmt.Errorf("%w: frame of %d bytes exceeds %d", ErrProtocol, len(payload), MaxPayload)
+	b, err := appendFrame(make([]byte, 0, 5+len(payload)), t, payload)
+	if err != nil {
+		return err
 	}
-	b := make([]byte, 5+len(payload))
-	binary.BigEndian.PutUint32(b, uint32(len(payload)))
-	b[4] = byte(t)
-	copy(b[5:], payload)
-	_, err := w.Write(b)
+	_, err = w.Write(b)
 	return err
+}
+
+// appendFrame appends one frame to dst.
+func appendFrame(dst []byte, t frameType, payload []byte) ([]byte, error) {
+	if len(payload) > MaxPayload {
+		return dst, fmt.Errorf("%w: frame of %d bytes exceeds %d", ErrProtocol, len(payload), MaxPayload)
+	}
+	dst = binary.BigEndian.AppendUint32(dst, uint32(len(payload)))
+	dst = append(dst, byte(t))
+	return append(dst, payload...), nil
 }
 
 // writeJSON writes a frame whose payload is v encoded as JSON.

@@ -46,6 +46,12 @@ type Config struct {
 	// Logf, if not nil, receives one line per refused connection or
 	// protocol error. The server never logs request contents.
 	Logf func(format string, args ...any)
+	// Stream, if not nil, says whether a request's output must reach the
+	// client as it is written (a stream, a progress bar on a terminal).
+	// Other requests' output is held until the invocation ends (or fills
+	// a frame), so a short command's output and exit status reach the
+	// client in one write. Nil streams every request's output.
+	Stream func(*Request) bool
 	// PeerUID is the uid a peer must have; nil means the server's own
 	// (os.Getuid). Tests set it to check the refusal.
 	PeerUID *uint32

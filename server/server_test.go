@@ -356,3 +356,178 @@ func TestAClientThatGoesAwayEndsItsInvocation(t *testing.T) {
 		t.Fatal("the invocation did not see its client go away")
 	}
 }
+
+func TestAClientCarriesManyInvocationsOnOneConnection(t *testing.T) {
+	dir := t.TempDir()
+	var mu sync.Mutex
+	conns := map[string]bool{}
+	start(t, dir, func(inv *Invocation) int {
+		// The handler's stdout writer belongs to its connection.
+		mu.Lock()
+		conns[fmt.Sprintf("%p", inv.Done)] = true
+		mu.Unlock()
+		return echo(inv)
+	})
+	cl, err := Dial(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	for i := 0; i < 5; i++ {
+		var out, errb bytes.Buffer
+		in := fmt.Sprintf("input %d\n", i)
+		// Inline stdin, then asked-for stdin, alternately.
+		req := &Request{Args: []string{"stdin", fmt.Sprint(i)}, Cwd: "/", StdinInline: i%2 == 0}
+		var stdin io.Reader = strings.NewReader(in)
+		if req.StdinInline {
+			req.Stdin, stdin = []byte(in), failReader{t}
+		}
+		status, err := cl.Run(req, stdin, &out, &errb)
+		if err != nil || status != i {
+			t.Fatalf("invocation %d: status %d, err %v", i, status, err)
+		}
+		if want := fmt.Sprintf("args=stdin,%d cwd=/ env=\n%s", i, in); out.String() != want {
+			t.Errorf("invocation %d: stdout %q, want %q", i, out.String(), want)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(conns) != 1 {
+		t.Errorf("5 invocations used %d connections, want 1", len(conns))
+	}
+}
+
+func TestAVersion1ClientIsStillServed(t *testing.T) {
+	dir := t.TempDir()
+	start(t, dir, echo)
+	c, err := net.Dial("unix", filepath.Join(dir, SocketName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	writeFrame(c, fRequest, []byte(`{"v":1,"args":["stdin","4"],"cwd":"/w"}`))
+	var out bytes.Buffer
+	for {
+		c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		typ, p, err := readFrame(c)
+		if err != nil {
+			t.Fatalf("reading: %v (stdout so far %q)", err, out.String())
+		}
+		switch typ {
+		case fStdout:
+			out.Write(p)
+		case fStdinWant:
+			writeFrame(c, fStdin, []byte("old\n"))
+			writeFrame(c, fStdinEOF, nil)
+		case fExit:
+			if string(p) != `{"status":4}` || out.String() != "args=stdin,4 cwd=/w env=\nold\n" {
+				t.Fatalf("exit %s, stdout %q", p, out.String())
+			}
+			// One invocation a version 1 connection: the server closes it.
+			if _, _, err := readFrame(c); !errors.Is(err, io.EOF) {
+				t.Fatalf("after the exit: %v, want the connection closed", err)
+			}
+			return
+		}
+	}
+}
+
+func TestInlineStdinNeedsVersion2(t *testing.T) {
+	for _, p := range []string{
+		`{"v":1,"cwd":"/","stdin_inline":true,"stdin":"eA=="}`,
+		`{"v":2,"cwd":"/","stdin":"eA=="}`,
+	} {
+		if _, err := decodeRequest([]byte(p)); !errors.Is(err, ErrProtocol) {
+			t.Errorf("%s: %v, want ErrProtocol", p, err)
+		}
+	}
+	if _, err := decodeRequest([]byte(`{"v":2,"cwd":"/","stdin_inline":true,"stdin":"eA=="}`)); err != nil {
+		t.Errorf("a version 2 request with inline stdin: %v", err)
+	}
+}
+
+func TestAStoppingServerTellsAnIdleClientItsNextRequestDidNotRun(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Start(Config{Dir: dir, Handler: echo})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl, err := Dial(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	if st, err := cl.Run(&Request{Args: []string{"0"}, Cwd: "/"}, nil, io.Discard, io.Discard); err != nil || st != 0 {
+		t.Fatalf("first invocation: %d %v", st, err)
+	}
+	if err := s.Stop(5 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	_, err = cl.Run(&Request{Args: []string{"0"}, Cwd: "/"}, nil, io.Discard, io.Discard)
+	if !NotRun(err) {
+		t.Fatalf("a request on a connection the server closed at stop: %v, want one that did not run", err)
+	}
+	// With a server back, the same client dials again.
+	start(t, dir, echo)
+	if st, err := cl.Run(&Request{Args: []string{"0"}, Cwd: "/"}, nil, io.Discard, io.Discard); err != nil || st != 0 {
+		t.Fatalf("after a restart: %d %v", st, err)
+	}
+}
+
+func TestHeldOutputArrivesWithTheExitInOneWrite(t *testing.T) {
+	dir := t.TempDir()
+	release := make(chan struct{})
+	s, err := Start(Config{Dir: dir, Stream: func(r *Request) bool { return len(r.Args) > 0 && r.Args[0] == "stream" },
+		Handler: func(inv *Invocation) int {
+			fmt.Fprintln(inv.Stdout, "one")
+			fmt.Fprintln(inv.Stderr, "two")
+			<-release
+			fmt.Fprintln(inv.Stdout, "three")
+			return 0
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Stop(5 * time.Second)
+	for _, stream := range []bool{false, true} {
+		c, err := net.Dial("unix", filepath.Join(dir, SocketName))
+		if err != nil {
+			t.Fatal(err)
+		}
+		args := []string{"held"}
+		if stream {
+			args = []string{"stream"}
+		}
+		writeJSON(c, fRequest, &Request{Version: Version, Args: args, Cwd: "/"})
+		// Nothing of a held command's output comes before it ends; a
+		// stream's first line does.
+		c.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
+		_, _, err = readFrame(c)
+		if stream != (err == nil) {
+			t.Fatalf("stream=%v: a frame before the end: %v", stream, err)
+		}
+		release <- struct{}{}
+		if !stream {
+			// Everything (three frames) in one read of the one write.
+			c.SetReadDeadline(time.Now().Add(5 * time.Second))
+			buf := make([]byte, 4096)
+			n, err := c.Read(buf)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := bytes.NewReader(buf[:n])
+			var types []frameType
+			for {
+				typ, _, err := readFrame(r)
+				if err != nil {
+					break
+				}
+				types = append(types, typ)
+			}
+			if fmt.Sprint(types) != fmt.Sprint([]frameType{fStdout, fStderr, fStdout, fExit}) {
+				t.Errorf("one read got frames %v, want stdout, stderr, stdout, exit", types)
+			}
+		}
+		c.Close()
+	}
+}

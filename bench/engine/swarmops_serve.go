@@ -22,6 +22,9 @@ import (
 // `swarmops serve` holds the store open, and every commit is a CLI
 // invocation (`swarmops commit -F - --advance REF …`) sent over its socket,
 // exactly as a `swarmops` process sends it, minus that process's start.
+// Each writer keeps its connection to the server and sends its change list
+// inside the request (protocol version 2), as an agent's long-lived client
+// would.
 // The writers' commits share the server's one commit pipeline, so one
 // sync serves every commit waiting, across the writer processes.
 //
@@ -140,6 +143,30 @@ func StopServers() {
 type serveStore struct {
 	dir    string
 	direct *swarmStore
+	// idle holds connections to the server between invocations: an agent
+	// process keeps its connection, as a CLI that runs many commands
+	// would. W2's goroutines each take one of their own.
+	mu   sync.Mutex
+	idle []*server.Client
+}
+
+// client takes an idle connection, or dials a new one.
+func (s *serveStore) client() (*server.Client, error) {
+	s.mu.Lock()
+	if n := len(s.idle); n > 0 {
+		c := s.idle[n-1]
+		s.idle = s.idle[:n-1]
+		s.mu.Unlock()
+		return c, nil
+	}
+	s.mu.Unlock()
+	return server.Dial(s.dir)
+}
+
+func (s *serveStore) release(c *server.Client) {
+	s.mu.Lock()
+	s.idle = append(s.idle, c)
+	s.mu.Unlock()
 }
 
 // envelope is the CLI's JSON answer.
@@ -156,8 +183,13 @@ type envelope struct {
 // run sends one invocation to the server and decodes its envelope.
 func (s *serveStore) run(stdin string, args ...string) (envelope, error) {
 	var out bytes.Buffer
-	_, err := server.Run(s.dir, &server.Request{Args: append(args, "--json"), Cwd: "/", Env: map[string]string{"SWARMOPS_STORE": s.dir}},
-		bytes.NewBufferString(stdin), &out, io.Discard)
+	c, err := s.client()
+	if err != nil {
+		return envelope{}, fmt.Errorf("swarmops-serve: %w", err)
+	}
+	_, err = c.Run(&server.Request{Args: append(args, "--json"), Cwd: "/", Env: map[string]string{"SWARMOPS_STORE": s.dir},
+		StdinInline: true, Stdin: []byte(stdin)}, nil, &out, io.Discard)
+	s.release(c)
 	if err != nil {
 		return envelope{}, fmt.Errorf("swarmops-serve: %w", err)
 	}
@@ -236,4 +268,12 @@ func (s *serveStore) Load(chains [][]Txn) ([][]Key, error) { return s.direct.Loa
 func (s *serveStore) Head(ref string) (Key, bool, error)   { return s.direct.Head(ref) }
 func (s *serveStore) View() (View, error)                  { return s.direct.View() }
 func (s *serveStore) Settle() error                        { return s.direct.Settle() }
-func (s *serveStore) Close() error                         { return s.direct.Close() }
+func (s *serveStore) Close() error {
+	s.mu.Lock()
+	for _, c := range s.idle {
+		c.Close()
+	}
+	s.idle = nil
+	s.mu.Unlock()
+	return s.direct.Close()
+}

@@ -81,7 +81,7 @@ func (a *app) sub(stdin string, args ...string) (any, error) {
 		return a.getenv(k)
 	}
 	c := &app{stdin: strings.NewReader(stdin), stdout: &out, stderr: &errb, getenv: getenv,
-		cwd: a.cwd, shared: a.shared, sharedDir: a.sharedDir, start: a.start}
+		cwd: a.cwd, shared: a.shared, sharedDir: a.sharedDir, sharedInfo: a.sharedInfo, start: a.start}
 	c.run(append(args, a.globalArgs()...))
 	var env struct {
 		OK    bool            `json:"ok"`

@@ -16,6 +16,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/swarmops/swarmops/core"
 	"github.com/swarmops/swarmops/core/vfs"
 )
@@ -34,9 +36,11 @@ type app struct {
 	// the client's, for a command a server runs (see path).
 	cwd string
 	// shared, when set, is the server's open store, used instead of
-	// opening one; sharedDir is its directory.
-	shared    *core.Store
-	sharedDir string
+	// opening one; sharedDir is its directory, and sharedInfo that
+	// directory as the server found it at its start.
+	shared     *core.Store
+	sharedDir  string
+	sharedInfo os.FileInfo
 	// stderrTTY says the client's stderr is a terminal (under a server).
 	stderrTTY bool
 	// done, when set, is closed when the client of a server goes away or
@@ -69,6 +73,11 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(s
 
 // run executes one command line with a's streams and context.
 func (a *app) run(args []string) int {
+	return a.runTree(a.rootCmd(args), args)
+}
+
+// runTree executes args on the command tree root.
+func (a *app) runTree(root *cobra.Command, args []string) int {
 	// --json is looked for before parsing so that a usage error in the same
 	// command line is already reported as JSON.
 	for _, arg := range args {
@@ -86,7 +95,6 @@ func (a *app) run(args []string) int {
 		}
 		a.jsonOut = a.jsonOut || on
 	}
-	root := a.rootCmd()
 	root.SetArgs(args)
 	root.SetIn(a.stdin)
 	root.SetOut(a.stdout)

@@ -11,8 +11,31 @@ import (
 	"github.com/spf13/pflag"
 )
 
-// rootCmd builds the command tree for one invocation.
-func (a *app) rootCmd() *cobra.Command {
+// commandOrder lists the top-level commands in the order help shows them.
+// Each command lives in a cmd_*.go file of its group; adding one is that
+// file, its name here and one line in commandTable.
+var commandOrder = []string{"init", "commit", "land", "ref", "log", "show", "cat", "ls", "diff", "checkout",
+	"status", "update", "resolve", "info", "verify", "recover", "serve", "mcp", "hook", "export", "import", "op", "undo", "watch"}
+
+// commandTable maps each top-level command's name to its constructor.
+// It is filled by init: the constructors reach rootCmd, which reads it.
+var commandTable map[string]func(*app) *cobra.Command
+
+func init() {
+	commandTable = map[string]func(*app) *cobra.Command{
+		"init": (*app).initCmd, "commit": (*app).commitCmd, "land": (*app).landCmd, "ref": (*app).refCmd,
+		"log": (*app).logCmd, "show": (*app).showCmd, "cat": (*app).catCmd, "ls": (*app).lsCmd,
+		"diff": (*app).diffCmd, "checkout": (*app).checkoutCmd, "status": (*app).statusCmd, "update": (*app).updateCmd,
+		"resolve": (*app).resolveCmd, "info": (*app).infoCmd,
+		"verify": (*app).verifyCmd, "recover": (*app).recoverCmd, "serve": (*app).serveCmd, "mcp": (*app).mcpCmd,
+		"hook": (*app).hookCmd, "export": (*app).exportCmd, "import": (*app).importCmd, "op": (*app).opCmd,
+		"undo": (*app).undoCmd, "watch": (*app).watchCmd,
+	}
+}
+
+// rootCmd builds the command tree for one invocation of the command line
+// only: the whole tree, or just the command it names.
+func (a *app) rootCmd(only []string) *cobra.Command {
 	root := &cobra.Command{
 		Use:           "swarmops",
 		Short:         "A crash-safe changeset store shared by many agent processes",
@@ -46,35 +69,38 @@ func (a *app) rootCmd() *cobra.Command {
 			return nil
 		},
 	})
-	// Each command lives in a cmd_*.go file of its group; adding one is
-	// that file and one line here.
-	root.AddCommand(
-		a.initCmd(),
-		a.commitCmd(),
-		a.landCmd(),
-		a.refCmd(),
-		a.logCmd(),
-		a.showCmd(),
-		a.catCmd(),
-		a.lsCmd(),
-		a.diffCmd(),
-		a.checkoutCmd(),
-		a.statusCmd(),
-		a.updateCmd(),
-		a.resolveCmd(),
-		a.infoCmd(),
-		a.verifyCmd(),
-		a.recoverCmd(),
-		a.serveCmd(),
-		a.mcpCmd(),
-		a.hookCmd(),
-		a.exportCmd(),
-		a.importCmd(),
-		a.opCmd(),
-		a.undoCmd(),
-		a.watchCmd(),
-	)
+	// A command line that names a command exactly needs only that
+	// command's subtree: building the other twenty costs more than most
+	// commands' own work under a server. Parsing, help and errors of the
+	// named command are the same either way (TestCommandTableNamesItsCommands).
+	if build, ok := commandTable[leadingCommand(only)]; ok {
+		root.AddCommand(build(a))
+		return root
+	}
+	for _, name := range commandOrder {
+		root.AddCommand(commandTable[name](a))
+	}
 	return root
+}
+
+// leadingCommand returns the command a command line names when nothing
+// but the global flags precedes it, and "" for any other line (an unknown
+// flag, "--"), which cobra then parses against the whole tree.
+func leadingCommand(args []string) string {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--store" || a == "--lock-timeout":
+			i++ // its value follows
+		case a == "--json" || strings.HasPrefix(a, "--json=") || strings.HasPrefix(a, "--store=") ||
+			strings.HasPrefix(a, "--lock-timeout="):
+		case strings.HasPrefix(a, "-"):
+			return ""
+		default:
+			return a
+		}
+	}
+	return ""
 }
 
 // help records the usage of c (and, for the root, the error table) as the

@@ -246,9 +246,8 @@ func isTerminal(w io.Writer) bool {
 // client found the server through the store's own socket, so this is a
 // guard against a moved or replaced directory, not a path a user takes.
 func (a *app) sameStore() error {
-	want, err1 := os.Stat(a.sharedDir)
-	got, err2 := os.Stat(a.storeDir())
-	if err1 != nil || err2 != nil || !os.SameFile(want, got) {
+	got, err := os.Stat(a.storeDir())
+	if a.sharedInfo == nil || err != nil || !os.SameFile(a.sharedInfo, got) {
 		return &cliError{kind: kindUsage, err: errors.New("wrong store"),
 			msg: fmt.Sprintf("this server serves %s, not %s", a.sharedDir, a.storeDir())}
 	}
