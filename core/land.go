@@ -6,6 +6,7 @@ import (
 	"github.com/swarmops/swarmops/core/internal/errs"
 	"github.com/swarmops/swarmops/core/internal/merge"
 	"github.com/swarmops/swarmops/core/objects"
+	"github.com/swarmops/swarmops/core/textmerge"
 	"github.com/swarmops/swarmops/internal/testknobs"
 )
 
@@ -80,14 +81,14 @@ type lander struct {
 	head, prevHead ID
 	base           ID
 	m              *merge.Merge
-	blobs          map[ID][]byte
+	lm             *lineMerger
 	release        func()
 }
 
 // startLand reads the change and the target's head.
 func (s *Store) startLand(change ID, onto string, o LandOptions) (*lander, error) {
 	l := &lander{s: s, change: change, onto: onto, maxAttempts: o.MaxAttempts, res: &LandResult{},
-		agent: o.Agent, msg: o.Message, blobs: make(map[ID][]byte)}
+		agent: o.Agent, msg: o.Message}
 	if l.maxAttempts <= 0 {
 		l.maxAttempts = DefaultLandAttempts
 	}
@@ -107,6 +108,7 @@ func (s *Store) startLand(change ID, onto string, o LandOptions) (*lander, error
 	if l.msg == "" {
 		l.msg = fmt.Sprintf("land %s onto %s", errs.Short(change), onto)
 	}
+	l.lm = newLineMerger(textmerge.MergeOptions{OursLabel: onto, BaseLabel: "base", TheirsLabel: errs.Short(change)})
 	return l, nil
 }
 
@@ -163,29 +165,13 @@ func (l *lander) mergeAndCommit(attempt int) error {
 	if err := l.remerge(attempt); err != nil {
 		return err
 	}
-	edits, conflicts := l.m.Result()
-	if len(conflicts) > 0 {
-		return &MergeConflictError{Paths: conflicts}
+	changes, err := l.lm.changes(l.sn, l.m)
+	if err != nil {
+		return err
 	}
-	if len(edits) == 0 {
+	if len(changes) == 0 {
 		l.res.NoOp, l.res.Changeset = true, l.head
 		return nil
-	}
-	changes := make([]Change, len(edits))
-	for i, e := range edits {
-		changes[i] = Change{Path: e.Path, Delete: e.Delete, Mode: e.Entry.Mode}
-		if e.Delete {
-			continue
-		}
-		data, ok := l.blobs[e.Entry.ID]
-		if !ok {
-			var err error
-			if data, err = l.sn.Blob(e.Entry.ID); err != nil {
-				return fmt.Errorf("path %q: %w", e.Path, err)
-			}
-			l.blobs[e.Entry.ID] = data
-		}
-		changes[i].Data = data
 	}
 	beforeLandCommit(attempt)
 	id, err := l.s.Commit(CommitRequest{Parents: []ID{l.head, l.change}, Changes: changes,
