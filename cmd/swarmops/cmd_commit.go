@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -160,6 +161,9 @@ func (a *app) commit(s *core.Store, sn *core.Snapshot, c commitFlags, changes []
 	if err != nil {
 		return err
 	}
+	if changes, err = mergeParents(sn, ps, changes); err != nil {
+		return err
+	}
 	if len(changes) == 0 && !c.allowEmpty {
 		return emptyCommit()
 	}
@@ -169,6 +173,33 @@ func (a *app) commit(s *core.Store, sn *core.Snapshot, c commitFlags, changes []
 	}
 	a.committed(id, ps, len(changes), c, nil)
 	return nil
+}
+
+// mergeParents returns the changes a commit on parents ps records: with
+// one parent (or none), changes as they are; with two, changes made on the
+// first parent merged with the second (core's Snapshot.MergeChanges), so
+// that the commit's tree holds the second parent's work and a file the
+// author left alone never undoes it. A commit listing a parent whose
+// changes are not in its tree would make a later land of it revert them.
+func mergeParents(sn *core.Snapshot, ps []core.ID, changes []core.Change) ([]core.Change, error) {
+	switch {
+	case len(ps) < 2:
+		return changes, nil
+	case len(ps) > 2:
+		return nil, usagef("commit: at most two parents (%d given): a commit's second parent is merged into its tree", len(ps))
+	}
+	merged, err := sn.MergeChanges(ps[0], ps[1], changes)
+	if err != nil {
+		var mce *core.MergeConflictError
+		if errors.As(err, &mce) {
+			return nil, &cliError{kind: kindConflict, err: err,
+				extra: map[string]any{"paths": mce.Paths, "hunks": conflictHunks(mce)},
+				msg:   fmt.Sprintf("commit: merging the second parent %s conflicts in %s", short(ps[1]), strings.Join(mce.Paths, ", ")),
+				hint:  "put the resolved content of those paths in the commit's changes (or the work tree) and commit again"}
+		}
+		return nil, fmt.Errorf("commit: merge the second parent %s: %w", short(ps[1]), err)
+	}
+	return merged, nil
 }
 
 // commitChanges commits changes on parents ps, creating --advance's ref
@@ -273,10 +304,14 @@ func (a *app) commitDir(s *core.Store, sn *core.Snapshot, c commitFlags) error {
 	if err != nil {
 		return treeErr("commit --dir", c.dir, err)
 	}
-	if len(snap.Changes) == 0 && !c.allowEmpty {
+	changes, err := mergeParents(sn, ps, snap.Changes)
+	if err != nil {
+		return err
+	}
+	if len(changes) == 0 && !c.allowEmpty {
 		return emptyCommit()
 	}
-	id, err := a.commitChanges(s, sn, c, ps, snap.Changes)
+	id, err := a.commitChanges(s, sn, c, ps, changes)
 	if err != nil {
 		return err
 	}
@@ -292,14 +327,47 @@ func (a *app) commitDir(s *core.Store, sn *core.Snapshot, c commitFlags) error {
 	// The commit is durable now. Recording it as the tree's new base can
 	// fail only on the tree's own files; the commit stands either way, so
 	// that is a warning, not a failure a caller would retry.
-	if after, err := s.Snapshot(); err != nil {
+	if err := a.recordTree(s, t, c, ps, snap, id); err != nil {
 		extra["warning"] = err.Error()
-	} else if err := t.Record(after, id, snap); err != nil {
-		extra["warning"] = fmt.Sprintf("committed, but the work tree still records its old base: %v", plainText(err))
 	}
 	if w, ok := extra["warning"]; ok {
 		fmt.Fprintf(a.stderr, "swarmops: warning: %s\n", w)
 	}
-	a.committed(id, ps, len(snap.Changes), c, extra)
+	a.committed(id, ps, len(changes), c, extra)
+	return nil
+}
+
+// recordTree makes the commit id the work tree's base. When the commit
+// merged a second parent, its tree can hold more than the work tree's
+// files (what the second parent brought): the tree's own changes are then
+// recorded as a changeset on the first parent, which the tree is recorded
+// at, and the tree is switched from there to id, writing exactly what the
+// merge brought. That changeset is on no ref.
+func (a *app) recordTree(s *core.Store, t *worktree.Tree, c commitFlags, ps []core.ID, snap *worktree.Snapshot, id core.ID) error {
+	after, err := s.Snapshot()
+	if err != nil {
+		return err
+	}
+	err = t.Record(after, id, snap)
+	if err == nil {
+		return nil
+	}
+	if len(ps) < 2 || !errors.Is(err, worktree.ErrBaseMismatch) {
+		return fmt.Errorf("committed, but the work tree still records its old base: %v", plainText(err))
+	}
+	own, err := s.Commit(core.CommitRequest{Parents: ps[:1], Changes: snap.Changes, Agent: c.agent,
+		Message: "work tree changes of " + short(id)})
+	if err == nil {
+		if after, err = s.Snapshot(); err == nil {
+			err = t.Record(after, own, snap)
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("committed, but the work tree still records its old base: %v", plainText(err))
+	}
+	if _, err := t.Switch(after, id); err != nil {
+		return fmt.Errorf("committed, but the work tree is at %s, its own changes, without what the merge brought: %v; run: swarmops checkout %s %s",
+			short(own), plainText(err), short(id), c.dir)
+	}
 	return nil
 }
