@@ -42,6 +42,10 @@ diffed against the first parent and becomes a work tree of the new
 changeset; it needs a parent (--parent, or --advance of an existing ref),
 or --root for a first changeset.
 
+A second --parent records a merge: the changes are merged with that
+parent's work (by lines, as land merges), so a file the changes leave
+alone never undoes it; conflicts are E_CONFLICT with the hunks.
+
 --advance REF moves REF to the new changeset in the same journal frame
 (compare-and-swap against the first parent); without --parent or a work
 tree, the first parent is REF's current value. --create creates REF when it
