@@ -29,17 +29,24 @@ const DefaultLandAttempts = 16
 //   - Otherwise Land merges three ways: base is the nearest common ancestor of
 //     the head and change (highest generation; the empty tree if none), and
 //     every path change made between base and change is applied to the head.
-//     A path that both sides changed differently, or a file that would land
-//     where the other side has a directory, is a conflict: Land fails with a
-//     *MergeConflictError listing every such path and writes nothing. If every
-//     path already has change's value, there is nothing to record and Land
-//     reports NoOp. Otherwise it commits one changeset with Parents [head,
-//     change] that advances onto in the same journal frame.
+//     A path that both sides changed differently is merged by lines
+//     (core/textmerge, git merge-file's rules) when it is a regular file of
+//     one mode on both sides, over a regular file or nothing in base, and
+//     no version is binary; the merged file is a new blob of the land's
+//     changeset. Overlapping (or touching) line edits, any other path both
+//     changed, and a file that would land where the other side has a
+//     directory are conflicts: Land fails with a *MergeConflictError listing
+//     every such path, with the hunks of those merged by lines, and writes
+//     nothing. If the merge leaves the head's tree as it is, there is
+//     nothing to record and Land reports NoOp. Otherwise it commits one
+//     changeset with Parents [head, change] that advances onto in the same
+//     journal frame (one data sync).
 //
 // When the compare-and-swap loses (another writer moved onto first), Land
 // re-merges only the paths the target gained between the head it merged
 // against and the new head (LandResult.Remerged records how many, per
-// retry), and tries again, at most o.MaxAttempts times in all (0:
+// retry; a file whose head version changed is merged by lines again from
+// its three versions), and tries again, at most o.MaxAttempts times in all (0:
 // DefaultLandAttempts). Running out of attempts is ErrBusy: the target is
 // contended, and trying later is the remedy.
 //
