@@ -5,10 +5,16 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
+	"pgregory.net/rapid"
+
 	"github.com/swarmops/swarmops/core/objects"
+	"github.com/swarmops/swarmops/core/textmerge"
+	"github.com/swarmops/swarmops/faultfs"
 )
 
 // registry is a ten-line text file whose even lines are fixed separators,
@@ -260,4 +266,93 @@ func TestMergeChangesCarriesTheOtherParentAndKeepsLocalResolutions(t *testing.T)
 			t.Errorf("%s: %q, %v; want %q", path, got, err, want)
 		}
 	}
+}
+
+// drawText draws a short text over a small alphabet of lines, so that
+// edits often meet; label names the draws.
+func drawText(t *rapid.T, label string, from []string) []string {
+	lines := slices.Clone(from)
+	for k := rapid.IntRange(0, 3).Draw(t, label+" edits"); k > 0; k-- {
+		at := rapid.IntRange(0, len(lines)).Draw(t, label+" at")
+		line := rapid.SampledFrom([]string{"a", "b", "c", "x", "y"}).Draw(t, label+" line")
+		switch op := rapid.IntRange(0, 2).Draw(t, label+" op"); {
+		case op == 0 || at == len(lines):
+			lines = slices.Insert(lines, at, line)
+		case op == 1:
+			lines[at] = line
+		default:
+			lines = slices.Delete(lines, at, at+1)
+		}
+	}
+	return lines
+}
+
+func joinLines(lines []string) []byte {
+	if len(lines) == 0 {
+		return nil
+	}
+	return []byte(strings.Join(lines, "\n") + "\n")
+}
+
+// TestLandOfOneFileIsTextmergesMerge checks, on random three-way edits of
+// one file, that Land's outcome is core/textmerge's (whose own property
+// test holds it to git merge-file): the merged bytes when clean, the same
+// hunks when not. Reproduce a failure with the seed rapid prints
+// (go test ./core -run TestLandOfOneFileIsTextmergesMerge -rapid.seed=N).
+func TestLandOfOneFileIsTextmergesMerge(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		base := drawText(rt, "base", []string{"a", "b", "c", "a", "b"})
+		ours, theirs := drawText(rt, "ours", base), drawText(rt, "theirs", base)
+		b, o, th := joinLines(base), joinLines(ours), joinLines(theirs)
+		want, err := textmerge.Merge(b, o, th, textmerge.MergeOptions{})
+		if err != nil {
+			rt.Fatal(err)
+		}
+		s, err := Create("/s", Options{FS: faultfs.NewMem()})
+		if err != nil {
+			rt.Fatal(err)
+		}
+		defer s.Close()
+		m0, err := s.Commit(CommitRequest{Changes: []Change{{Path: "f", Data: b}}, Advance: "main"})
+		if err != nil {
+			rt.Fatal(err)
+		}
+		change, err := s.Commit(CommitRequest{Parents: []ID{m0}, Changes: []Change{{Path: "f", Data: th}}})
+		if err != nil {
+			rt.Fatal(err)
+		}
+		if _, err := s.Commit(CommitRequest{Parents: []ID{m0}, Changes: []Change{{Path: "f", Data: o}}, Advance: "main"}); err != nil {
+			rt.Fatal(err)
+		}
+		_, err = s.Land(change, "main", LandOptions{})
+		var mce *MergeConflictError
+		switch {
+		case want.Clean && err != nil:
+			rt.Fatalf("land: %v; textmerge merges cleanly to %q", err, want.Merged)
+		case want.Clean:
+			sn, err := s.Snapshot()
+			if err != nil {
+				rt.Fatal(err)
+			}
+			got, _, err := sn.ReadPath(mustRef(rt, sn, "main"), "f")
+			if err != nil {
+				rt.Fatal(err)
+			}
+			if string(got) != string(want.Merged) {
+				rt.Fatalf("landed f = %q; textmerge gives %q", got, want.Merged)
+			}
+		case !errors.As(err, &mce):
+			rt.Fatalf("land: %v; textmerge conflicts with %d hunks", err, len(want.Conflicts))
+		case !reflect.DeepEqual(mce.Hunks["f"], want.Conflicts):
+			rt.Fatalf("hunks %+v; textmerge's %+v", mce.Hunks["f"], want.Conflicts)
+		}
+	})
+}
+
+func mustRef(t *rapid.T, sn *Snapshot, name string) ID {
+	id, err := sn.Ref(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
 }
