@@ -320,25 +320,30 @@ func (a *app) commitDir(s *core.Store, sn *core.Snapshot, c commitFlags) error {
 		return err
 	}
 	extra := map[string]any{"dir": c.dir}
-	if len(snap.Skipped) > 0 {
-		sk := make([]map[string]any, len(snap.Skipped))
-		for i, k := range snap.Skipped {
-			sk[i] = map[string]any{"path": k.Path, "reason": k.Reason}
-			fmt.Fprintf(a.stderr, "swarmops: warning: skipped %s (%s)\n", k.Path, k.Reason)
-		}
-		extra["skipped"] = sk
-	}
+	a.reportSkipped(snap, extra)
 	// The commit is durable now. Recording it as the tree's new base can
 	// fail only on the tree's own files; the commit stands either way, so
 	// that is a warning, not a failure a caller would retry.
 	if err := a.recordTree(s, t, c, ps, snap, id); err != nil {
 		extra["warning"] = err.Error()
-	}
-	if w, ok := extra["warning"]; ok {
-		fmt.Fprintf(a.stderr, "swarmops: warning: %s\n", w)
+		fmt.Fprintf(a.stderr, "swarmops: warning: %s\n", err)
 	}
 	a.committed(id, ps, len(changes), c, extra)
 	return nil
+}
+
+// reportSkipped warns of the special files a snapshot skipped and lists
+// them in extra["skipped"].
+func (a *app) reportSkipped(snap *worktree.Snapshot, extra map[string]any) {
+	if len(snap.Skipped) == 0 {
+		return
+	}
+	sk := make([]map[string]any, len(snap.Skipped))
+	for i, k := range snap.Skipped {
+		sk[i] = map[string]any{"path": k.Path, "reason": k.Reason}
+		fmt.Fprintf(a.stderr, "swarmops: warning: skipped %s (%s)\n", k.Path, k.Reason)
+	}
+	extra["skipped"] = sk
 }
 
 // recordTree makes the commit id the work tree's base. When the commit
