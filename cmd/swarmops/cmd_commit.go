@@ -297,7 +297,7 @@ func (a *app) commitDir(s *core.Store, sn *core.Snapshot, c commitFlags) error {
 				extra: map[string]any{"base": idOrNull(t.Base())},
 				msg: fmt.Sprintf("commit --dir %q: the work tree is at %s, not at the parent %s: its changes are against its own base",
 					c.dir, idText(t.Base()), short(ps[0])),
-				hint: fmt.Sprintf("commit without --parent, or switch it first: swarmops checkout %s %s", short(ps[0]), c.dir)}
+				hint: staleHint(t.Base(), ps[0], c.dir)}
 		}
 		if len(ps) == 0 && !t.Base().IsZero() {
 			ps = []core.ID{t.Base()}
@@ -330,6 +330,16 @@ func (a *app) commitDir(s *core.Store, sn *core.Snapshot, c commitFlags) error {
 	}
 	a.committed(id, ps, len(changes), c, extra)
 	return nil
+}
+
+// staleHint says what to do about a work tree at base asked to commit on
+// parent: commit on its base, merge parent in, or switch the tree.
+func staleHint(base, parent core.ID, dir string) string {
+	merge := ""
+	if !base.IsZero() {
+		merge = fmt.Sprintf(", or merge it in with --parent %s --parent %s", short(base), short(parent))
+	}
+	return fmt.Sprintf("commit without --parent%s, or switch the tree first: swarmops checkout %s %s", merge, short(parent), dir)
 }
 
 // reportSkipped warns of the special files a snapshot skipped and lists
