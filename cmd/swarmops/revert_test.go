@@ -101,6 +101,9 @@ var _ = Describe("commits onto a moved main", func() {
 
 		// With main as a second parent, the stale files lose.
 		e.ok("", "commit", "--dir", wt, "--parent", "agent/3", "--parent", "main", "--advance", "agent/3", "-m", "mine, merged with main")
+		// The work tree holds the file merged by lines, and is clean.
+		Expect(os.ReadFile(filepath.Join(wt, "reg.txt"))).To(Equal([]byte("slot 1: agent-1\n--\nslot 3: agent-3\n--\nslot 5: free\n")))
+		Expect(e.ok("", "status", wt).(map[string]any)["clean"]).To(BeTrue())
 		e.ok("", "land", "agent/3", "--onto", "main")
 		expectOthersKept()
 		Expect(e.run("", "cat", "main:reg.txt").Stdout).To(Equal("slot 1: agent-1\n--\nslot 3: agent-3\n--\nslot 5: free\n"))
