@@ -98,7 +98,7 @@
 //	internal/reflog     older ref moves, out of the checkpoint
 //	internal/cscache    changesets snapshots have read
 //	internal/deepcheck  the object half of a deep Verify
-//	internal/merge      Land's three-way merge of paths
+//	internal/merge      Land's three-way merge of paths (contents: core/textmerge)
 //	internal/errs       the error values core re-exports
 //	internal/lockorder  the lock order, checked in a lockorder build
 //

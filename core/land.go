@@ -6,6 +6,7 @@ import (
 	"github.com/swarmops/swarmops/core/internal/errs"
 	"github.com/swarmops/swarmops/core/internal/merge"
 	"github.com/swarmops/swarmops/core/objects"
+	"github.com/swarmops/swarmops/core/textmerge"
 	"github.com/swarmops/swarmops/internal/testknobs"
 )
 
@@ -28,17 +29,24 @@ const DefaultLandAttempts = 16
 //   - Otherwise Land merges three ways: base is the nearest common ancestor of
 //     the head and change (highest generation; the empty tree if none), and
 //     every path change made between base and change is applied to the head.
-//     A path that both sides changed differently, or a file that would land
-//     where the other side has a directory, is a conflict: Land fails with a
-//     *MergeConflictError listing every such path and writes nothing. If every
-//     path already has change's value, there is nothing to record and Land
-//     reports NoOp. Otherwise it commits one changeset with Parents [head,
-//     change] that advances onto in the same journal frame.
+//     A path that both sides changed differently is merged by lines
+//     (core/textmerge, git merge-file's rules) when it is a regular file of
+//     one mode on both sides, over a regular file or nothing in base, and
+//     no version is binary; the merged file is a new blob of the land's
+//     changeset. Overlapping (or touching) line edits, any other path both
+//     changed, and a file that would land where the other side has a
+//     directory are conflicts: Land fails with a *MergeConflictError listing
+//     every such path, with the hunks of those merged by lines, and writes
+//     nothing. If the merge leaves the head's tree as it is, there is
+//     nothing to record and Land reports NoOp. Otherwise it commits one
+//     changeset with Parents [head, change] that advances onto in the same
+//     journal frame (one data sync).
 //
 // When the compare-and-swap loses (another writer moved onto first), Land
 // re-merges only the paths the target gained between the head it merged
 // against and the new head (LandResult.Remerged records how many, per
-// retry), and tries again, at most o.MaxAttempts times in all (0:
+// retry; a file whose head version changed is merged by lines again from
+// its three versions), and tries again, at most o.MaxAttempts times in all (0:
 // DefaultLandAttempts). Running out of attempts is ErrBusy: the target is
 // contended, and trying later is the remedy.
 //
@@ -80,14 +88,14 @@ type lander struct {
 	head, prevHead ID
 	base           ID
 	m              *merge.Merge
-	blobs          map[ID][]byte
+	lm             *lineMerger
 	release        func()
 }
 
 // startLand reads the change and the target's head.
 func (s *Store) startLand(change ID, onto string, o LandOptions) (*lander, error) {
 	l := &lander{s: s, change: change, onto: onto, maxAttempts: o.MaxAttempts, res: &LandResult{},
-		agent: o.Agent, msg: o.Message, blobs: make(map[ID][]byte)}
+		agent: o.Agent, msg: o.Message}
 	if l.maxAttempts <= 0 {
 		l.maxAttempts = DefaultLandAttempts
 	}
@@ -107,6 +115,7 @@ func (s *Store) startLand(change ID, onto string, o LandOptions) (*lander, error
 	if l.msg == "" {
 		l.msg = fmt.Sprintf("land %s onto %s", errs.Short(change), onto)
 	}
+	l.lm = newLineMerger(textmerge.MergeOptions{OursLabel: onto, BaseLabel: "base", TheirsLabel: errs.Short(change)})
 	return l, nil
 }
 
@@ -163,29 +172,13 @@ func (l *lander) mergeAndCommit(attempt int) error {
 	if err := l.remerge(attempt); err != nil {
 		return err
 	}
-	edits, conflicts := l.m.Result()
-	if len(conflicts) > 0 {
-		return &MergeConflictError{Paths: conflicts}
+	changes, err := l.lm.changes(l.sn, l.m)
+	if err != nil {
+		return err
 	}
-	if len(edits) == 0 {
+	if len(changes) == 0 {
 		l.res.NoOp, l.res.Changeset = true, l.head
 		return nil
-	}
-	changes := make([]Change, len(edits))
-	for i, e := range edits {
-		changes[i] = Change{Path: e.Path, Delete: e.Delete, Mode: e.Entry.Mode}
-		if e.Delete {
-			continue
-		}
-		data, ok := l.blobs[e.Entry.ID]
-		if !ok {
-			var err error
-			if data, err = l.sn.Blob(e.Entry.ID); err != nil {
-				return fmt.Errorf("path %q: %w", e.Path, err)
-			}
-			l.blobs[e.Entry.ID] = data
-		}
-		changes[i].Data = data
 	}
 	beforeLandCommit(attempt)
 	id, err := l.s.Commit(CommitRequest{Parents: []ID{l.head, l.change}, Changes: changes,

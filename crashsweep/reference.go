@@ -50,6 +50,9 @@ func makeReference(sc *scenarios.Scenario, weaken testknobs.Weakening) (*referen
 	if ref.content, err = readContent(sn, ref.known); err != nil {
 		return nil, err
 	}
+	if err := ref.checkMerged(); err != nil {
+		return nil, err
+	}
 	for _, st := range r.stores {
 		if st != nil {
 			if err := st.Close(); err != nil {
@@ -210,4 +213,25 @@ func Trace(sc *scenarios.Scenario, weaken testknobs.Weakening) ([]string, error)
 		out = append(out, line)
 	}
 	return out, nil
+}
+
+// checkMerged compares each acknowledged land's changeset with the files
+// its step says the merge gives (scenarios.Step.Merged). The recovered
+// states are compared with ref.content, so after this check a crash state
+// that holds such a land holds exactly the merged content written in the
+// scenario, and any other content is a C6 problem there.
+func (ref *reference) checkMerged() error {
+	for _, op := range ref.ops {
+		st := op.step
+		if st.Kind != scenarios.KindLand || len(st.Merged) == 0 || op.land == nil {
+			continue
+		}
+		have := ref.content[op.land.Changeset]
+		for _, f := range st.Merged {
+			if h, ok := have[f.Path]; !ok || h != hashBytes(f.Data()) {
+				return &claimError{scenarios.C6, fmt.Errorf("land %s (%s): file %q is not the merged content the scenario gives", st.Change, st.Pos, f.Path)}
+			}
+		}
+	}
+	return nil
 }

@@ -72,8 +72,8 @@ func TestSelectRejectsEmptyMatchAndBadPattern(t *testing.T) {
 		t.Errorf("bad pattern: got %v", err)
 	}
 	got, err := Select(all, "land-*")
-	if err != nil || len(got) != 4 {
-		t.Errorf("land-*: got %d, %v; want 4", len(got), err)
+	if err != nil || len(got) != 5 {
+		t.Errorf("land-*: got %d, %v; want 5", len(got), err)
 	}
 }
 

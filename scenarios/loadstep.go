@@ -227,12 +227,17 @@ func (l *loader) refStep(st *Step, k, body *yaml.Node) error {
 
 // landStep parses a land step.
 func (l *loader) landStep(st *Step, k, body *yaml.Node) error {
-	f, err := l.fields(body, k.Value, "change", "onto", "id", "writer", "outcome")
+	f, err := l.fields(body, k.Value, "change", "onto", "id", "writer", "outcome", "merged")
 	if err != nil {
 		return err
 	}
 	if f["change"] == nil || f["onto"] == nil {
 		return l.errf(k, "land: keys change and onto are required")
+	}
+	if v := f["merged"]; v != nil {
+		if st.Merged, err = l.files(v); err != nil {
+			return err
+		}
 	}
 	if err := l.writer(st, f); err != nil {
 		return err

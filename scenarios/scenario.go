@@ -176,6 +176,10 @@ type Step struct {
 	// land
 	Change Rev
 	Onto   string
+	// Merged lists files the land's changeset must hold, with their
+	// content: what a merge by lines gives, written down independently of
+	// the code that computes it.
+	Merged []File
 
 	Outcome Outcome
 

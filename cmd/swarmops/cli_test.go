@@ -87,6 +87,9 @@ var _ = Describe("swarmops", func() {
 			expectGolden("error-conflict", e.run("", "ref", "set", "main", m1, "--expect", m1, "--json"), e.root)
 			expectGolden("error-not-store", e.run("", "info", "--store", e.root, "--json"), e.root)
 			expectGolden("error-exists", e.run("", "init", "--json"), e.root)
+			x := e.commit("put dir/b.txt = \"beta by x\\n\"\n", "--parent", "main")
+			e.commit("put dir/b.txt = \"beta by main\\n\"\n", "--advance", "main")
+			expectGolden("error-merge-conflict", e.run("", "land", x, "--onto", "main", "--json"), e.root)
 		})
 	})
 

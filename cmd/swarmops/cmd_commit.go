@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -36,10 +37,16 @@ either, the work tree around the current directory).
 A work tree (made by checkout) records its own changes against its base:
 only files whose stat data changed are read, the parent is the base, and
 the work tree's base moves to the new changeset. A --parent other than the
-base is refused (E_STALE): switch the tree first. A plain directory is
+base is refused (E_STALE): update the tree first (swarmops update), or
+give the base first and the other revision second to merge it in. A
+plain directory is
 diffed against the first parent and becomes a work tree of the new
 changeset; it needs a parent (--parent, or --advance of an existing ref),
 or --root for a first changeset.
+
+A second --parent records a merge: the changes are merged with that
+parent's work (by lines, as land merges), so a file the changes leave
+alone never undoes it; conflicts are E_CONFLICT with the hunks.
 
 --advance REF moves REF to the new changeset in the same journal frame
 (compare-and-swap against the first parent); without --parent or a work
@@ -160,6 +167,9 @@ func (a *app) commit(s *core.Store, sn *core.Snapshot, c commitFlags, changes []
 	if err != nil {
 		return err
 	}
+	if changes, err = mergeParents(sn, ps, changes); err != nil {
+		return err
+	}
 	if len(changes) == 0 && !c.allowEmpty {
 		return emptyCommit()
 	}
@@ -169,6 +179,33 @@ func (a *app) commit(s *core.Store, sn *core.Snapshot, c commitFlags, changes []
 	}
 	a.committed(id, ps, len(changes), c, nil)
 	return nil
+}
+
+// mergeParents returns the changes a commit on parents ps records: with
+// one parent (or none), changes as they are; with two, changes made on the
+// first parent merged with the second (core's Snapshot.MergeChanges), so
+// that the commit's tree holds the second parent's work and a file the
+// author left alone never undoes it. A commit listing a parent whose
+// changes are not in its tree would make a later land of it revert them.
+func mergeParents(sn *core.Snapshot, ps []core.ID, changes []core.Change) ([]core.Change, error) {
+	switch {
+	case len(ps) < 2:
+		return changes, nil
+	case len(ps) > 2:
+		return nil, usagef("commit: at most two parents (%d given): a commit's second parent is merged into its tree", len(ps))
+	}
+	merged, err := sn.MergeChanges(ps[0], ps[1], changes)
+	if err != nil {
+		var mce *core.MergeConflictError
+		if errors.As(err, &mce) {
+			return nil, &cliError{kind: kindConflict, err: err,
+				extra: map[string]any{"paths": mce.Paths, "hunks": conflictHunks(mce)},
+				msg:   fmt.Sprintf("commit: merging the second parent %s conflicts in %s", short(ps[1]), strings.Join(mce.Paths, ", ")),
+				hint:  "put the resolved content of those paths in the commit's changes (or the work tree) and commit again"}
+		}
+		return nil, fmt.Errorf("commit: merge the second parent %s: %w", short(ps[1]), err)
+	}
+	return merged, nil
 }
 
 // commitChanges commits changes on parents ps, creating --advance's ref
@@ -262,7 +299,7 @@ func (a *app) commitDir(s *core.Store, sn *core.Snapshot, c commitFlags) error {
 				extra: map[string]any{"base": idOrNull(t.Base())},
 				msg: fmt.Sprintf("commit --dir %q: the work tree is at %s, not at the parent %s: its changes are against its own base",
 					c.dir, idText(t.Base()), short(ps[0])),
-				hint: fmt.Sprintf("commit without --parent, or bring the tree onto it first: swarmops update %s --onto %s", c.dir, short(ps[0]))}
+				hint: staleHint(t.Base(), ps[0], c.dir)}
 		}
 		if len(ps) == 0 && !t.Base().IsZero() {
 			ps = []core.ID{t.Base()}
@@ -273,33 +310,85 @@ func (a *app) commitDir(s *core.Store, sn *core.Snapshot, c commitFlags) error {
 	if err != nil {
 		return treeErr("commit --dir", c.dir, err)
 	}
-	if len(snap.Changes) == 0 && !c.allowEmpty {
+	changes, err := mergeParents(sn, ps, snap.Changes)
+	if err != nil {
+		return err
+	}
+	if len(changes) == 0 && !c.allowEmpty {
 		return emptyCommit()
 	}
-	id, err := a.commitChanges(s, sn, c, ps, snap.Changes)
+	id, err := a.commitChanges(s, sn, c, ps, changes)
 	if err != nil {
 		return err
 	}
 	extra := map[string]any{"dir": c.dir}
-	if len(snap.Skipped) > 0 {
-		sk := make([]map[string]any, len(snap.Skipped))
-		for i, k := range snap.Skipped {
-			sk[i] = map[string]any{"path": k.Path, "reason": k.Reason}
-			fmt.Fprintf(a.stderr, "swarmops: warning: skipped %s (%s)\n", k.Path, k.Reason)
-		}
-		extra["skipped"] = sk
-	}
+	a.reportSkipped(snap, extra)
 	// The commit is durable now. Recording it as the tree's new base can
 	// fail only on the tree's own files; the commit stands either way, so
 	// that is a warning, not a failure a caller would retry.
-	if after, err := s.Snapshot(); err != nil {
+	if err := a.recordTree(s, t, c, ps, snap, id); err != nil {
 		extra["warning"] = err.Error()
-	} else if err := t.Record(after, id, snap); err != nil {
-		extra["warning"] = fmt.Sprintf("committed, but the work tree still records its old base: %v", plainText(err))
+		fmt.Fprintf(a.stderr, "swarmops: warning: %s\n", err)
 	}
-	if w, ok := extra["warning"]; ok {
-		fmt.Fprintf(a.stderr, "swarmops: warning: %s\n", w)
+	a.committed(id, ps, len(changes), c, extra)
+	return nil
+}
+
+// staleHint says what to do about a work tree at base asked to commit on
+// parent: commit on its base, merge parent in, or update the tree.
+func staleHint(base, parent core.ID, dir string) string {
+	merge := ""
+	if !base.IsZero() {
+		merge = fmt.Sprintf(", or merge it in with --parent %s --parent %s", short(base), short(parent))
 	}
-	a.committed(id, ps, len(snap.Changes), c, extra)
+	return fmt.Sprintf("commit without --parent%s, or bring the tree onto it first: swarmops update %s --onto %s", merge, dir, short(parent))
+}
+
+// reportSkipped warns of the special files a snapshot skipped and lists
+// them in extra["skipped"].
+func (a *app) reportSkipped(snap *worktree.Snapshot, extra map[string]any) {
+	if len(snap.Skipped) == 0 {
+		return
+	}
+	sk := make([]map[string]any, len(snap.Skipped))
+	for i, k := range snap.Skipped {
+		sk[i] = map[string]any{"path": k.Path, "reason": k.Reason}
+		fmt.Fprintf(a.stderr, "swarmops: warning: skipped %s (%s)\n", k.Path, k.Reason)
+	}
+	extra["skipped"] = sk
+}
+
+// recordTree makes the commit id the work tree's base. When the commit
+// merged a second parent, its tree can hold more than the work tree's
+// files (what the second parent brought): the tree's own changes are then
+// recorded as a changeset on the first parent, which the tree is recorded
+// at, and the tree is switched from there to id, writing exactly what the
+// merge brought. That changeset is on no ref.
+func (a *app) recordTree(s *core.Store, t *worktree.Tree, c commitFlags, ps []core.ID, snap *worktree.Snapshot, id core.ID) error {
+	after, err := s.Snapshot()
+	if err != nil {
+		return err
+	}
+	err = t.Record(after, id, snap)
+	if err == nil {
+		return nil
+	}
+	if len(ps) < 2 || !errors.Is(err, worktree.ErrBaseMismatch) {
+		return fmt.Errorf("committed, but the work tree still records its old base: %v", plainText(err))
+	}
+	own, err := s.Commit(core.CommitRequest{Parents: ps[:1], Changes: snap.Changes, Agent: c.agent,
+		Message: "work tree changes of " + short(id)})
+	if err == nil {
+		if after, err = s.Snapshot(); err == nil {
+			err = t.Record(after, own, snap)
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("committed, but the work tree still records its old base: %v", plainText(err))
+	}
+	if _, err := t.Switch(after, id); err != nil {
+		return fmt.Errorf("committed, but the work tree is at %s, its own changes, without what the merge brought: %v; run: swarmops checkout %s %s",
+			short(own), plainText(err), short(id), c.dir)
+	}
 	return nil
 }

@@ -21,8 +21,11 @@ func (a *app) landCmd() *cobra.Command {
 delta hash, nothing happens ("noop": true). If REF's head is CHANGE's first
 parent, REF is fast-forwarded to CHANGE. Otherwise CHANGE is merged three
 ways onto the head against their nearest common ancestor and one changeset
-with parents [head, CHANGE] moves REF. A path both sides changed differently
-is E_CONFLICT listing "paths". When another writer moves REF first, only the
+with parents [head, CHANGE] moves REF. A text file both sides changed is
+merged by lines (as git merge-file does); edits of the same or adjacent
+lines, and any other path both sides changed differently (binary, mode or
+type, delete against edit), are E_CONFLICT with "paths" and, per path
+merged by lines, its conflicting "hunks". When another writer moves REF first, only the
 paths REF gained are re-merged ("remerged" counts them per retry), up to
 --max-attempts; running out is E_BUSY.`,
 		Args: cobra.ExactArgs(1),

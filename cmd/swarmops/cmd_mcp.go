@@ -190,7 +190,7 @@ func newMCPServer(run runner, agent string, global []string) *mcp.Server {
 		c.flags = appendFlag(c.flags, "--allow-empty", in.AllowEmpty)
 		return c
 	})
-	tool(s, run, global, "land", "Land a changeset's changes onto a ref (three-way merge; re-merges after a lost race); E_CONFLICT lists the paths", func(in landIn) call {
+	tool(s, run, global, "land", "Land a changeset's changes onto a ref (three-way merge; re-merges after a lost race); text files merge by lines; E_CONFLICT lists the paths and their conflicting hunks", func(in landIn) call {
 		c := call{cmd: []string{"land"}, flags: []string{"--onto", in.Onto}, pos: []string{in.Change}}
 		if in.MaxAttempts > 0 {
 			c.flags = append(c.flags, "--max-attempts", strconv.Itoa(in.MaxAttempts))

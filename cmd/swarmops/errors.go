@@ -13,6 +13,7 @@ import (
 
 	"github.com/swarmops/swarmops/core"
 	"github.com/swarmops/swarmops/core/objects"
+	"github.com/swarmops/swarmops/core/textmerge"
 	"github.com/swarmops/swarmops/worktree"
 )
 
@@ -32,7 +33,7 @@ type errorKind struct {
 var (
 	kindUsage      = errorKind{"E_USAGE", 2, false, "bad command line, flag, environment value, path, revision syntax or change list"}
 	kindNotFound   = errorKind{"E_NOT_FOUND", 3, false, "a revision, ref, path or object does not exist"}
-	kindConflict   = errorKind{"E_CONFLICT", 4, false, "a ref compare-and-swap failed (\"current\" holds the value) or a land conflicted (\"paths\")"}
+	kindConflict   = errorKind{"E_CONFLICT", 4, false, "a ref compare-and-swap failed (\"current\" holds the value) or a land or merge conflicted (\"paths\", \"hunks\")"}
 	kindBusy       = errorKind{"E_BUSY", 5, true, "the writer lock was not free within --lock-timeout, or land lost every race; run it again"}
 	kindCorrupt    = errorKind{"E_CORRUPT", 6, false, "a checksum or structural check failed; the store refuses to guess (run verify, recover)"}
 	kindIO         = errorKind{"E_IO", 7, false, "an I/O error from the filesystem"}
@@ -167,6 +168,7 @@ func classify(err error) *cliError {
 	case errors.As(err, &merge):
 		out.kind = kindConflict
 		out.extra["paths"] = merge.Paths
+		out.extra["hunks"] = conflictHunks(merge)
 	case errors.As(err, &conflict):
 		out.kind = kindConflict
 		out.extra["ref"] = conflict.Ref
@@ -248,4 +250,30 @@ func idOrNull(id core.ID) any {
 		return nil
 	}
 	return id.String()
+}
+
+// hunkJSON is one conflicting hunk of E_CONFLICT's "hunks": the lines
+// base, ours (the side merged onto: land's REF) and theirs (the side
+// merged in: land's CHANGE) have there, each with its 1-based start line
+// and count in its own file.
+type hunkJSON struct {
+	Base   textmerge.Region `json:"base"`
+	Ours   textmerge.Region `json:"ours"`
+	Theirs textmerge.Region `json:"theirs"`
+}
+
+// conflictHunks is E_CONFLICT's "hunks": for each conflicting path merged
+// by lines, its conflicting hunks. A path of "paths" missing here
+// conflicted as a whole file (binary, a mode or type change, a delete
+// against an edit, a file against a directory).
+func conflictHunks(e *core.MergeConflictError) map[string][]hunkJSON {
+	out := make(map[string][]hunkJSON, len(e.Hunks))
+	for p, hs := range e.Hunks {
+		js := make([]hunkJSON, len(hs))
+		for i, h := range hs {
+			js[i] = hunkJSON{Base: h.Base, Ours: h.Ours, Theirs: h.Theirs}
+		}
+		out[p] = js
+	}
+	return out
 }

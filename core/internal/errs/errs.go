@@ -16,6 +16,7 @@ import (
 	"github.com/swarmops/swarmops/core/journal"
 	"github.com/swarmops/swarmops/core/objects"
 	"github.com/swarmops/swarmops/core/refs"
+	"github.com/swarmops/swarmops/core/textmerge"
 	"github.com/swarmops/swarmops/core/vfs"
 )
 
@@ -56,9 +57,16 @@ func (e *ConflictError) Error() string {
 // Unwrap makes errors.Is(err, ErrConflict) true.
 func (e *ConflictError) Unwrap() error { return ErrConflict }
 
-// MergeConflictError is a land whose 3-way merge conflicted on Paths.
+// MergeConflictError is a three-way merge that conflicted on Paths
+// (sorted). Hunks holds, for each of those paths whose text was merged by
+// lines, the conflicting hunks: ours is the side merged onto (a land's
+// target), theirs the side merged in (the change landed). A path without
+// hunks conflicted as a whole file: binary content, a mode or type change,
+// a delete against an edit, or a file where the other side has a
+// directory.
 type MergeConflictError struct {
 	Paths []string
+	Hunks map[string][]textmerge.Conflict
 }
 
 func (e *MergeConflictError) Error() string {

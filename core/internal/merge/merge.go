@@ -163,6 +163,30 @@ func (m *Merge) AdvanceHead(edits []HeadEdit) int {
 	return len(edits)
 }
 
+// Sides is what base, head and theirs hold at one path; a Has flag is
+// false where that side has no file there.
+type Sides struct {
+	Base, Head, Theirs          objects.Entry
+	HasBase, HasHead, HasTheirs bool
+}
+
+// Contested returns the three sides of p when head and theirs both changed
+// p since base, differently: the conflicts a finer merge of the contents
+// may still resolve. It is false for every other path, and for a put that
+// Result reports as a conflict only because it clashes with the tree's
+// layout (a file where a directory is needed, or the reverse), which no
+// merge of contents can resolve.
+func (m *Merge) Contested(p string) (Sides, bool) {
+	if m.decision[p] != opConflict || !m.inTheirs[p] {
+		return Sides{}, false
+	}
+	var s Sides
+	s.Base, s.HasBase = m.base[p]
+	s.Head, s.HasHead = m.head[p]
+	s.Theirs, s.HasTheirs = m.theirs[p]
+	return s, true
+}
+
 // resultEntry returns the merged value of path p.
 func (m *Merge) resultEntry(p string) (objects.Entry, bool) {
 	switch m.decision[p] {

@@ -210,3 +210,31 @@ func TestMergeResultIsTheirsOverHead(t *testing.T) {
 		}
 	})
 }
+
+func TestContestedOffersOnlyPathsBothSidesChanged(t *testing.T) {
+	cases := []struct {
+		name               string
+		base, head, theirs map[string]objects.Entry
+		path               string
+		want               bool
+	}{
+		{"both modified differently", tree("a", "1"), tree("a", "2"), tree("a", "3"), "a", true},
+		{"both added differently", tree(), tree("n", "x"), tree("n", "y"), "n", true},
+		{"head deleted what theirs modified", tree("a", "1"), tree(), tree("a", "3"), "a", true},
+		{"only theirs modified", tree("a", "1"), tree("a", "1"), tree("a", "3"), "a", false},
+		{"both made the same change", tree("a", "1"), tree("a", "3"), tree("a", "3"), "a", false},
+		{"a file where head has a directory (a layout clash)", tree(), tree("d/x", "x"), tree("d", "d"), "d", false},
+		{"a path theirs never changed", tree("a", "1"), tree("a", "2"), tree("a", "1"), "a", false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s, ok := New(c.base, c.head, c.theirs).Contested(c.path)
+			if ok != c.want {
+				t.Fatalf("Contested(%q) = %v; want %v", c.path, ok, c.want)
+			}
+			if ok && (s.HasHead != (len(c.head) > 0) || !s.HasTheirs || s.Theirs != c.theirs[c.path]) {
+				t.Fatalf("sides %+v do not match the trees", s)
+			}
+		})
+	}
+}
