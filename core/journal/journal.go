@@ -291,3 +291,19 @@ func (c *Config) Segments() ([]uint64, error) {
 	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
 	return out, nil
 }
+
+// Distance is the number of journal bytes from position a to a later
+// position b, with every segment between them, and the unused end of a's,
+// counted at segSize. It is exact within a segment. Across a rollover it
+// may count up to one frame's size of unused space, and a frame larger
+// than segSize (which has a segment of its own) counts as segSize: it is
+// an estimate for scheduling checkpoints that needs no file's size.
+func Distance(a, b Pos, segSize int64) int64 {
+	if !a.Less(b) {
+		return 0
+	}
+	if a.Seg == b.Seg {
+		return b.Off - a.Off
+	}
+	return max(segSize-a.Off, 0) + int64(b.Seg-a.Seg-1)*segSize + max(b.Off-FirstFrame, 0)
+}
