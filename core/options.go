@@ -30,10 +30,10 @@ const (
 	// (a checkpoint is due at K frames or B bytes, whichever comes first).
 	// An open reads at most about B of frames past the checkpoint plus
 	// the last frame's head. Small commits (one 512-byte sector a frame)
-	// reach K long before B, so B changes nothing for them; a checkpoint
-	// costs about five syncs, so one per 4 MiB of journal adds at most
-	// 0.1 sync to commits of 80 KiB or more, which make loose objects or
-	// write 160 sectors each anyway.
+	// reach K long before B, so B changes nothing for them. A checkpoint
+	// costs about five syncs, so one per 4 MiB of journal adds less than
+	// 0.1 sync to each commit under 80 KiB; a bigger commit pays about
+	// five syncs per 4 MiB it writes, beside its own 160 sectors or more.
 	DefaultCheckpointBytes = 4 << 20
 	// DefaultInlineThreshold: blobs up to this size travel inside their
 	// frame; larger ones become loose objects (one extra datasync and
@@ -52,12 +52,12 @@ type Options struct {
 	FS              vfs.FS        // nil: the real OS
 	LockTimeout     time.Duration // 0: 10s
 	CheckpointEvery int           // frames between checkpoints; 0: default
+	InlineThreshold int           // blobs larger than this are loose objects; 0: default
+	SegmentSize     int64         // journal segment size; 0: default
 	// CheckpointBytes is the journal bytes between checkpoints: one is due
 	// when the frames since the last reach CheckpointEvery or their bytes
 	// reach CheckpointBytes. 0: DefaultCheckpointBytes.
 	CheckpointBytes int64
-	InlineThreshold int           // blobs larger than this are loose objects; 0: default
-	SegmentSize     int64         // journal segment size; 0: default
 	// CacheBytes bounds each of a Store's two read caches, the changesets
 	// its snapshots have read and verified and the index run blocks its
 	// lookups have read, so a long-lived process answers repeated lookups

@@ -21,8 +21,8 @@ type Counting struct {
 	mu        sync.Mutex
 	paths     map[pathKey]int64
 	readPaths map[string]int64
-	tracing bool
-	trace   []Call
+	tracing   bool
+	trace     []Call
 }
 
 type pathKey struct {
