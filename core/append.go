@@ -47,7 +47,7 @@ func (e *pipeEnv) EarlyDone() { e.view.mu.Unlock() }
 // append of this process found.
 func (e *pipeEnv) Append(r *pipeline.Request) (seq, epoch uint64, behind bool, err error) {
 	s := (*Store)(e)
-	seq, epoch, err = s.appendLocked(r.Txn, r.Payload, r.Digest, r.Need)
+	seq, epoch, err = s.appendLocked(r.Txn, r.Payload, r.Digests, r.Need)
 	return seq, epoch, s.appender.behind, err
 }
 
@@ -61,7 +61,7 @@ func (e *pipeEnv) Acked() { e.sched.Acked() }
 // check, append, publish the end. Caller holds LOCK. For a failed ref
 // compare-and-swap it returns the end the check saw (seq, epoch) with the
 // *ConflictError: the caller makes that end durable before reporting it.
-func (s *Store) appendLocked(t *txn.Txn, payload []byte, digest [32]byte, need []ID) (uint64, uint64, error) {
+func (s *Store) appendLocked(t *txn.Txn, payload []byte, digests journal.Digests, need []ID) (uint64, uint64, error) {
 	end, dur, err := s.stateForAppend()
 	if err != nil {
 		return 0, 0, err
@@ -86,7 +86,7 @@ func (s *Store) appendLocked(t *txn.Txn, payload []byte, digest [32]byte, need [
 	// can change the epoch, and every catch-up stops at the published end,
 	// which is the projection's until the end below is written.
 	s.view.mu.Unlock()
-	frame := journal.EncodeFrame(s.key, kind, seq, dur.NextSeq-1, payload, digest)
+	frame := journal.EncodeFrameDigests(s.key, kind, seq, dur.NextSeq-1, payload, digests)
 	at, err := s.appender.w.Append(end.Pos, seq, frame)
 	if err != nil {
 		s.appender.w.Close()
@@ -98,7 +98,8 @@ func (s *Store) appendLocked(t *txn.Txn, payload []byte, digest [32]byte, need [
 		return 0, 0, fmt.Errorf("%w: the projection moved to %s/%d while frame %d was appended at %s",
 			ErrIO, s.view.proj.Pos, s.view.proj.NextSeq, seq, end.Pos)
 	}
-	fr := &journal.Frame{Kind: kind, Seq: seq, Watermark: dur.NextSeq - 1, Payload: payload, Pos: at, Size: int64(len(frame))}
+	fr := &journal.Frame{Kind: kind, Seq: seq, Watermark: dur.NextSeq - 1, Payload: payload, Len: len(payload), Head: digests.Head,
+		Pos: at, Size: int64(len(frame))}
 	newEnd := state.Rec{Epoch: end.Epoch, Pos: fr.End(), NextSeq: seq + 1, Boot: s.boot}
 	if err := s.state.Write(state.End, newEnd); err != nil {
 		return 0, 0, err

@@ -39,12 +39,13 @@ func (s *Store) Checkpoint() error {
 	return s.compactor.Loop()
 }
 
-// checkpointDue reports whether CheckpointEvery frames have passed the
-// newest checkpoint this process knows of.
+// checkpointDue reports whether a checkpoint is due past the newest one
+// this process knows of (dueAfter).
 func (s *Store) checkpointDue() bool {
+	k := s.ckptKnown.Load()
 	s.view.mu.Lock()
 	defer s.view.mu.Unlock()
-	return s.view.proj.NextSeq >= s.ckptNext.Load()+uint64(s.opts.CheckpointEvery)
+	return s.dueAfter(k.next, k.pos, s.view.proj.NextSeq, s.view.proj.Pos)
 }
 
 // checkpointNow writes a checkpoint of the durable prefix if it can take
@@ -84,7 +85,7 @@ func (s *Store) checkpointLocked(force bool) error {
 	if err != nil {
 		return err
 	}
-	s.ckptNext.Store(max(s.ckptNext.Load(), cur.NextSeq))
+	s.noteCheckpoint(cur.NextSeq, cur.Pos)
 	dur, ok, err := s.state.ReadStable(state.Durable, s.boot)
 	if err != nil {
 		return err
@@ -109,7 +110,7 @@ func (s *Store) checkpointLocked(force bool) error {
 // cur's runs if another process wrote cur.
 func (s *Store) checkpointBatch(cur *ckpt.Checkpoint, dur state.Rec, force bool) (batch index.Batch, rnames []string, rlogs [][]refs.Entry, due bool, err error) {
 	s.view.mu.Lock()
-	if dur.Epoch != s.view.epoch || (!force && dur.NextSeq < cur.NextSeq+uint64(s.opts.CheckpointEvery)) {
+	if dur.Epoch != s.view.epoch || (!force && !s.dueAfter(cur.NextSeq, cur.Pos, dur.NextSeq, dur.Pos)) {
 		// Another process wrote the checkpoint this one was due for: the
 		// projection swaps its tail of the frames before it for the
 		// checkpoint's runs, as after a checkpoint of its own. Without
@@ -188,7 +189,7 @@ func (s *Store) publishCheckpoint(cur *ckpt.Checkpoint, dur state.Rec, batch ind
 	if err := ckpt.Write(s.fs, s.dir, b, false); err != nil {
 		return err
 	}
-	s.ckptNext.Store(dur.NextSeq)
+	s.noteCheckpoint(dur.NextSeq, dur.Pos)
 	// The checkpoint naming the new run list is durable: the projection
 	// swaps its tail for the runs.
 	return s.installRuns(names, dur.NextSeq, dur.Epoch, reflogLen)
@@ -227,7 +228,7 @@ func (s *Store) adoptForReader() {
 	if err != nil {
 		return
 	}
-	s.ckptNext.Store(max(s.ckptNext.Load(), cur.NextSeq))
+	s.noteCheckpoint(cur.NextSeq, cur.Pos)
 	s.installIndex(x, cur.Runs, cur.NextSeq, cur.Epoch, cur.ReflogLen)
 }
 

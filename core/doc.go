@@ -66,7 +66,9 @@
 // a torn tail past it is repaired. Verify with deep re-hashes every object.
 //
 // Bounded recovery (C7): an open after a crash reads the checkpoint and at
-// most about CheckpointEvery frames, whatever the history's size.
+// most about CheckpointEvery frames or CheckpointBytes bytes of journal,
+// whatever the history's size; an open whose state is trusted reads a big
+// (split) frame by its head, not its blobs.
 //
 // Fair and live (C8): writers are served in the order they came, and a
 // writer gets ErrBusy only after LockTimeout; no lock is ever broken.

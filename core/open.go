@@ -60,7 +60,7 @@ func Create(dir string, o Options) (*Store, error) {
 	}
 	s.setBoot(boot)
 	s.view.epoch = epoch
-	s.ckptNext.Store(1)
+	s.noteCheckpoint(1, start)
 	rec := state.Rec{Epoch: epoch, Pos: start, NextSeq: 1, Boot: s.boot}
 	if err := s.state.Write(state.Durable, rec); err != nil {
 		return nil, err
@@ -207,7 +207,7 @@ func openStore(dir string, o Options) (*Store, error) {
 	s.view.proj = c.Proj
 	s.view.proj.Idx.SetCache(s.blk)
 	s.view.epoch = c.Epoch
-	s.ckptNext.Store(c.NextSeq)
+	s.noteCheckpoint(c.NextSeq, c.Pos)
 	if _, err := s.view.reader.SegHeader(c.Pos.Seg); err != nil {
 		s.closeFiles()
 		if errors.Is(err, fs.ErrNotExist) {

@@ -85,8 +85,8 @@ type Store struct {
 	// keeps the first error of those for Close; compactor merges runs.
 	sched     *ckpt.Scheduler
 	compactor *compact.Compactor
-	// ckptNext is the next seq of the newest checkpoint this process knows.
-	ckptNext atomic.Uint64
+	// ckptKnown is the newest checkpoint this process knows (noteCheckpoint).
+	ckptKnown atomic.Pointer[ckptMark]
 	// adopt keeps one reader-side checkpoint adoption at a time
 	// (adoptForReader); tried is the projection end it last tried at.
 	adopt struct {
@@ -124,7 +124,7 @@ func newStore(dir string, o Options, id journal.StoreID) *Store {
 		CatchUp: s.catchUpUnlocked, Closed: &s.closed})
 	s.compactor = compact.New(compact.Config{FS: o.FS, Dir: dir, Store: id, LockTimeout: o.LockTimeout, Install: s.installRuns})
 	s.sched = ckpt.NewScheduler(ckpt.SchedulerConfig{Inline: o.InlineCheckpoint, Background: s.background,
-		Due: s.checkpointDue, Known: s.ckptNext.Load, Write: func() error { return s.checkpointNow(false) },
+		Due: s.checkpointDue, Known: s.ckptNext, Write: func() error { return s.checkpointNow(false) },
 		Compact: s.compactor.Loop})
 	s.pipe = pipeline.New(pipeline.Config{Env: (*pipeEnv)(s), Lock: s.writer,
 		AckBeforeSync: o.weaken&testknobs.AckBeforeSync != 0, Background: s.background})
@@ -207,7 +207,7 @@ func (s *Store) Info() (*Info, error) {
 	}
 	s.view.mu.Lock()
 	defer s.view.mu.Unlock()
-	in := &Info{DurableSeq: sn.seq, CheckpointSeq: s.ckptNext.Load() - 1}
+	in := &Info{DurableSeq: sn.seq, CheckpointSeq: s.ckptNext() - 1}
 	s.view.proj.Idx.Each(func(_ ID, l proj.Loc) {
 		if l.Seq > sn.seq {
 			return

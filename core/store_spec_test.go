@@ -2,6 +2,7 @@ package core_test
 
 import (
 	"errors"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -23,6 +24,16 @@ func consistent(s *core.Store) {
 	rep, err := s.Verify(true, nil)
 	Expect(err).NotTo(HaveOccurred())
 	Expect(rep.Problems).To(BeEmpty())
+}
+
+// noise is n pseudo-random bytes from seed: incompressible.
+func noise(seed uint64, n int) []byte {
+	r := rand.New(rand.NewPCG(seed, uint64(n)))
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(r.Uint32())
+	}
+	return b
 }
 
 var _ = Describe("a store", func() {
@@ -133,8 +144,9 @@ var _ = Describe("a store", func() {
 
 	Describe("Verify", func() {
 		It("reports every corrupted loose object, not just the first", func() {
-			big1, big2 := make([]byte, 200), make([]byte, 300)
-			big1[0], big2[0] = 1, 2
+			// Incompressible, so the files hold the bytes as they are
+			// (a compressible loose object is a zstd frame).
+			big1, big2 := noise(1, 200), noise(2, 300)
 			commit(core.CommitRequest{Changes: []core.Change{{Path: "b1", Data: big1}, {Path: "b2", Data: big2}}})
 			for _, b := range [][]byte{big1, big2} {
 				id := objects.BlobID(b)

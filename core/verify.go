@@ -101,7 +101,10 @@ func (v *verifier) replay(progress func(done, total int)) error {
 		}
 		var t *txn.Txn
 		if deep {
-			t, _ = txn.Decode(fr.Payload)
+			t = &txn.Txn{}
+			if txn.DecodeFrame(t, fr) != nil {
+				t = nil
+			}
 		}
 		// A fresh frame's writer found its changesets new to the store
 		// (txn.FrameFresh), and replay trusts it: one the journal already

@@ -102,7 +102,13 @@ func TestDeepVerifyRehashesObjects(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	big := []byte(strings.Repeat("large blob, stored loose. ", 8))
+	// Incompressible, so the file holds the bytes as they are and the
+	// damage reaches the hash check (a compressible loose object is a zstd
+	// frame, whose damage the decoder may catch first).
+	big := make([]byte, 208)
+	for i := range big {
+		big[i] = byte(i*i*31 + i>>3*7)
+	}
 	if _, err := s.Commit(CommitRequest{Agent: "a", Advance: "main", Changes: []Change{{Path: "big", Data: big}}}); err != nil {
 		t.Fatal(err)
 	}

@@ -27,7 +27,7 @@ func (s *Store) catchUp(target uint64) error {
 	var aerr error
 	// apply keeps nothing of a payload but what it decodes: the scan may
 	// lend it.
-	res, err := s.view.reader.ScanBorrowed(s.view.proj.Pos, s.view.proj.NextSeq, target, func(fr *journal.Frame) error {
+	res, err := s.view.reader.ScanHeads(s.view.proj.Pos, s.view.proj.NextSeq, target, func(fr *journal.Frame) error {
 		aerr = s.view.proj.Apply(fr, s.jcfg.SegPath(fr.Pos.Seg))
 		return aerr
 	})

@@ -15,10 +15,14 @@ type Counting struct {
 	n      atomic.Int64
 	counts [numOps]atomic.Int64
 
-	mu      sync.Mutex
-	paths   map[pathKey]int64
-	tracing bool
-	trace   []Call
+	// readBytes is the bytes every read returned, readPaths per path.
+	readBytes atomic.Int64
+
+	mu        sync.Mutex
+	paths     map[pathKey]int64
+	readPaths map[string]int64
+	tracing   bool
+	trace     []Call
 }
 
 type pathKey struct {
@@ -38,9 +42,27 @@ type Call struct {
 
 // NewCounting wraps inner.
 func NewCounting(inner vfs.FS) *Counting {
-	c := &Counting{paths: map[pathKey]int64{}}
-	c.wrapFS = wrapFS{inner: inner, before: c.before}
+	c := &Counting{paths: map[pathKey]int64{}, readPaths: map[string]int64{}}
+	c.wrapFS = wrapFS{inner: inner, before: c.before, read: c.sawBytes}
 	return c
+}
+
+func (c *Counting) sawBytes(path string, n int) {
+	c.readBytes.Add(int64(n))
+	c.mu.Lock()
+	c.readPaths[path] += int64(n)
+	c.mu.Unlock()
+}
+
+// BytesRead returns how many bytes the reads of files returned.
+func (c *Counting) BytesRead() int64 { return c.readBytes.Load() }
+
+// PathBytesRead returns how many bytes the reads of the file at path (named
+// as the caller named it) returned.
+func (c *Counting) PathBytesRead(path string) int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.readPaths[path]
 }
 
 func (c *Counting) before(op Op, path, to string) error {
@@ -122,6 +144,8 @@ func (c *Counting) Reset() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.n.Store(0)
+	c.readBytes.Store(0)
+	clear(c.readPaths)
 	for i := range c.counts {
 		c.counts[i].Store(0)
 	}

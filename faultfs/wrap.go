@@ -23,6 +23,8 @@ type wrapFS struct {
 	// file, "" for BootID) and, for Rename and Link, the second path
 	// (for Symlink, the link's target).
 	before func(op Op, path, to string) error
+	// read, if set, sees the bytes each read of a file returned.
+	read func(path string, n int)
 }
 
 // shortWrite is returned by before to make a write store the first half of
@@ -235,14 +237,24 @@ func (f *wrapFile) Read(p []byte) (int, error) {
 	if err := f.w.call(OpRead, f.f.Name(), ""); err != nil {
 		return 0, err
 	}
-	return f.f.Read(p)
+	n, err := f.f.Read(p)
+	f.w.sawRead(f.f.Name(), n)
+	return n, err
 }
 
 func (f *wrapFile) ReadAt(p []byte, off int64) (int, error) {
 	if err := f.w.call(OpRead, f.f.Name(), ""); err != nil {
 		return 0, err
 	}
-	return f.f.ReadAt(p, off)
+	n, err := f.f.ReadAt(p, off)
+	f.w.sawRead(f.f.Name(), n)
+	return n, err
+}
+
+func (w *wrapFS) sawRead(path string, n int) {
+	if w.read != nil && n > 0 {
+		w.read(path, n)
+	}
 }
 
 func (f *wrapFile) Seek(offset int64, whence int) (int64, error) {

@@ -281,7 +281,7 @@ func (l *loader) claims(sc *Scenario, n *yaml.Node) error {
 
 // options parses a scenario's store options.
 func (l *loader) options(sc *Scenario, n *yaml.Node) error {
-	of, err := l.fields(n, "options", "checkpoint_every", "inline_threshold", "segment_size")
+	of, err := l.fields(n, "options", "checkpoint_every", "checkpoint_bytes", "inline_threshold", "segment_size")
 	if err != nil {
 		return err
 	}
@@ -291,6 +291,13 @@ func (l *loader) options(sc *Scenario, n *yaml.Node) error {
 			return err
 		}
 		sc.Options.CheckpointEvery = int(x)
+	}
+	if v := of["checkpoint_bytes"]; v != nil {
+		x, err := l.integer(v, "checkpoint_bytes", 1, 1<<40)
+		if err != nil {
+			return err
+		}
+		sc.Options.CheckpointBytes = x
 	}
 	if v := of["inline_threshold"]; v != nil {
 		x, err := l.integer(v, "inline_threshold", 1, 1<<30)

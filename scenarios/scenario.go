@@ -196,6 +196,7 @@ type Step struct {
 // Options are the store options a scenario sets (zero: the store's default).
 type Options struct {
 	CheckpointEvery int
+	CheckpointBytes int64
 	InlineThreshold int
 	SegmentSize     int64
 }

@@ -39,7 +39,7 @@
 //
 //		 0       4    5    6    8         12        16
 //		 +-------+----+----+----+---------+---------+
-//		 | magic |kind|flag| 0  | length  | 0       |
+//		 | magic |kind|flag| 0  | length  | head    |
 //		 +-------+----+----+----+---------+---------+
 //		 | seq (u64)          | watermark (u64)     |
 //		 +--------------------+---------------------+
@@ -47,6 +47,10 @@
 //		 +------------------------------------------+  48
 //		 | payload (length bytes), zero padded to a multiple of 512
 //		 +------------------------------------------+
+//
+//		 a split frame (head > 0), from byte 48:
+//		 | body digest: BLAKE3-256 of the body (32)  |  80
+//		 | head (head bytes) | body (length - head bytes), zero padded
 //
 //	  - magic "SWF1" (never all zeros) lets a scanner reject pre-zeroed space
 //	    at once and lets the corruption check find frame starts.
@@ -64,14 +68,22 @@
 //	    watermark was acknowledged; recovery uses it to tell a torn tail (a
 //	    missing frame after the last durable one) from corruption (a missing
 //	    frame the log proves was durable).
+//	  - head is 0 for a frame whose payload is one piece. Otherwise the
+//	    frame is split: the payload's first head bytes are its head, the
+//	    rest its body, and the body's digest follows the header.
 //	  - checksum is BLAKE3 keyed with a key derived from the store id, over
-//	    header bytes [0,32) followed by the BLAKE3-256 digest of the payload,
+//	    header bytes [0,32) followed by the BLAKE3-256 digest of the payload
+//	    (of a split frame: of its head followed by the body digest),
 //	    truncated to 16 bytes. Hashing the payload digest rather than the
 //	    payload lets the store hash the payload before it takes the writer
-//	    lock; only 64 bytes are hashed under it.
+//	    lock; only 64 bytes are hashed under it. A split frame's head is
+//	    checked without reading its body (ScanHeads), which is how replay
+//	    skips the blobs of a big transaction; a whole read checks the body
+//	    against its digest too.
 //
 // A frame is valid iff the magic matches, the length fits the segment, the
-// checksum verifies and seq is the expected next sequence number.
+// checksum verifies and seq is the expected next sequence number, and, when
+// its body is read, the body matches its digest.
 //
 // # Torn tail versus corruption
 //

@@ -21,6 +21,9 @@ import (
 const (
 	SegHeaderSize   = 64
 	FrameHeaderSize = 48
+	// BodyDigestSize is the body digest a split frame carries after its
+	// header.
+	BodyDigestSize = 32
 	// FrameAlign is the alignment of every frame start and size: one disk
 	// sector. An append then never rewrites a sector that holds an earlier,
 	// possibly durable, frame, so a write torn by a power loss (which may
@@ -109,26 +112,94 @@ type Frame struct {
 	Kind      uint8
 	Seq       uint64
 	Watermark uint64
-	Payload   []byte
-	Pos       Pos   // where the frame starts
-	Size      int64 // on-disk size including header and padding
+	// Payload is the frame's payload, or only its head when HeadOnly.
+	Payload []byte
+	// Len is the payload's length, whether or not all of it was read.
+	Len int
+	// Head is the length of a split frame's head (0: not split): the
+	// payload is Payload[:Head] followed by the body.
+	Head int
+	// HeadOnly says the body of a split frame was not read (ScanHeads):
+	// Payload holds the head, checked by the checksum, and the body's
+	// bytes were not checked.
+	HeadOnly bool
+	Pos      Pos   // where the frame starts
+	Size     int64 // on-disk size including header and padding
 }
 
 // End is the position just past the frame.
 func (f *Frame) End() Pos { return Pos{f.Pos.Seg, f.Pos.Off + f.Size} }
 
+// PayloadOff is the offset of the payload from the frame's start.
+func (f *Frame) PayloadOff() int64 { return payloadOff(f.Head) }
+
+func payloadOff(head int) int64 {
+	if head > 0 {
+		return FrameHeaderSize + BodyDigestSize
+	}
+	return FrameHeaderSize
+}
+
 // EncodeFrame returns the on-disk bytes of a frame. digest must be
 // PayloadDigest(payload).
 func EncodeFrame(key Key, kind uint8, seq, watermark uint64, payload []byte, digest [32]byte) []byte {
-	buf := make([]byte, FrameSize(len(payload)))
+	return encodeFrame(key, kind, seq, watermark, payload, Digests{Sum: digest})
+}
+
+// Digests is what a frame's checksum covers of its payload, computed before
+// the writer lock: PayloadDigests.
+type Digests struct {
+	Head int      // a split frame's head length; 0: not split
+	Sum  [32]byte // what the checksum covers after the header
+	Body [32]byte // a split frame's body digest, stored in the frame
+}
+
+// PayloadDigests returns the digests of a payload whose first head bytes
+// are a split frame's head (head 0: a frame that is not split, whose Sum
+// is PayloadDigest(p)). A split frame's checksum covers the head and the
+// body's digest, not the body: a reader checks the head without reading
+// the body.
+func PayloadDigests(p []byte, head int) Digests {
+	if head <= 0 || head > len(p) {
+		return Digests{Sum: PayloadDigest(p)}
+	}
+	d := Digests{Head: head, Body: b3.Sum256(p[head:])}
+	d.Sum = splitSum(p[:head], d.Body)
+	return d
+}
+
+// splitSum is what a split frame's checksum covers after its header: the
+// digest of the head followed by the body's digest.
+func splitSum(head []byte, body [32]byte) [32]byte {
+	h := blake3.New(32, nil)
+	h.Write(head)
+	h.Write(body[:])
+	var out [32]byte
+	h.Sum(out[:0])
+	return out
+}
+
+// EncodeFrameDigests returns the on-disk bytes of a frame, split when
+// d.Head > 0. d must be PayloadDigests(payload, d.Head).
+func EncodeFrameDigests(key Key, kind uint8, seq, watermark uint64, payload []byte, d Digests) []byte {
+	return encodeFrame(key, kind, seq, watermark, payload, d)
+}
+
+func encodeFrame(key Key, kind uint8, seq, watermark uint64, payload []byte, d Digests) []byte {
+	po := payloadOff(d.Head)
+	buf := make([]byte, alignFrame(po+int64(len(payload))))
 	binary.LittleEndian.PutUint32(buf[0:], frameMagic)
 	buf[4] = kind
 	binary.LittleEndian.PutUint32(buf[8:], uint32(len(payload)))
+	binary.LittleEndian.PutUint32(buf[12:], uint32(d.Head))
 	binary.LittleEndian.PutUint64(buf[16:], seq)
 	binary.LittleEndian.PutUint64(buf[24:], watermark)
-	sum := frameSum(key, buf[:32], digest)
+	sum := frameSum(key, buf[:32], d.Sum)
 	copy(buf[32:48], sum[:])
-	copy(buf[48:], payload)
+	if d.Head > 0 {
+		copy(buf[FrameHeaderSize:], d.Body[:])
+	}
+	copy(buf[po:], payload)
 	return buf
 }
 
@@ -166,22 +237,26 @@ type headerInfo struct {
 	length    int
 	seq       uint64
 	watermark uint64
+	head      int // a split frame's head length; 0: not split
 	sum       [16]byte
 }
+
+// size is the on-disk size of the frame.
+func (h *headerInfo) size() int64 { return alignFrame(payloadOff(h.head) + int64(h.length)) }
 
 // parseHeader checks the structural fields of a frame header.
 func parseHeader(b []byte) (headerInfo, bool) {
 	var h headerInfo
-	if binary.LittleEndian.Uint32(b[0:]) != frameMagic || b[5] != 0 || b[6] != 0 || b[7] != 0 ||
-		binary.LittleEndian.Uint32(b[12:]) != 0 {
+	if binary.LittleEndian.Uint32(b[0:]) != frameMagic || b[5] != 0 || b[6] != 0 || b[7] != 0 {
 		return h, false
 	}
 	h.kind = b[4]
 	h.length = int(binary.LittleEndian.Uint32(b[8:]))
+	h.head = int(binary.LittleEndian.Uint32(b[12:]))
 	h.seq = binary.LittleEndian.Uint64(b[16:])
 	h.watermark = binary.LittleEndian.Uint64(b[24:])
 	copy(h.sum[:], b[32:48])
-	if h.length > MaxPayload {
+	if h.length > MaxPayload || h.head > h.length {
 		return h, false
 	}
 	return h, true
@@ -290,4 +365,20 @@ func (c *Config) Segments() ([]uint64, error) {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
 	return out, nil
+}
+
+// Distance is the number of journal bytes from position a to a later
+// position b, with every segment between them, and the unused end of a's,
+// counted at segSize. It is exact within a segment. Across a rollover it
+// may count up to one frame's size of unused space, and a frame larger
+// than segSize (which has a segment of its own) counts as segSize: it is
+// an estimate for scheduling checkpoints that needs no file's size.
+func Distance(a, b Pos, segSize int64) int64 {
+	if !a.Less(b) {
+		return 0
+	}
+	if a.Seg == b.Seg {
+		return b.Off - a.Off
+	}
+	return max(segSize-a.Off, 0) + int64(b.Seg-a.Seg-1)*segSize + max(b.Off-FirstFrame, 0)
 }

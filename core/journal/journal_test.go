@@ -38,7 +38,8 @@ func frame(c journal.Config, seq, wm uint64, payload string) []byte {
 func TestFrameGolden(t *testing.T) {
 	c := journal.Config{Key: journal.DeriveKey(testStore)}
 	got := hex.Dump(frame(c, 7, 5, "hello, journal")) + "\n" +
-		hex.Dump(journal.EncodeSegHeader(c.Key, journal.SegHeader{Store: testStore, Seg: 3, FirstSeq: 7}))
+		hex.Dump(journal.EncodeSegHeader(c.Key, journal.SegHeader{Store: testStore, Seg: 3, FirstSeq: 7})) + "\n" +
+		splitGolden(c)
 	golden := filepath.Join("testdata", "frame.golden")
 	if *update {
 		os.MkdirAll("testdata", 0o755)
@@ -54,6 +55,8 @@ func TestFrameGolden(t *testing.T) {
 		t.Fatalf("frame encoding changed (an on-disk format change!).\ngot:\n%s\nwant:\n%s\nIf intended, regenerate with: go test ./core/journal -run TestFrameGolden -update", got, want)
 	}
 }
+
+func hexDump(b []byte) string { return hex.Dump(b) }
 
 func appendAll(t *testing.T, c journal.Config, payloads ...string) []journal.Pos {
 	t.Helper()

@@ -111,6 +111,8 @@ type readAhead struct {
 	mem  *[]byte
 	// borrow: frames' payloads are views of buf, not copies (ScanBorrowed).
 	borrow bool
+	// heads: split frames' bodies are skipped (ScanHeads).
+	heads bool
 }
 
 // The window starts small (a catch-up of one frame reads 8 KiB) and doubles
@@ -193,33 +195,64 @@ func (r *Reader) readFrame(pos Pos, seq uint64, ra *readAhead) (*Frame, error) {
 	if !ok || h.seq != seq {
 		return nil, errInvalid
 	}
-	fsz := FrameSize(h.length)
+	fsz := h.size()
 	if pos.Off+fsz > size {
 		return nil, errInvalid
 	}
-	// Payload and padding come in one read. The padding is not under the
-	// checksum, so it must be all zeros: it was written with the frame, in
-	// the same write and covered by the same sync, and a flipped bit there is
-	// corruption that Verify and recovery must see, not a value to ignore.
-	body := make([]byte, fsz-FrameHeaderSize)
-	if err := vfs.ReadFull(f, body, pos.Off+FrameHeaderSize); err != nil {
+	// Body digest, payload and padding come in one read.
+	rest := make([]byte, fsz-FrameHeaderSize)
+	if err := vfs.ReadFull(f, rest, pos.Off+FrameHeaderSize); err != nil {
 		return nil, err
 	}
-	payload := body[:h.length:h.length]
-	if !r.SkipChecksum {
-		for _, b := range body[h.length:] {
-			if b != 0 {
-				return nil, errInvalid
-			}
-		}
-		if frameSum(r.Key, hb[:32], PayloadDigest(payload)) != h.sum {
-			return nil, errInvalid
-		}
+	payload, ok := r.check(hb[:], &h, rest, false)
+	if !ok {
+		return nil, errInvalid
 	}
-	return &Frame{Kind: h.kind, Seq: h.seq, Watermark: h.watermark, Payload: payload, Pos: pos, Size: fsz}, nil
+	return &Frame{Kind: h.kind, Seq: h.seq, Watermark: h.watermark, Payload: payload, Len: h.length, Head: h.head, Pos: pos, Size: fsz}, nil
 }
 
-// readFrameAhead is ReadFrame through a scan's read window.
+// check verifies a frame with header hdr (parsed as h) and the bytes that
+// follow it, rest: a split frame's body digest, the payload and the
+// padding, or (headOnly, a split frame only) the body digest and the head.
+// It returns the payload, or the head when headOnly.
+//
+// The padding is not under the checksum, so it must be all zeros: it was
+// written with the frame, in the same write and covered by the same sync,
+// and a flipped bit there is corruption that Verify and recovery must see,
+// not a value to ignore. A split frame's checksum covers its head and the
+// body digest it carries; the body is checked against that digest when it
+// is read, so a damaged body fails here as a damaged payload does.
+func (r *Reader) check(hdr []byte, h *headerInfo, rest []byte, headOnly bool) ([]byte, bool) {
+	po := int(payloadOff(h.head) - FrameHeaderSize)
+	var body [BodyDigestSize]byte
+	if h.head > 0 {
+		copy(body[:], rest[:BodyDigestSize])
+	}
+	if headOnly {
+		head := rest[po : po+h.head : po+h.head]
+		return head, r.SkipChecksum || frameSum(r.Key, hdr[:32], splitSum(head, body)) == h.sum
+	}
+	payload := rest[po : po+h.length : po+h.length]
+	if r.SkipChecksum {
+		return payload, true
+	}
+	for _, b := range rest[po+h.length:] {
+		if b != 0 {
+			return nil, false
+		}
+	}
+	sum := PayloadDigest(payload)
+	if h.head > 0 {
+		if sum = PayloadDigest(payload[h.head:]); sum != body {
+			return nil, false
+		}
+		sum = splitSum(payload[:h.head], body)
+	}
+	return payload, frameSum(r.Key, hdr[:32], sum) == h.sum
+}
+
+// readFrameAhead is ReadFrame through a scan's read window. With ra.heads,
+// a split frame's body is neither read nor checked.
 func (r *Reader) readFrameAhead(pos Pos, seq uint64, ra *readAhead) (*Frame, error) {
 	f, err := r.file(pos.Seg)
 	if err != nil {
@@ -233,31 +266,29 @@ func (r *Reader) readFrameAhead(pos Pos, seq uint64, ra *readAhead) (*Frame, err
 	if !ok || h.seq != seq {
 		return nil, errInvalid
 	}
-	fsz := FrameSize(h.length)
-	whole, ok, err := ra.window(f, pos.Seg, pos.Off, fsz)
+	fsz := h.size()
+	headOnly := ra.heads && h.head > 0
+	need := fsz
+	if headOnly {
+		need = payloadOff(h.head) + int64(h.head)
+	}
+	whole, ok, err := ra.window(f, pos.Seg, pos.Off, need)
 	if err != nil || !ok {
 		return nil, orInvalid(err)
 	}
 	hdr := whole[:FrameHeaderSize]
 	// The frame is copied out of the window, which the next read reuses,
 	// unless the scan lends it (ScanBorrowed).
-	body := whole[FrameHeaderSize:]
+	rest := whole[FrameHeaderSize:]
 	if !ra.borrow {
-		body = make([]byte, fsz-FrameHeaderSize)
-		copy(body, whole[FrameHeaderSize:])
+		rest = append([]byte(nil), rest...)
 	}
-	payload := body[:h.length:h.length]
-	if !r.SkipChecksum {
-		for _, b := range body[h.length:] {
-			if b != 0 {
-				return nil, errInvalid
-			}
-		}
-		if frameSum(r.Key, hdr[:32], PayloadDigest(payload)) != h.sum {
-			return nil, errInvalid
-		}
+	payload, ok := r.check(hdr, &h, rest, headOnly)
+	if !ok {
+		return nil, errInvalid
 	}
-	return &Frame{Kind: h.kind, Seq: h.seq, Watermark: h.watermark, Payload: payload, Pos: pos, Size: fsz}, nil
+	return &Frame{Kind: h.kind, Seq: h.seq, Watermark: h.watermark, Payload: payload, Len: h.length, Head: h.head,
+		HeadOnly: headOnly, Pos: pos, Size: fsz}, nil
 }
 
 func orInvalid(err error) error {
@@ -300,7 +331,7 @@ type ScanResult struct {
 // returns where the valid log ends. limit, if non-zero, stops the scan before
 // the frame carrying seq limit.
 func (r *Reader) Scan(pos Pos, seq, limit uint64, fn func(*Frame) error) (ScanResult, error) {
-	return r.scan(pos, seq, limit, fn, false)
+	return r.scan(pos, seq, limit, fn, readAhead{})
 }
 
 // ScanBorrowed is Scan for a caller that keeps nothing of a frame's
@@ -310,12 +341,24 @@ func (r *Reader) Scan(pos Pos, seq, limit uint64, fn func(*Frame) error) (ScanRe
 // most of a fresh process's page faults as it replayed (each frame's copy
 // new memory, touched once).
 func (r *Reader) ScanBorrowed(pos Pos, seq, limit uint64, fn func(*Frame) error) (ScanResult, error) {
-	return r.scan(pos, seq, limit, fn, true)
+	return r.scan(pos, seq, limit, fn, readAhead{borrow: true})
 }
 
-func (r *Reader) scan(pos Pos, seq, limit uint64, fn func(*Frame) error, borrow bool) (ScanResult, error) {
+// ScanHeads is ScanBorrowed that reads only the head of a split frame
+// (Frame.HeadOnly): its checksum covers the head and the body's digest,
+// and the body is not read. It is for frames known to have been written
+// whole, below a published end of this boot (the page cache that holds
+// them outlives a killed writer): a scan that must tell a torn tail from
+// a frame, recovery's after a power loss, reads every byte (Scan,
+// ScanBorrowed). A damaged body is found when one of its objects is read
+// (checked against its id) and by a deep Verify, which reads every frame
+// whole.
+func (r *Reader) ScanHeads(pos Pos, seq, limit uint64, fn func(*Frame) error) (ScanResult, error) {
+	return r.scan(pos, seq, limit, fn, readAhead{borrow: true, heads: true})
+}
+
+func (r *Reader) scan(pos Pos, seq, limit uint64, fn func(*Frame) error, ra readAhead) (ScanResult, error) {
 	res := ScanResult{End: pos, NextSeq: seq}
-	ra := readAhead{borrow: borrow}
 	defer ra.release()
 	for limit == 0 || res.NextSeq < limit {
 		fr, err := r.next(res.End, res.NextSeq, &ra)

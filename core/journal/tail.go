@@ -6,6 +6,8 @@ import (
 	"os"
 	"sync"
 
+	"github.com/spf13/afero"
+
 	"github.com/swarmops/swarmops/core/vfs"
 )
 
@@ -120,23 +122,20 @@ func (r *Reader) maxWatermark(n uint64, off int64) (max uint64, at int64, found 
 		if !ok {
 			continue
 		}
-		end := i + FrameSize(h.length)
+		end := i + h.size()
 		if end > size {
 			continue
 		}
-		var digest [32]byte
-		if end <= wEnd {
-			digest = PayloadDigest(b[FrameHeaderSize : FrameHeaderSize+h.length])
-		} else {
-			pp := getScratch(int64(h.length))
-			err := vfs.ReadFull(f, *pp, i+FrameHeaderSize)
-			if err == nil {
-				digest = PayloadDigest(*pp)
-			}
-			putScratch(pp)
-			if err != nil {
-				return 0, 0, false, err
-			}
+		// What the checksum covers: the payload, or a split frame's head
+		// and the body digest it carries (the body is not needed).
+		po := payloadOff(h.head)
+		n := po + int64(h.length)
+		if h.head > 0 {
+			n = po + int64(h.head)
+		}
+		digest, err := r.coveredDigest(f, b, i, wEnd, h.head, po, n)
+		if err != nil {
+			return 0, 0, false, err
 		}
 		if frameSum(r.Key, b[:32], digest) != h.sum {
 			continue
@@ -146,6 +145,25 @@ func (r *Reader) maxWatermark(n uint64, off int64) (max uint64, at int64, found 
 		}
 	}
 	return max, at, found, nil
+}
+
+// coveredDigest is what the checksum of the frame at offset i covers after
+// its header (frames bytes [po, n), and a split frame's body digest at
+// [FrameHeaderSize, po)): from b, the window's bytes from i up to wEnd, or
+// read from f when they run past it.
+func (r *Reader) coveredDigest(f afero.File, b []byte, i, wEnd int64, head int, po, n int64) ([32]byte, error) {
+	if i+n > wEnd {
+		pp := getScratch(n)
+		defer putScratch(pp)
+		if err := vfs.ReadFull(f, (*pp)[:n], i); err != nil {
+			return [32]byte{}, err
+		}
+		b = *pp
+	}
+	if head > 0 {
+		return splitSum(b[po:n], [32]byte(b[FrameHeaderSize:po])), nil
+	}
+	return PayloadDigest(b[FrameHeaderSize:n]), nil
 }
 
 // CutTail makes stop the end of the log: it zeroes segment stop.Seg from

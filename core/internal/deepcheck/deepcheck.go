@@ -86,7 +86,7 @@ func New(fsys vfs.FS, storeDir string, fresh *proj.Proj) *Check {
 // Frame records a frame the scan met, and queues its inline objects for
 // hashing.
 func (dc *Check) Frame(fr *journal.Frame, file string, t *txn.Txn) {
-	base := fr.Pos.Off + journal.FrameHeaderSize
+	base := fr.Pos.Off + fr.PayloadOff()
 	dc.frames = append(dc.frames, scannedFrame{seg: fr.Pos.Seg, off: base, payload: fr.Payload, file: file})
 	for _, o := range t.Objs {
 		if o.Loose {

@@ -100,9 +100,9 @@ func New(c Config) *Pipeline {
 type Request struct {
 	Txn     *txn.Txn
 	Payload []byte
-	Digest  [32]byte
-	Need    []objects.ID // changesets that must exist (parents, ref targets)
-	seq     uint64       // frame appended (or, on a conflict, the end the check saw)
+	Digests journal.Digests // what the frame checksum covers (journal.PayloadDigests)
+	Need    []objects.ID    // changesets that must exist (parents, ref targets)
+	seq     uint64          // frame appended (or, on a conflict, the end the check saw)
 	epoch   uint64
 	err     error
 	early   bool      // failed its compare-and-swap before its turn (earlyConflicts)
@@ -130,11 +130,11 @@ func (p *Pipeline) Pending() int {
 // pipeline batches its writers; across processes, the sync step groups the
 // same way (groupsync).
 func (p *Pipeline) Commit(t *txn.Txn, need []objects.ID) error {
-	payload := txn.Encode(t)
+	payload, head := txn.EncodePayload(t)
 	if len(payload) > journal.MaxPayload {
 		return fmt.Errorf("%w: transaction of %d bytes exceeds the frame limit", errs.ErrInvalid, len(payload))
 	}
-	r := &Request{Txn: t, Payload: payload, Digest: journal.PayloadDigest(payload), Need: need, turn: make(chan bool, 1)}
+	r := &Request{Txn: t, Payload: payload, Digests: journal.PayloadDigests(payload, head), Need: need, turn: make(chan bool, 1)}
 	if p.lock.Held() {
 		// This process holds the writer lock (writelock.Lock.Hold):
 		// commit at once. Joining the pipeline could wait on a leader

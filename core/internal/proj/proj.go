@@ -168,7 +168,7 @@ func (p *Proj) Apply(fr *journal.Frame, segPath string) error {
 	if fr.Kind != txn.FrameTxn && fr.Kind != txn.FrameFresh {
 		return errs.Corrupt(segPath, fr.Pos.Off, "unknown frame kind %d", fr.Kind)
 	}
-	if err := txn.DecodeInto(&p.scratch, fr.Payload); err != nil {
+	if err := txn.DecodeFrame(&p.scratch, fr); err != nil {
 		return errs.Corrupt(segPath, fr.Pos.Off, "frame %d: %v", fr.Seq, err)
 	}
 	return p.ApplyTxn(fr, &p.scratch, segPath)
@@ -179,7 +179,7 @@ func (p *Proj) Apply(fr *journal.Frame, segPath string) error {
 // encoded (txn.Encode sets each object's offset), so it hashes nothing under
 // the writer lock.
 func (p *Proj) ApplyTxn(fr *journal.Frame, t *txn.Txn, segPath string) error {
-	base := fr.Pos.Off + journal.FrameHeaderSize
+	base := fr.Pos.Off + fr.PayloadOff()
 	// A changeset already indexed (two writers made the same one) keeps
 	// its first record, whose seq decides which snapshots see it; that
 	// takes a lookup in every run. Blobs and trees are looked up in the

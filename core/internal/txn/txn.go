@@ -5,7 +5,7 @@
 // A transaction payload (the body of one journal frame):
 //
 //	version u8 (= 3) | time i64 (unix ns) | nobj uvarint | objects… | nref uvarint | moves… | origin (nref > 0 only)
-//	object: kind u8 | flags u8 (1 = loose) | id [32] (loose only) | len uvarint | bytes (absent if loose)
+//	object: kind u8 | flags u8 (1 = loose, 2 = in the body) | id [32] (loose only) | len uvarint | bytes (absent if loose)
 //	move:   name len uvarint | name | flags u8 | old [32] | new: [32], or (flag 1) uvarint j
 //	origin: op u8 | agent len uvarint | agent | undoes uvarint (op undo only)
 //
@@ -23,6 +23,20 @@
 // has none. Version 2 payloads, written before origins were recorded, carry
 // none and decode with refs.OpUnknown and no agent. Version 1 payloads (ids
 // inline) are refused.
+//
+// A split payload (the payload of a split journal frame, EncodePayload) is
+// a head, laid out as above, followed by a body: the bytes of the blobs
+// whose flags are 2 (in the body), one after another in the order of the
+// objects. Such a blob carries its id and size in the head, as a loose one
+// does:
+//
+//	object in the body: kind u8 (blob) | flags u8 (2) | id [32] | len uvarint
+//
+// Replay reads only the head: what it keeps of a blob is its id, size and
+// place, and the id it would otherwise hash the bytes for is in the head.
+// A transaction whose inline blobs total more than SplitAbove bytes is
+// split; smaller ones keep the compact layout, so a one-file commit stays
+// one sector.
 package txn
 
 import (
@@ -31,6 +45,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/swarmops/swarmops/core/journal"
 	"github.com/swarmops/swarmops/core/objects"
 	"github.com/swarmops/swarmops/core/refs"
 )
@@ -85,11 +100,41 @@ type Txn struct {
 
 const flagLoose = 1
 
+// flagBody marks a blob whose bytes are in a split frame's body.
+const flagBody = 2
+
 // moveNewInFrame marks a move whose new value is an object of the frame.
 const moveNewInFrame = 1
 
-// Encode returns t's payload and sets each object's Off.
+// SplitAbove is the inline blob bytes above which a transaction's payload
+// is split (EncodePayload): its blobs go into the frame's body, which
+// replay does not read. A frame under it costs replay at most 64 sectors;
+// a one-file commit stays one sector.
+const SplitAbove = 32 << 10
+
+// Encode returns t's payload, not split, and sets each object's Off.
 func Encode(t *Txn) []byte {
+	p, _ := encode(t, false)
+	return p
+}
+
+// EncodePayload returns t's payload and the length of its head when it is
+// to be a split frame's (0: not split), and sets each object's Off. A
+// transaction whose inline blobs total more than SplitAbove bytes is split:
+// each such blob carries its id and size in the head, and its bytes follow
+// the head, in the order of the objects, as the body.
+func EncodePayload(t *Txn) ([]byte, int) {
+	var blobs int
+	for _, o := range t.Objs {
+		if !o.Loose && o.Kind == objects.KindBlob {
+			blobs += len(o.Data)
+		}
+	}
+	return encode(t, blobs > SplitAbove)
+}
+
+// encode is Encode, with inline blobs in the body when split.
+func encode(t *Txn, split bool) ([]byte, int) {
 	n := 1 + 8 + 10 + 10
 	for _, o := range t.Objs {
 		n += 2 + 32 + 10 + len(o.Data)
@@ -102,21 +147,41 @@ func Encode(t *Txn) []byte {
 	b = append(b, Version)
 	b = binary.LittleEndian.AppendUint64(b, uint64(t.Time.UnixNano()))
 	b = binary.AppendUvarint(b, uint64(len(t.Objs)))
+	inBody := func(o Obj) bool { return split && !o.Loose && o.Kind == objects.KindBlob }
 	for i, o := range t.Objs {
 		var fl byte
-		if o.Loose {
+		switch {
+		case o.Loose:
 			fl = flagLoose
+		case inBody(o):
+			fl = flagBody
 		}
 		b = append(b, byte(o.Kind), fl)
-		if o.Loose {
+		if fl != 0 {
 			b = append(b, o.ID[:]...)
 		}
 		b = binary.AppendUvarint(b, uint64(o.Size))
-		if !o.Loose {
+		if fl == 0 {
 			t.Objs[i].Off = len(b)
 			b = append(b, o.Data...)
 		}
 	}
+	b = encodeMoves(b, t)
+	if !split {
+		return b, 0
+	}
+	head := len(b)
+	for i, o := range t.Objs {
+		if inBody(o) {
+			t.Objs[i].Off = len(b)
+			b = append(b, o.Data...)
+		}
+	}
+	return b, head
+}
+
+// encodeMoves appends t's moves and origin.
+func encodeMoves(b []byte, t *Txn) []byte {
 	b = binary.AppendUvarint(b, uint64(len(t.Moves)))
 	for _, m := range t.Moves {
 		b = binary.AppendUvarint(b, uint64(len(m.Name)))
@@ -164,11 +229,32 @@ func Decode(p []byte) (*Txn, error) {
 }
 
 // DecodeInto is Decode into t, whose slices it reuses: replay decodes
-// thousands of frames into one txn instead of allocating each. It is one
-// piece, the payload's layout from top to bottom, with one position and
-// one way to fail, in the hot path of every replay.
-func DecodeInto(t *Txn, p []byte) error {
+// thousands of frames into one txn instead of allocating each.
+func DecodeInto(t *Txn, p []byte) error { return decode(t, p, 0, len(p), false) }
+
+// DecodeFrame is DecodeInto of a frame's payload, which may be split
+// (fr.Head) and of which only the head may have been read (fr.HeadOnly):
+// the objects in the body then have no Data, only their ids, sizes and
+// offsets.
+func DecodeFrame(t *Txn, fr *journal.Frame) error {
+	return decode(t, fr.Payload, fr.Head, fr.Len, fr.HeadOnly)
+}
+
+// decode is DecodeInto of p, whose first head bytes are a split frame's
+// head (head 0: not split). total is the payload's length; headOnly says
+// p holds the head only. It is one piece, the payload's layout from top
+// to bottom, with one position and one way to fail, in the hot path of
+// every replay.
+func decode(t *Txn, p []byte, head, total int, headOnly bool) error {
 	pos := 0
+	whole := p
+	body := 0 // the next body object's offset in the payload
+	if head > 0 {
+		if head > len(p) || (!headOnly && len(p) != total) || (headOnly && len(p) != head) {
+			return fmt.Errorf("%w: head of %d bytes in a payload of %d (%d read)", ErrMalformed, head, total, len(p))
+		}
+		body, p = head, p[:head]
+	}
 	fail := func(what string) error {
 		return fmt.Errorf("%w: %s at payload byte %d", ErrMalformed, what, pos)
 	}
@@ -198,11 +284,12 @@ func DecodeInto(t *Txn, p []byte) error {
 			return fail("short object header")
 		}
 		o := Obj{Kind: objects.Kind(p[pos]), Loose: p[pos+1] == flagLoose}
-		if !o.Kind.Valid() || p[pos+1]&^flagLoose != 0 || (o.Loose && o.Kind != objects.KindBlob) {
+		inBody := p[pos+1] == flagBody
+		if !o.Kind.Valid() || (p[pos+1] != 0 && o.Kind != objects.KindBlob) || (p[pos+1] > flagLoose && !(inBody && head > 0)) {
 			return fail("bad object kind or flags")
 		}
 		pos += 2
-		if o.Loose {
+		if o.Loose || inBody {
 			if len(p)-pos < 32 {
 				return fail("short loose object id")
 			}
@@ -214,7 +301,17 @@ func DecodeInto(t *Txn, p []byte) error {
 			return fail("bad object size")
 		}
 		o.Size = int64(sz)
-		if !o.Loose {
+		if inBody {
+			if uint64(total-body) < sz {
+				return fail("body object past the end of the payload")
+			}
+			o.Off = body
+			if !headOnly {
+				o.Data = whole[body : body+int(sz)]
+			}
+			body += int(sz)
+		}
+		if !o.Loose && !inBody {
 			if uint64(len(p)-pos) < sz {
 				return fail("object data past end")
 			}
@@ -278,7 +375,7 @@ func DecodeInto(t *Txn, p []byte) error {
 			return fail("bad origin")
 		}
 	}
-	if pos != len(p) {
+	if pos != len(p) || (head > 0 && body != total) {
 		return fail("trailing bytes")
 	}
 	return nil

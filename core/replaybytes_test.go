@@ -1,0 +1,133 @@
+package core_test
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"testing"
+
+	"github.com/swarmops/swarmops/core"
+	"github.com/swarmops/swarmops/faultfs"
+)
+
+// importMB is the size of the import in TestOpenAfterABigImportReadsOnlyHeads
+// (SWARMOPS_IMPORT_MB, default 24).
+func importMB(t *testing.T) int {
+	v := os.Getenv("SWARMOPS_IMPORT_MB")
+	if v == "" {
+		return 24
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		t.Fatalf("SWARMOPS_IMPORT_MB=%q: want a positive number of megabytes", v)
+	}
+	return n
+}
+
+// bigImport commits a tree of 8 KiB files totalling mb megabytes, as one
+// commit advancing main, and one small commit after it (whose watermark
+// says the import is durable), into a store at /s on m with no checkpoint
+// after them (as after a crash before the checkpoint). It returns the
+// import's paths and contents.
+func bigImport(t *testing.T, m *faultfs.MemFS, mb int) (core.Options, []core.Change) {
+	t.Helper()
+	o := core.Options{FS: m, CheckpointEvery: 1 << 20, CheckpointBytes: 1 << 40}
+	s, err := core.Create("/s", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var changes []core.Change
+	for i := 0; i < mb<<7; i++ {
+		changes = append(changes, core.Change{Path: fmt.Sprintf("d%02d/f%05d", i%64, i), Data: blobOf(i, 8<<10)})
+	}
+	head := mustCommit(t, s, core.CommitRequest{Changes: changes, Advance: "main"})
+	mustCommit(t, s, core.CommitRequest{Parents: []core.ID{head}, Changes: []core.Change{put("small", "1")}, Advance: "main"})
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return o, changes
+}
+
+// TestOpenAfterABigImportReadsOnlyHeads: opening a store whose journal
+// past the checkpoint holds a big import reads the import frame's head
+// (ids, sizes, trees, the changeset), not its blobs' bytes: a split
+// frame's checksum covers its head and its body's digest, and replay of
+// frames below a published end of this boot reads heads only. The blobs
+// still read back whole and checked.
+func TestOpenAfterABigImportReadsOnlyHeads(t *testing.T) {
+	mb := importMB(t)
+	m := faultfs.NewMem()
+	o, changes := bigImport(t, m, mb)
+	c := faultfs.NewCounting(m)
+	o.FS = c
+	s, err := core.Open("/s", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	// The head holds about 45 bytes a blob and the trees' entries.
+	limit := int64(len(changes)) * 200
+	if n := c.PathBytesRead(seg1); n > limit {
+		t.Fatalf("open after a %d MB import read %d bytes of the journal; want at most %d (go test ./core -run %s)", mb, n, limit, t.Name())
+	}
+	t.Logf("open after a %d MB import: %d bytes of the journal, %d in all", mb, c.PathBytesRead(seg1), c.BytesRead())
+	sn, err := s.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	head, err := sn.Ref("main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, i := range []int{0, len(changes) / 2, len(changes) - 1} {
+		got, _, err := sn.ReadPath(head, changes[i].Path)
+		if err != nil || string(got) != string(changes[i].Data) {
+			t.Fatalf("read %s after the open: %d bytes, %v; want its %d bytes", changes[i].Path, len(got), err, len(changes[i].Data))
+		}
+	}
+}
+
+// TestDamageInASkippedBodyIsDetected: a bit flipped in the body of a split
+// frame, which open does not read, is found when the blob is read (it no
+// longer hashes to its id), by a deep Verify, and by recovery after a
+// power loss, which reads every frame whole (C6).
+func TestDamageInASkippedBodyIsDetected(t *testing.T) {
+	m := faultfs.NewMem()
+	o, changes := bigImport(t, m, 1)
+	// The body follows the head; the middle of the import's bytes is in it.
+	flipBit(t, m, seg1, 512+int64(len(changes))*8<<10/2)
+	s, err := core.Open("/s", o)
+	if err != nil {
+		t.Fatalf("open (heads only) after a flip in a body: %v; want it to open", err)
+	}
+	defer s.Close()
+	sn, err := s.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	head, err := sn.Ref("main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	corrupt := 0
+	for _, ch := range changes {
+		got, _, err := sn.ReadPath(head, ch.Path)
+		switch {
+		case errors.Is(err, core.ErrCorrupt):
+			corrupt++
+		case err != nil || string(got) != string(ch.Data):
+			t.Fatalf("read %s: %d bytes, %v; want its bytes or ErrCorrupt", ch.Path, len(got), err)
+		}
+	}
+	if corrupt != 1 {
+		t.Fatalf("%d reads failed with ErrCorrupt; want exactly the flipped blob's", corrupt)
+	}
+	rep, err := s.Verify(true, nil)
+	if err != nil || len(rep.Problems) == 0 {
+		t.Fatalf("deep verify: %+v, %v; want the damaged frame reported", rep, err)
+	}
+	if _, err := core.Open("/s", core.Options{FS: m.CrashClone(faultfs.Strict, 0)}); !errors.Is(err, core.ErrCorrupt) {
+		t.Fatalf("open after a power loss: %v; want ErrCorrupt (recovery reads bodies)", err)
+	}
+}
