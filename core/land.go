@@ -105,7 +105,7 @@ func (s *Store) startLand(change ID, onto string, o LandOptions) (*lander, error
 		l.agent = l.cs.Agent
 	}
 	if l.msg == "" {
-		l.msg = fmt.Sprintf("land %s onto %s", errs.Short(change), onto)
+		l.msg = LandMessage(errs.Short(change), onto, l.cs.Message)
 	}
 	return l, nil
 }
