@@ -92,7 +92,8 @@ func TestAProtectedPrefixCoversOnlyItsRefsAndAllowsCreation(t *testing.T) {
 
 // TestAProtectionSurvivesCheckpointsReopensAndAPowerLoss: an acknowledged
 // protect holds after a checkpoint (which drops the frame from the replay)
-// and after a strict power loss, in a new process.
+// and after a strict power loss, in a new process; so does one made after
+// the last checkpoint (replayed from the journal).
 func TestAProtectionSurvivesCheckpointsReopensAndAPowerLoss(t *testing.T) {
 	mem := faultfs.NewMem()
 	o := Options{FS: mem, CheckpointEvery: 4, InlineCheckpoint: true}
@@ -112,6 +113,9 @@ func TestAProtectionSurvivesCheckpointsReopensAndAPowerLoss(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	if err := s.Protect("agent/", true); err != nil {
+		t.Fatal(err)
+	}
 	crashed := mem.CrashClone(faultfs.Strict, 1)
 	s.Close()
 	for name, fs := range map[string]*faultfs.MemFS{"reopened": mem, "after a power loss": crashed} {
@@ -121,8 +125,11 @@ func TestAProtectionSurvivesCheckpointsReopensAndAPowerLoss(t *testing.T) {
 		}
 		sn, _ := s2.Snapshot()
 		ps, _ := sn.Protected()
-		if len(ps) != 1 || ps[0].Pattern != "main" {
-			t.Errorf("%s: protected %v, want [main]", name, ps)
+		if len(ps) != 2 || ps[0].Pattern != "agent/" || ps[1].Pattern != "main" {
+			t.Errorf("%s: protected %v, want [agent/ main]", name, ps)
+		}
+		if err := s2.UpdateRefs(RefUpdate{Name: "agent/1", Old: refAt(t, s2, "agent/1")}); !errors.Is(err, ErrProtected) {
+			t.Errorf("%s: delete of agent/1: %v, want ErrProtected", name, err)
 		}
 		if err := s2.UpdateRefs(RefUpdate{Name: "main", Old: m0}); !errors.Is(err, ErrProtected) {
 			t.Errorf("%s: delete of main: %v, want ErrProtected", name, err)

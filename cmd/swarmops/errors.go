@@ -46,6 +46,7 @@ var (
 	kindEmpty     = errorKind{"E_EMPTY", 15, false, "commit found nothing to record (--allow-empty records it anyway)"}
 	kindUnsafe    = errorKind{"E_UNSAFE", 16, false, "a path would leave the work tree, go through a symbolic link, or name .git, .swarmops-tree or the store (\"path\")"}
 	kindStale     = errorKind{"E_STALE", 17, false, "the work tree's base is not the parent asked for (\"base\"); switch or update it first"}
+	kindProtected = errorKind{"E_PROTECTED", 18, false, "the ref is protected (ref protect): only land moves it (\"ref\", \"pattern\")"}
 	kindInternal  = errorKind{"E_INTERNAL", 70, false, "a bug: an error the table does not know"}
 	kindCrashed   = errorKind{"E_CRASHED", crashExitStatus, false, "a simulated crash (SWARMOPS_TEST_CRASH_AT); tests only"}
 )
@@ -53,7 +54,7 @@ var (
 // errorTable lists every row, ordered by exit status.
 func errorTable() []errorKind {
 	t := []errorKind{kindUsage, kindNotFound, kindConflict, kindBusy, kindCorrupt, kindIO,
-		kindNoSpace, kindAmbiguous, kindExists, kindNotStore, kindRepaired, kindGone, kindRunning, kindEmpty, kindUnsafe, kindStale, kindInternal, kindCrashed}
+		kindNoSpace, kindAmbiguous, kindExists, kindNotStore, kindRepaired, kindGone, kindRunning, kindEmpty, kindUnsafe, kindStale, kindProtected, kindInternal, kindCrashed}
 	sort.Slice(t, func(i, j int) bool { return t[i].Exit < t[j].Exit })
 	return t
 }
@@ -119,7 +120,7 @@ func usageHint(suggestions []string, show func(string) string, format string, ar
 // says what was wrong.
 var layerNames = []error{core.ErrConflict, core.ErrNotFound, core.ErrAmbiguous, core.ErrCorrupt,
 	core.ErrInvalid, core.ErrNoSpace, core.ErrIO, core.ErrExist, core.ErrNotStore, core.ErrClosed,
-	core.ErrBusy, core.ErrCrashed, objects.ErrBadID, objects.ErrBadPath, objects.ErrBadPrefix,
+	core.ErrBusy, core.ErrCrashed, core.ErrProtected, objects.ErrBadID, objects.ErrBadPath, objects.ErrBadPrefix,
 	objects.ErrMalformed, objects.ErrInvalid, worktree.ErrLocalChanges, worktree.ErrUnsafeTree,
 	worktree.ErrReservedPath, worktree.ErrNotWorkTree, worktree.ErrNotEmpty, worktree.ErrIndexCorrupt,
 	worktree.ErrSpecialFile, worktree.ErrBaseMismatch}
@@ -152,6 +153,7 @@ func classify(err error) *cliError {
 	out := &cliError{err: err, extra: map[string]any{}, subject: map[string]any{}}
 	var (
 		conflict  *core.ConflictError
+		protected *core.ProtectedError
 		merge     *core.MergeConflictError
 		ambiguous *core.AmbiguousError
 		corrupt   *core.CorruptError
@@ -163,6 +165,13 @@ func classify(err error) *cliError {
 		out.kind = kindCrashed
 	case errors.Is(err, core.ErrBusy):
 		out.kind = kindBusy
+	case errors.As(err, &protected):
+		out.kind = kindProtected
+		out.extra["ref"] = protected.Ref
+		out.extra["pattern"] = protected.Pattern
+		out.hint = fmt.Sprintf("land a change onto it: swarmops land CHANGE --onto %s", protected.Ref)
+	case errors.Is(err, core.ErrProtected):
+		out.kind = kindProtected
 	case errors.As(err, &merge):
 		out.kind = kindConflict
 		out.extra["paths"] = merge.Paths

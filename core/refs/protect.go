@@ -80,7 +80,7 @@ func (t *Table) RestoreProtection(pattern string, seq uint64) {
 // for an older one it answers as of the table's base (protections are not
 // in the reflog file).
 func (t *Table) Protected(seq uint64) ([]string, []uint64) {
-	if seq+1 < t.base {
+	if t.base > 0 && seq < t.base-1 {
 		seq = t.base - 1
 	}
 	var names []string
