@@ -38,6 +38,10 @@ type Protection struct {
 // it refuses, and kept across checkpoints in the checkpoint file.
 // Protecting a protected pattern, or clearing one that is not, writes the
 // frame anyway and changes nothing.
+//
+// The check trusts a move's recorded operation: a Go caller that records
+// OpLand itself (UpdateRefsAs, CommitRequest.Op) is taken for a land. The
+// CLI and the MCP tools never do; they reach OpLand only through Land.
 func (s *Store) Protect(pattern string, on bool) error {
 	if err := s.usable(); err != nil {
 		return err
