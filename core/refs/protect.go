@@ -157,3 +157,12 @@ func (t *Table) trimProtections(base uint64) {
 		}
 	}
 }
+
+// Unprotected returns a copy of t that shares its moves and holds no
+// protections: a checkpoint written from it forgets them (the crash
+// sweep's drop-protections canary).
+func (t *Table) Unprotected() *Table {
+	c := *t
+	c.prot = nil
+	return &c
+}
