@@ -96,3 +96,59 @@ func BenchmarkSnapshotOneChangedFile(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkUpdate brings a tree of n files onto a revision that changed 10
+// of them, with 10 local edits of which one is in a file theirs changed
+// too (one-line files: a conflict, written with markers). Only the paths
+// that differ between the revisions are looked at, so apart from the
+// index (read and rewritten whole) its cost follows the change, not the
+// tree. Each iteration first resets the tree (untimed): a forced switch
+// back, the edits again.
+func BenchmarkUpdate(b *testing.B) {
+	for _, n := range []int{1000, 10000} {
+		b.Run(fmt.Sprintf("files=%d", n), func(b *testing.B) {
+			f, dir := benchTree(b, n)
+			base := mustOpen(b, dir, f.opts()).Base()
+			path := func(i int) string { return fmt.Sprintf("d%03d/f%05d.go", i/50, i) }
+			var theirs []core.Change
+			for i := 0; i < 10; i++ {
+				theirs = append(theirs, put(path(i*7), fmt.Sprintf("%01024d\ntheirs\n", i*7)))
+			}
+			onto := f.commit(base, theirs...)
+			force := f.opts()
+			force.Force = true
+			var res *worktree.UpdateResult
+			for i := 0; i < b.N; i++ {
+				b.StopTimer()
+				wt, err := worktree.Open(dir, force)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := wt.Switch(f.snap(), base); err != nil {
+					b.Fatal(err)
+				}
+				wt.Close()
+				for k := 0; k < 10; k++ {
+					p := filepath.Join(dir, path(k*3+7*9))
+					if k == 0 {
+						p = filepath.Join(dir, path(0))
+					}
+					if err := os.WriteFile(p, []byte("ours\n"+fmt.Sprintf("%01024d", k)), 0o644); err != nil {
+						b.Fatal(err)
+					}
+				}
+				sn := f.snap()
+				b.StartTimer()
+				if wt, err = worktree.Open(dir, f.opts()); err != nil {
+					b.Fatal(err)
+				}
+				if res, err = wt.Update(sn, onto, ""); err != nil {
+					b.Fatal(err)
+				}
+				wt.Close()
+			}
+			b.ReportMetric(float64(res.Written), "written/op")
+			b.ReportMetric(float64(len(res.Conflicts)), "conflicts/op")
+		})
+	}
+}

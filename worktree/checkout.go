@@ -81,7 +81,9 @@ func Checkout(src Source, id objects.ID, dir string, o Options) (*Result, error)
 }
 
 // Switch moves the work tree to changeset id, touching only the paths that
-// differ between its base and id. Before writing anything it checks each
+// differ between its base and id, and records Options.Ref as the ref it
+// follows. A tree with unresolved conflicts is refused (*UnresolvedError)
+// unless Force, which drops them. Before writing anything it checks each
 // of them: a path whose file differs from both the base and id, an
 // untracked file or directory in the way, or a link or file where id needs
 // a directory, is a local change, and the switch fails with a
@@ -136,6 +138,9 @@ func (t *Tree) apply(src Source, id objects.ID, empty bool) (*Result, error) {
 		} else {
 			p.writes = append(p.writes, c)
 		}
+	}
+	if !empty && !t.opts.Force && len(t.idx.Conflicts) > 0 {
+		return nil, t.unresolved()
 	}
 	if !empty {
 		if err := t.check(p); err != nil {
@@ -321,7 +326,11 @@ func (t *Tree) execute(src Source, id objects.ID, p *plan) (*Result, error) {
 			return nil, err
 		}
 	}
-	ix := &Index{Base: id, Entries: t.merged(p.removes, written)}
+	// A switch starts from a tree without conflicts, or (Force) drops them.
+	ix := &Index{Base: id, Ref: t.opts.Ref, Entries: t.merged(p.removes, written)}
+	for i := range ix.Entries {
+		ix.Entries[i].Conflict = false
+	}
 	if err := t.writeIndex(ix); err != nil {
 		return nil, err
 	}
@@ -398,42 +407,51 @@ func (t *Tree) ensureDirs(p string, made, touched map[string]bool) error {
 // the new one and never a part of either.
 func (t *Tree) writeOne(src Source, c change, made, touched map[string]bool) (IndexEntry, int64, error) {
 	e := IndexEntry{Path: c.path, Mode: c.new.Mode, ID: c.new.ID}
-	if err := t.ensureDirs(c.path, made, touched); err != nil {
-		return e, 0, err
-	}
 	data, err := src.Blob(c.new.ID)
 	if err != nil {
 		return e, 0, fmt.Errorf("checkout %q: %w", c.path, err)
 	}
+	e.Stat, err = t.place(c.path, c.new.Mode, data, made, touched)
+	return e, int64(len(data)), err
+}
+
+// place writes data as p's file (or link, for ModeSymlink) of the given
+// mode: to a temporary name in the metadata directory, then renamed over
+// p, so p holds what it held before or data, and never a part of either.
+// It returns the stat data of the new file.
+func (t *Tree) place(p string, mode objects.Mode, data []byte, made, touched map[string]bool) (Stat, error) {
+	if err := t.ensureDirs(p, made, touched); err != nil {
+		return Stat{}, err
+	}
 	tmp := t.tmpName()
-	if c.new.Mode == objects.ModeSymlink {
-		if err := checkLinkTarget(c.path, data); err != nil {
-			return e, 0, err
+	var err error
+	if mode == objects.ModeSymlink {
+		if err := checkLinkTarget(p, data); err != nil {
+			return Stat{}, err
 		}
 		err = t.root.Symlink(string(data), tmp)
 	} else {
-		err = t.writeFile(tmp, data, c.new.Mode == objects.ModeExec)
+		err = t.writeFile(tmp, data, mode == objects.ModeExec)
 	}
 	if err != nil {
-		return e, 0, err
+		return Stat{}, err
 	}
-	err = t.root.Rename(tmp, c.path)
+	err = t.root.Rename(tmp, p)
 	if err != nil && t.opts.Force {
-		if rerr := t.removeAll(c.path); rerr != nil {
-			return e, 0, rerr
+		if rerr := t.removeAll(p); rerr != nil {
+			return Stat{}, rerr
 		}
-		err = t.root.Rename(tmp, c.path)
+		err = t.root.Rename(tmp, p)
 	}
 	if err != nil {
-		return e, 0, err
+		return Stat{}, err
 	}
-	touched[path.Dir(c.path)] = true
-	fi, err := t.root.Lstat(c.path)
+	touched[path.Dir(p)] = true
+	fi, err := t.root.Lstat(p)
 	if err != nil {
-		return e, 0, err
+		return Stat{}, err
 	}
-	e.Stat = statOf(fi)
-	return e, int64(len(data)), nil
+	return statOf(fi), nil
 }
 
 func (t *Tree) writeFile(name string, data []byte, exec bool) error {

@@ -270,3 +270,174 @@ func TestRacyEntriesAreRehashed(t *testing.T) {
 		t.Fatalf("after a refresh at a later tick: hashed %d (want 1: the modified file), %v", st.Stats.Hashed, kinds(st))
 	}
 }
+
+// updateRevisions checks out a, edits the tree (a line both sides change,
+// a line only ours changes, a deleted and an added file) and commits b on
+// a with another agent's changes, for the update crash sweeps.
+func updateRevisions(t *testing.T) (*fixture, *faultfs.MemFS, objects.ID) {
+	f, m := memFixture(t)
+	a := f.commit(objects.ZeroID, put("x", "1\n2\n3\n"), put("y", "1\n2\n3\n4\n5\n"), put("z", "z\n"),
+		put("d/gone", "g\n"), put("bin", "\x00b"), put("keep", "k\n"))
+	if _, err := worktree.Checkout(f.snap(), a, "/w", worktree.Options{FS: m, StoreDir: "/s", Sync: true}); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.SyncDir("/"); err != nil {
+		t.Fatal(err)
+	}
+	writeMem(t, m, "/w/x", "1\nours\n3\n")
+	writeMem(t, m, "/w/y", "ONE\n2\n3\n4\n5\n")
+	writeMem(t, m, "/w/n", "new\n")
+	writeMem(t, m, "/w/bin", "\x00ours")
+	if err := m.Remove("/w/z"); err != nil {
+		t.Fatal(err)
+	}
+	b := f.commit(a, put("x", "1\ntheirs\n3\n"), put("y", "1\n2\n3\n4\nFIVE\n"), put("keep", "K\n"),
+		del("d/gone"), put("d2/new", "n2\n"), put("bin", "\x00B"), link("l", "keep"))
+	return f, m, b
+}
+
+// TestUpdateSurvivesACrashAtEveryCall crashes an update with a conflict,
+// a line merge, writes, removals and directories made and pruned, at every
+// filesystem call, with and without Sync: each file holds what it held
+// before or what the update writes, and no status calls a file clean that
+// is not. A conflict the update recorded survives a process crash once it
+// returned, and a power loss too with Sync; resolving another path,
+// crashed at every call, never loses it.
+func TestUpdateSurvivesACrashAtEveryCall(t *testing.T) {
+	for _, sync := range []bool{false, true} {
+		t.Run(fmt.Sprintf("sync=%v", sync), func(t *testing.T) {
+			f, m, b := updateRevisions(t)
+			sn := f.snap()
+			o := worktree.Options{StoreDir: "/s", Sync: sync}
+			run := func(fsys vfs.FS) error {
+				o.FS = fsys
+				wt, err := worktree.Open("/w", o)
+				if err != nil {
+					return err
+				}
+				defer wt.Close()
+				_, err = wt.Update(sn, b, "")
+				return err
+			}
+			done := m.CrashClone(faultfs.ProcessCrash, 0)
+			if err := run(done); err != nil {
+				t.Fatal(err)
+			}
+			crashSweep(t, m, treeFiles(t, m, "/w"), treeFiles(t, done, "/w"), sync, run)
+			want := []string{"bin", "x"}
+			clones := map[string]vfs.FS{"process": done.CrashClone(faultfs.ProcessCrash, 0)}
+			if sync {
+				clones["strict"] = done.CrashClone(faultfs.Strict, 0)
+			}
+			for model, c := range clones {
+				wt, err := worktree.Open("/w", worktree.Options{FS: c, StoreDir: "/s"})
+				if err != nil {
+					t.Fatalf("%s crash after update returned: %v", model, err)
+				}
+				if got := conflictPaths(wt.Index().Conflicts); !eq(got, want) {
+					t.Fatalf("%s crash after update returned: conflicts %v, want %v", model, got, want)
+				}
+				wt.Close()
+			}
+			if sync {
+				resolveSweep(t, done, want)
+			}
+		})
+	}
+}
+
+// resolveSweep crashes the resolution of the first of the conflicted
+// paths at every call: the index records every conflict or all but that
+// one, never fewer, under a process crash and a strict power loss.
+func resolveSweep(t *testing.T, m *faultfs.MemFS, conflicts []string) {
+	o := worktree.Options{StoreDir: "/s", Sync: true}
+	run := func(fsys vfs.FS) error {
+		o.FS = fsys
+		wt, err := worktree.Open("/w", o)
+		if err != nil {
+			return err
+		}
+		defer wt.Close()
+		_, err = wt.Resolve(conflicts[:1], false, true)
+		return err
+	}
+	c := faultfs.NewCounting(m.CrashClone(faultfs.ProcessCrash, 0))
+	if err := run(c); err != nil {
+		t.Fatal(err)
+	}
+	for n := int64(1); n <= c.Total(); n++ {
+		mm := m.CrashClone(faultfs.ProcessCrash, 0)
+		run(faultfs.NewCrashing(mm, n))
+		for _, model := range []faultfs.Model{faultfs.ProcessCrash, faultfs.Strict} {
+			wt, err := worktree.Open("/w", worktree.Options{FS: mm.CrashClone(model, 0), StoreDir: "/s"})
+			if err != nil {
+				t.Fatalf("resolve crashed at call %d, %v: %v", n, model, err)
+			}
+			got := conflictPaths(wt.Index().Conflicts)
+			wt.Close()
+			if !eq(got, conflicts) && !eq(got, conflicts[1:]) {
+				t.Fatalf("resolve crashed at call %d, %v: conflicts %v, want %v or %v", n, model, got, conflicts, conflicts[1:])
+			}
+		}
+	}
+	t.Logf("resolve: %d crash points", c.Total())
+}
+
+// TestAnUpdateRunAgainAfterACrashFinishesIt: a clean update (a line merge,
+// files taken from theirs, removals, a directory made and one pruned) is
+// crashed at every call; running it again on what the process crash left
+// gives the same files, the same base and a clean status but for the
+// tree's own changes, as the uncrashed update.
+func TestAnUpdateRunAgainAfterACrashFinishesIt(t *testing.T) {
+	f, m := memFixture(t)
+	a := f.commit(objects.ZeroID, put("y", "1\n2\n3\n4\n5\n"), put("d/gone", "g\n"), put("keep", "k\n"), put("z", "z\n"))
+	if _, err := worktree.Checkout(f.snap(), a, "/w", f.opts()); err != nil {
+		t.Fatal(err)
+	}
+	writeMem(t, m, "/w/y", "ONE\n2\n3\n4\n5\n")
+	writeMem(t, m, "/w/n", "new\n")
+	b := f.commit(a, put("y", "1\n2\n3\n4\nFIVE\n"), put("keep", "K\n"), del("d/gone"), put("d2/new", "n2\n"), del("z"))
+	sn := f.snap()
+	run := func(fsys vfs.FS) error {
+		wt, err := worktree.Open("/w", worktree.Options{FS: fsys, StoreDir: "/s"})
+		if err != nil {
+			return err
+		}
+		defer wt.Close()
+		_, err = wt.Update(sn, b, "")
+		return err
+	}
+	status := func(fsys vfs.FS) []string {
+		wt, err := worktree.Open("/w", worktree.Options{FS: fsys, StoreDir: "/s"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer wt.Close()
+		st, err := wt.Status()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return append(kinds(st), wt.Base().String())
+	}
+	done := m.CrashClone(faultfs.ProcessCrash, 0)
+	c := faultfs.NewCounting(done)
+	if err := run(c); err != nil {
+		t.Fatal(err)
+	}
+	want, wantStatus := treeFiles(t, done, "/w"), status(done)
+	for n := int64(1); n < c.Total(); n++ {
+		mm := m.CrashClone(faultfs.ProcessCrash, 0)
+		run(faultfs.NewCrashing(mm, n))
+		again := mm.CrashClone(faultfs.ProcessCrash, 0)
+		if err := run(again); err != nil {
+			t.Fatalf("crash at call %d, then update again: %v", n, err)
+		}
+		if d := diffMaps(treeFiles(t, again, "/w"), want); d != "" {
+			t.Fatalf("crash at call %d, then update again: %s", n, d)
+		}
+		if got := status(again); !eq(got, wantStatus) {
+			t.Fatalf("crash at call %d, then update again: status %v, want %v", n, got, wantStatus)
+		}
+	}
+	t.Logf("%d crash points", c.Total())
+}

@@ -19,20 +19,33 @@
 // All integers are big-endian and fixed-width, as in core/objects, so each
 // index has one encoding and the decoder can insist on it:
 //
-//		+-------------+--------+----------+-----------+----------------+----------+-------------+-----------+
-//		| magic "SWTI"| ver u8 | flags u8 | base [32] | written i64 ns | blen u8  | boot [blen] | count u32 |
-//		+-------------+--------+----------+-----------+----------------+----------+-------------+-----------+
+//		+-------------+--------+----------+-----------+----------------+----------+-------------+---------+-----------+-----------+
+//		| magic "SWTI"| ver u8 | flags u8 | base [32] | written i64 ns | blen u8  | boot [blen] | rlen u8 | ref[rlen] | count u32 |
+//		+-------------+--------+----------+-----------+----------------+----------+-------------+---------+-----------+-----------+
 //		entry, count times, paths strictly ascending bytewise:
 //		+----------+--------+----------+----------+-----------+-----------+---------+---------+---------+----------+
 //		| plen u16 | path   | mode u32 | size u64 | mtime i64 | ctime i64 | ino u64 | dev u64 | id [32] | flags u8 |
 //		+----------+--------+----------+----------+-----------+-----------+---------+---------+---------+----------+
+//		+------------+
+//		| ccount u32 |
+//		+------------+
+//		conflict record, ccount times, paths strictly ascending bytewise:
+//		+----------+------+---------------+-------------+---------------+-------------+-----------------+---------------+
+//		| plen u16 | path | base mode u32 | base id[32] | ours mode u32 | ours id[32] | theirs mode u32 | theirs id[32] |
+//		+----------+------+---------------+-------------+---------------+-------------+-----------------+---------------+
 //		trailer:
 //		+----------------------------------------------+
 //		| BLAKE3-256 of every byte before it [32]      |
 //		+----------------------------------------------+
 //
-//	  - ver = 1; header flags 0 (reserved: any other value is corrupt).
-//	  - base: the changeset the tree was checked out from or last committed.
+//	  - ver = 2; header flags 0 (reserved: any other value is corrupt).
+//	    Version 1, written by earlier builds, lacks rlen, ref, ccount and
+//	    the conflict records; it is still read, and rewritten as version 2.
+//	  - base: the changeset the tree was checked out from, last updated onto
+//	    or last committed.
+//	  - ref: the ref the tree follows (checked out from or updated onto by
+//	    name), empty when it was named by id; update without --onto goes to
+//	    its current value.
 //	  - written: the filesystem's clock when the index was written, taken as
 //	    the mtime of the new index file, after every stat it records. An entry
 //	    whose mtime is not older is racy: the file may have changed within the
@@ -49,6 +62,11 @@
 //	    last seen to hold id, the blob of its content (or link target).
 //	  - entry flags: bit 0 conflict (left unresolved by a merge into the
 //	    tree), bit 1 smudged (stat data not to be trusted); others corrupt.
+//	  - conflict records: the paths an update left unresolved, with the
+//	    mode and id of base, ours and theirs (mode 0 and a zero id: absent;
+//	    ours may be mode 040000 with a zero id, a directory that stood where
+//	    theirs had a file). A record outlives every later index write until
+//	    the path is resolved.
 //	  - checksum: every single-bit flip and every truncation is detected
 //	    (ErrIndexCorrupt with the offset). The golden file is
 //	    testdata/index.golden (go test ./worktree -run TestIndexGolden
@@ -106,9 +124,24 @@
 // switch that returned is durable. One that did not leaves each file old or
 // new, and an index that is old or new and whole.
 //
+// An update (Update) writes the same way: removals, then each file to a
+// temporary name renamed into place, then the index with the new base and
+// the conflict records. A crash before the index leaves the old base, with
+// the files already written showing as modified; running the update again
+// finishes it: a file that already took theirs, or already holds a clean
+// line merge, merges to the same content (theirs' change is then on both
+// sides, taken once), so a clean update run again gives exactly what it
+// would have; a file that already holds conflict markers conflicts again,
+// around them. Entries
+// of merged files name theirs' object and are smudged, so a status
+// re-hashes them and never calls them clean. Conflict records are carried
+// by every later index write (refresh, resolve of other paths) until their
+// path is resolved; a commit's snapshot, a switch and an update refuse a
+// tree that has any.
+//
 // The crash sweeps in crash_test.go check these at every filesystem call of
-// a checkout and a switch, on faultfs.MemFS, under process, strict and torn
-// clones.
+// a checkout, a switch, an update and a resolve, on faultfs.MemFS, under
+// process, strict and torn clones.
 //
 // # Safety
 //

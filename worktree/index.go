@@ -22,12 +22,18 @@ var ErrIndexCorrupt = errors.New("worktree: corrupt index")
 
 // Index format constants. They are part of the format.
 const (
-	indexMagic   = "SWTI"
-	indexVersion = 1
+	indexMagic = "SWTI"
+	// indexVersion is the version Encode writes; version 1 (no ref, no
+	// conflict records) is still read.
+	indexVersion = 2
 	// entryFixed is an entry's size without its path.
-	entryFixed  = 2 + 4 + 8 + 8 + 8 + 8 + 8 + 32 + 1
-	headerFixed = 4 + 1 + 1 + 32 + 8 + 1 + 4
-	sumLen      = 32
+	entryFixed = 2 + 4 + 8 + 8 + 8 + 8 + 8 + 32 + 1
+	// sideFixed is one side of a conflict record: mode and id.
+	sideFixed = 4 + 32
+	// conflictFixed is a conflict record's size without its path.
+	conflictFixed = 2 + 3*sideFixed
+	headerFixed   = 4 + 1 + 1 + 32 + 8 + 1 + 4
+	sumLen        = 32
 )
 
 // Entry flags.
@@ -63,10 +69,27 @@ type IndexEntry struct {
 	Smudged bool
 }
 
+// ConflictRecord is a path a merge into the work tree (Update) left
+// unresolved, with the three sides it could not merge: base, ours (what
+// the work tree held) and theirs (the revision merged in). A side with a
+// zero Mode was absent; ours may be a directory (ModeDir, zero id) that
+// stood where theirs had a file. Ours' id is the hash of the work tree's
+// content, which the store need not hold.
+type ConflictRecord struct {
+	Path   string
+	Base   objects.Entry // Name unused
+	Ours   objects.Entry
+	Theirs objects.Entry
+}
+
 // Index is a work tree's record of its base changeset and of every tracked
 // path, sorted by path (bytewise, no duplicates).
 type Index struct {
 	Base objects.ID
+	// Ref is the ref the tree follows: the one it was checked out from or
+	// last updated onto, if it was named by a ref ("" otherwise). Update
+	// without a revision goes to its current value.
+	Ref string
 	// Written is a time of the filesystem's clock taken when the index was
 	// written, after every stat it records: an entry whose mtime is not
 	// older is racy (the file may have changed within the same clock tick
@@ -76,15 +99,18 @@ type Index struct {
 	// another boot id (a power loss happened) no stat data is trusted.
 	BootID  string
 	Entries []IndexEntry
+	// Conflicts lists the unresolved paths, sorted by path. A conflicted
+	// path that the base tracks also has its entry's Conflict flag set.
+	Conflicts []ConflictRecord
 }
 
 // Encode returns the canonical encoding of ix. It fails for entries that
 // are unsorted, repeated or invalid, and for a boot id over 255 bytes.
 func (ix *Index) Encode() ([]byte, error) {
-	if len(ix.BootID) > 255 {
-		return nil, fmt.Errorf("worktree: boot id of %d bytes exceeds 255", len(ix.BootID))
+	if len(ix.BootID) > 255 || len(ix.Ref) > 255 {
+		return nil, fmt.Errorf("worktree: boot id of %d bytes or ref of %d bytes exceeds 255", len(ix.BootID), len(ix.Ref))
 	}
-	n := headerFixed + len(ix.BootID) + sumLen
+	n := headerFixed + len(ix.BootID) + 1 + len(ix.Ref) + 4 + sumLen
 	for i, e := range ix.Entries {
 		if err := checkIndexEntry(&e); err != nil {
 			return nil, fmt.Errorf("worktree: index entry %d: %w", i, err)
@@ -94,6 +120,15 @@ func (ix *Index) Encode() ([]byte, error) {
 		}
 		n += entryFixed + len(e.Path)
 	}
+	for i, c := range ix.Conflicts {
+		if err := checkConflict(&c); err != nil {
+			return nil, fmt.Errorf("worktree: conflict record %d: %w", i, err)
+		}
+		if i > 0 && ix.Conflicts[i-1].Path >= c.Path {
+			return nil, fmt.Errorf("worktree: conflict record %d (%q) not after %q", i, c.Path, ix.Conflicts[i-1].Path)
+		}
+		n += conflictFixed + len(c.Path)
+	}
 	b := make([]byte, 0, n)
 	b = append(b, indexMagic...)
 	b = append(b, indexVersion, 0)
@@ -101,6 +136,8 @@ func (ix *Index) Encode() ([]byte, error) {
 	b = binary.BigEndian.AppendUint64(b, uint64(ix.Written.UnixNano()))
 	b = append(b, byte(len(ix.BootID)))
 	b = append(b, ix.BootID...)
+	b = append(b, byte(len(ix.Ref)))
+	b = append(b, ix.Ref...)
 	b = binary.BigEndian.AppendUint32(b, uint32(len(ix.Entries)))
 	for _, e := range ix.Entries {
 		b = binary.BigEndian.AppendUint16(b, uint16(len(e.Path)))
@@ -121,6 +158,15 @@ func (ix *Index) Encode() ([]byte, error) {
 		}
 		b = append(b, f)
 	}
+	b = binary.BigEndian.AppendUint32(b, uint32(len(ix.Conflicts)))
+	for _, c := range ix.Conflicts {
+		b = binary.BigEndian.AppendUint16(b, uint16(len(c.Path)))
+		b = append(b, c.Path...)
+		for _, e := range []objects.Entry{c.Base, c.Ours, c.Theirs} {
+			b = binary.BigEndian.AppendUint32(b, uint32(e.Mode))
+			b = append(b, e.ID[:]...)
+		}
+	}
 	sum := blake3.Sum256(b)
 	return append(b, sum[:]...), nil
 }
@@ -134,6 +180,25 @@ func checkIndexEntry(e *IndexEntry) error {
 	}
 	if e.ID.IsZero() {
 		return fmt.Errorf("path %q: zero id", e.Path)
+	}
+	return nil
+}
+
+func checkConflict(c *ConflictRecord) error {
+	if _, err := objects.CleanPath(c.Path); err != nil {
+		return err
+	}
+	for _, e := range []objects.Entry{c.Base, c.Ours, c.Theirs} {
+		switch {
+		case e.Mode == 0 || e.Mode == objects.ModeDir:
+			if !e.ID.IsZero() {
+				return fmt.Errorf("path %q: an absent side or a directory with an id", c.Path)
+			}
+		case !e.Mode.Valid():
+			return fmt.Errorf("path %q: mode %o", c.Path, e.Mode)
+		case e.ID.IsZero():
+			return fmt.Errorf("path %q: zero id", c.Path)
+		}
 	}
 	return nil
 }
@@ -155,8 +220,9 @@ func DecodeIndex(b []byte) (*Index, error) {
 	if string(body[:4]) != indexMagic {
 		return bad(0, "magic %q, want %q", body[:4], indexMagic)
 	}
-	if body[4] != indexVersion {
-		return bad(4, "version %d, want %d", body[4], indexVersion)
+	ver := body[4]
+	if ver != 1 && ver != indexVersion {
+		return bad(4, "version %d, want 1 or %d", ver, indexVersion)
 	}
 	if body[5] != 0 {
 		return bad(5, "header flags %#x, want 0", body[5])
@@ -172,21 +238,51 @@ func DecodeIndex(b []byte) (*Index, error) {
 	}
 	ix.BootID = string(body[off : off+blen])
 	off += blen
+	if ver >= 2 {
+		rlen := int(body[off])
+		off++
+		if len(body)-off < rlen+4 {
+			return bad(off, "ref of %d bytes does not fit", rlen)
+		}
+		ix.Ref = string(body[off : off+rlen])
+		off += rlen
+	}
+	off, err := decodeEntries(body, off, ix)
+	if err != nil {
+		return nil, err
+	}
+	if ver >= 2 {
+		if off, err = decodeConflicts(body, off, ix); err != nil {
+			return nil, err
+		}
+	}
+	if off != len(body) {
+		return bad(off, "%d trailing bytes", len(body)-off)
+	}
+	return ix, nil
+}
+
+// decodeEntries decodes the entry count and the entries from body[off:]
+// into ix, returning the offset after them.
+func decodeEntries(body []byte, off int, ix *Index) (int, error) {
+	badAt := func(off int, format string, args ...any) (int, error) {
+		return 0, fmt.Errorf("%w: at offset %d: %s", ErrIndexCorrupt, off, fmt.Sprintf(format, args...))
+	}
 	count := binary.BigEndian.Uint32(body[off:])
 	off += 4
 	if uint64(count) > uint64(len(body)-off)/entryFixed {
-		return bad(off-4, "%d entries do not fit in %d bytes", count, len(body)-off)
+		return badAt(off-4, "%d entries do not fit in %d bytes", count, len(body)-off)
 	}
 	ix.Entries = make([]IndexEntry, 0, count)
 	for i := uint32(0); i < count; i++ {
 		start := off
 		if len(body)-off < entryFixed {
-			return bad(off, "entry %d truncated", i)
+			return badAt(off, "entry %d truncated", i)
 		}
 		plen := int(binary.BigEndian.Uint16(body[off:]))
 		off += 2
 		if len(body)-off < plen+entryFixed-2 {
-			return bad(start, "entry %d: path of %d bytes does not fit", i, plen)
+			return badAt(start, "entry %d: path of %d bytes does not fit", i, plen)
 		}
 		e := IndexEntry{Path: string(body[off : off+plen])}
 		off += plen
@@ -200,21 +296,70 @@ func DecodeIndex(b []byte) (*Index, error) {
 		f := body[off+76]
 		off += 77
 		if f&^flagsKnown != 0 {
-			return bad(off-1, "entry %d: unknown flags %#x", i, f)
+			return badAt(off-1, "entry %d: unknown flags %#x", i, f)
 		}
 		e.Conflict, e.Smudged = f&flagConflict != 0, f&flagSmudged != 0
 		if err := checkIndexEntry(&e); err != nil {
-			return bad(start, "entry %d: %v", i, err)
+			return badAt(start, "entry %d: %v", i, err)
 		}
 		if i > 0 && ix.Entries[i-1].Path >= e.Path {
-			return bad(start, "entry %d: path %q not after %q", i, e.Path, ix.Entries[i-1].Path)
+			return badAt(start, "entry %d: path %q not after %q", i, e.Path, ix.Entries[i-1].Path)
 		}
 		ix.Entries = append(ix.Entries, e)
 	}
-	if off != len(body) {
-		return bad(off, "%d trailing bytes", len(body)-off)
+	return off, nil
+}
+
+// decodeConflicts decodes a version 2 index's conflict records from
+// body[off:] into ix, returning the offset after them.
+func decodeConflicts(body []byte, off int, ix *Index) (int, error) {
+	bad := func(off int, format string, args ...any) (int, error) {
+		return 0, fmt.Errorf("%w: at offset %d: %s", ErrIndexCorrupt, off, fmt.Sprintf(format, args...))
 	}
-	return ix, nil
+	if len(body)-off < 4 {
+		return bad(off, "conflict count truncated")
+	}
+	count := binary.BigEndian.Uint32(body[off:])
+	off += 4
+	if uint64(count) > uint64(len(body)-off)/conflictFixed {
+		return bad(off-4, "%d conflict records do not fit in %d bytes", count, len(body)-off)
+	}
+	ix.Conflicts = make([]ConflictRecord, 0, count)
+	for i := uint32(0); i < count; i++ {
+		start := off
+		if len(body)-off < conflictFixed {
+			return bad(off, "conflict record %d truncated", i)
+		}
+		plen := int(binary.BigEndian.Uint16(body[off:]))
+		off += 2
+		if len(body)-off < plen+3*sideFixed {
+			return bad(start, "conflict record %d: path of %d bytes does not fit", i, plen)
+		}
+		c := ConflictRecord{Path: string(body[off : off+plen])}
+		off += plen
+		for _, e := range []*objects.Entry{&c.Base, &c.Ours, &c.Theirs} {
+			e.Mode = objects.Mode(binary.BigEndian.Uint32(body[off:]))
+			copy(e.ID[:], body[off+4:off+sideFixed])
+			off += sideFixed
+		}
+		if err := checkConflict(&c); err != nil {
+			return bad(start, "conflict record %d: %v", i, err)
+		}
+		if i > 0 && ix.Conflicts[i-1].Path >= c.Path {
+			return bad(start, "conflict record %d: path %q not after %q", i, c.Path, ix.Conflicts[i-1].Path)
+		}
+		ix.Conflicts = append(ix.Conflicts, c)
+	}
+	return off, nil
+}
+
+// conflict returns the conflict record of path, if there is one.
+func (ix *Index) conflict(path string) (*ConflictRecord, bool) {
+	i := sort.Search(len(ix.Conflicts), func(i int) bool { return ix.Conflicts[i].Path >= path })
+	if i < len(ix.Conflicts) && ix.Conflicts[i].Path == path {
+		return &ix.Conflicts[i], true
+	}
+	return nil, false
 }
 
 // find returns the position of path in ix.Entries and whether it is there.

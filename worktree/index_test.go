@@ -32,6 +32,42 @@ func goldenIndex() *worktree.Index {
 				Stat: worktree.Stat{Size: 9, Mtime: 3, Ctime: 4, Ino: 5, Dev: 6}},
 			{Path: "docs/ünï cödé", Mode: objects.ModeSymlink, ID: objects.BlobID([]byte("../README.md")), Smudged: true},
 		},
+		Ref: "agent/7",
+		Conflicts: []worktree.ConflictRecord{
+			{Path: "bin/run",
+				Base:   objects.Entry{Mode: objects.ModeExec, ID: objects.BlobID([]byte("#!/bin/sh"))},
+				Ours:   objects.Entry{Mode: objects.ModeExec, ID: objects.BlobID([]byte("#!/bin/bash"))},
+				Theirs: objects.Entry{Mode: objects.ModeFile, ID: objects.BlobID([]byte("#!/bin/zsh"))}},
+			{Path: "gone", Base: objects.Entry{Mode: objects.ModeFile, ID: objects.BlobID([]byte("g"))},
+				Ours: objects.Entry{Mode: objects.ModeDir}},
+		},
+	}
+}
+
+// TestVersion1IndexesAreStillRead decodes the version 1 golden file, as
+// trees checked out by earlier builds hold it: no ref, no conflict records,
+// and it re-encodes as version 2.
+func TestVersion1IndexesAreStillRead(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join("testdata", "index-v1.golden"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(raw)), "\n")
+	b, err := hex.DecodeString(lines[len(lines)-1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	ix, err := worktree.DecodeIndex(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := goldenIndex()
+	if ix.Ref != "" || len(ix.Conflicts) != 0 || ix.Base != want.Base || len(ix.Entries) != len(want.Entries) {
+		t.Fatalf("version 1 index decoded as %+v", ix)
+	}
+	again, err := ix.Encode()
+	if err != nil || again[4] != 2 {
+		t.Fatalf("re-encoded: version %d, %v; want version 2", again[4], err)
 	}
 }
 
@@ -40,7 +76,7 @@ func TestIndexGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := "# worktree index v1 (regenerate: go test ./worktree -run TestIndexGolden -update)\n" + hex.EncodeToString(b) + "\n"
+	got := "# worktree index v2 (regenerate: go test ./worktree -run TestIndexGolden -update)\n" + hex.EncodeToString(b) + "\n"
 	path := filepath.Join("testdata", "index.golden")
 	if *update {
 		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
@@ -66,12 +102,20 @@ func TestIndexRoundTripsByteForByte(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !back.Written.Equal(ix.Written) || back.Base != ix.Base || back.BootID != ix.BootID || len(back.Entries) != 3 {
+	if !back.Written.Equal(ix.Written) || back.Base != ix.Base || back.BootID != ix.BootID || back.Ref != ix.Ref || len(back.Entries) != 3 {
 		t.Fatalf("decoded header differs: %+v", back)
 	}
 	for i := range ix.Entries {
 		if back.Entries[i] != ix.Entries[i] {
 			t.Errorf("entry %d: got %+v, want %+v", i, back.Entries[i], ix.Entries[i])
+		}
+	}
+	if len(back.Conflicts) != len(ix.Conflicts) {
+		t.Fatalf("%d conflict records, want %d", len(back.Conflicts), len(ix.Conflicts))
+	}
+	for i := range ix.Conflicts {
+		if back.Conflicts[i] != ix.Conflicts[i] {
+			t.Errorf("conflict %d: got %+v, want %+v", i, back.Conflicts[i], ix.Conflicts[i])
 		}
 	}
 	again, err := back.Encode()
@@ -111,16 +155,26 @@ func TestEveryBitFlipOfTheIndexIsDetected(t *testing.T) {
 func TestIndexEncodeRefusesInvalidEntries(t *testing.T) {
 	id := objects.BlobID([]byte("x"))
 	for name, es := range map[string][]worktree.IndexEntry{
-		"unsorted":  {{Path: "b", Mode: objects.ModeFile, ID: id}, {Path: "a", Mode: objects.ModeFile, ID: id}},
-		"repeated":  {{Path: "a", Mode: objects.ModeFile, ID: id}, {Path: "a", Mode: objects.ModeFile, ID: id}},
-		"dotdot":    {{Path: "../a", Mode: objects.ModeFile, ID: id}},
-		"dir mode":  {{Path: "a", Mode: objects.ModeDir, ID: id}},
-		"zero id":   {{Path: "a", Mode: objects.ModeFile}},
-		"long boot": nil,
+		"unsorted":             {{Path: "b", Mode: objects.ModeFile, ID: id}, {Path: "a", Mode: objects.ModeFile, ID: id}},
+		"repeated":             {{Path: "a", Mode: objects.ModeFile, ID: id}, {Path: "a", Mode: objects.ModeFile, ID: id}},
+		"dotdot":               {{Path: "../a", Mode: objects.ModeFile, ID: id}},
+		"dir mode":             {{Path: "a", Mode: objects.ModeDir, ID: id}},
+		"zero id":              {{Path: "a", Mode: objects.ModeFile}},
+		"long boot":            nil,
+		"long ref":             nil,
+		"conflicts unsorted":   nil,
+		"conflict dir with id": nil,
 	} {
 		ix := &worktree.Index{Entries: es}
-		if name == "long boot" {
+		switch name {
+		case "long boot":
 			ix.BootID = strings.Repeat("b", 256)
+		case "long ref":
+			ix.Ref = strings.Repeat("r", 256)
+		case "conflicts unsorted":
+			ix.Conflicts = []worktree.ConflictRecord{{Path: "b"}, {Path: "a"}}
+		case "conflict dir with id":
+			ix.Conflicts = []worktree.ConflictRecord{{Path: "a", Ours: objects.Entry{Mode: objects.ModeDir, ID: id}}}
 		}
 		if _, err := ix.Encode(); err == nil {
 			t.Errorf("%s: Encode accepted it", name)
@@ -146,7 +200,7 @@ func FuzzDecodeIndex(f *testing.F) {
 			return
 		}
 		again, err := ix.Encode()
-		if err != nil || !bytes.Equal(again, b) {
+		if err != nil || (b[4] == 2 && !bytes.Equal(again, b)) {
 			t.Fatalf("decoded index does not re-encode to its input (%v)", err)
 		}
 	})
@@ -171,7 +225,7 @@ func FuzzDecodeIndexBody(f *testing.F) {
 			return
 		}
 		again, err := ix.Encode()
-		if err != nil || !bytes.Equal(again, sealed) {
+		if err != nil || (sealed[4] == 2 && !bytes.Equal(again, sealed)) {
 			t.Fatalf("decoded index does not re-encode to its input (%v)", err)
 		}
 	})

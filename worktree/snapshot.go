@@ -29,13 +29,18 @@ type Snapshot struct {
 	dels    []string
 }
 
-// Snapshot reads the work tree for a commit: every path is stat'ed, and
+// Snapshot reads the work tree for a commit. A tree with unresolved
+// conflicts is refused with *UnresolvedError: nothing of it may be
+// committed until each is resolved (Resolve). Every path is stat'ed, and
 // only the files whose stat data cannot vouch for them (changed, racy,
 // smudged, or all after a boot id change) are read. Symbolic links are
 // recorded as links, never followed; special files are skipped (listed)
 // or refused (Options.RefuseSpecial). The changes hold the content of the
 // files that changed, which core.CommitRequest needs in memory.
 func (t *Tree) Snapshot() (*Snapshot, error) {
+	if t.hasConflicts() {
+		return nil, t.unresolved()
+	}
 	t.stats = Stats{}
 	s := &Snapshot{Parent: t.idx.Base}
 	var puts []core.Change
@@ -133,7 +138,7 @@ func (t *Tree) Record(src Source, id objects.ID, s *Snapshot) error {
 		return err
 	}
 	defer l.Unlock()
-	if err := t.writeIndex(&Index{Base: id, Entries: t.merged(removes, s.entries)}); err != nil {
+	if err := t.writeIndex(&Index{Base: id, Ref: t.idx.Ref, Entries: t.merged(removes, s.entries)}); err != nil {
 		return err
 	}
 	if made {

@@ -66,6 +66,9 @@ type Status struct {
 	// or the boot changed): Refresh writes them, so the next status need
 	// not hash them again.
 	Refreshed []IndexEntry
+	// Conflicts lists the paths an update left unresolved, with their
+	// three sides; each is also a Conflicted change.
+	Conflicts []ConflictRecord
 	Stats     Stats
 }
 
@@ -234,8 +237,35 @@ func (t *Tree) Status() (*Status, error) {
 		}
 	}
 	sort.Slice(st.Changes, func(i, j int) bool { return st.Changes[i].Path < st.Changes[j].Path })
+	st.Changes = t.markConflicts(st.Changes)
+	st.Conflicts = append([]ConflictRecord(nil), t.idx.Conflicts...)
 	st.Stats = t.stats
 	return st, nil
+}
+
+// markConflicts makes every path with a conflict record a Conflicted
+// change (whatever else it is), adding the ones the walk found unchanged.
+func (t *Tree) markConflicts(chs []Change) []Change {
+	if len(t.idx.Conflicts) == 0 {
+		return chs
+	}
+	at := make(map[string]int, len(chs))
+	for i, c := range chs {
+		at[c.Path] = i
+	}
+	for _, r := range t.idx.Conflicts {
+		if i, ok := at[r.Path]; ok {
+			chs[i].Kind = Conflicted
+			continue
+		}
+		c := Change{Path: r.Path, Kind: Conflicted}
+		if i, ok := t.idx.find(r.Path); ok {
+			c.Old, c.New = t.idx.Entries[i].entry(), t.idx.Entries[i].entry()
+		}
+		chs = append(chs, c)
+	}
+	sort.Slice(chs, func(i, j int) bool { return chs[i].Path < chs[j].Path })
+	return chs
 }
 
 // entry returns e as a tree entry named by its last path component.
@@ -264,7 +294,7 @@ func (t *Tree) Refresh(st *Status) error {
 		fresh[e.Path] = e
 	}
 	changed := len(fresh) > 0 || t.idx.BootID != t.boot
-	ix := &Index{Base: t.idx.Base, Entries: make([]IndexEntry, len(t.idx.Entries))}
+	ix := &Index{Base: t.idx.Base, Ref: t.idx.Ref, Conflicts: t.idx.Conflicts, Entries: make([]IndexEntry, len(t.idx.Entries))}
 	for i, e := range t.idx.Entries {
 		if f, ok := fresh[e.Path]; ok {
 			ix.Entries[i] = f

@@ -66,6 +66,10 @@ type Options struct {
 	Force bool
 	// Progress, if set, is called after each file a checkout writes.
 	Progress func(done, total int)
+	// Ref is the ref a checkout or switch records as the one the tree
+	// follows (empty: the revision was named by id, and the tree follows
+	// none). Update records it when set and keeps the tree's otherwise.
+	Ref string
 }
 
 // Tree is a work tree: a directory, its metadata and its index. A Tree is

@@ -51,6 +51,9 @@ reports as changed.`,
 					return err
 				}
 				opts.Force, opts.Sync, opts.Progress = force, sync, a.progress("checkout")
+				if hasRef(sn, args[0]) {
+					opts.Ref = args[0] // the tree follows it: update's default
+				}
 				res, err := worktree.Checkout(sn, id, a.path(dir), opts)
 				if err != nil {
 					return treeErr("checkout", dir, err)
@@ -77,7 +80,8 @@ func (a *app) statusCmd() *cobra.Command {
 		Short: "List the paths of a work tree that differ from its base (default: the work tree around the current directory)",
 		Long: `List what changed in a work tree against the changeset it was checked out
 from or last committed: added (A), modified (M), deleted (D), type-changed
-(T: a file became a link, or the reverse) and conflicted (U) paths, one a
+(T: a file became a link, or the reverse) and conflicted (C: left by update,
+until resolve) paths, one a
 line as in git status --short. Untracked paths that .gitignore files or the
 store's exclude file match are left out (--no-ignore keeps them). Only files
 whose size, times or inode changed since they were recorded are read, and
@@ -97,7 +101,9 @@ status needs no store.`,
 			// need not read those files again; a failure here costs only
 			// that, so it is not the command's.
 			t.Refresh(st)
-			a.ok(statusJSON(st), func(w io.Writer) { writeStatus(w, st) })
+			data := statusJSON(st)
+			data["ref"] = nullIfEmpty(t.Index().Ref)
+			a.ok(data, func(w io.Writer) { writeStatus(w, st) })
 			return nil
 		}),
 	}
@@ -122,7 +128,8 @@ func statusJSON(st *worktree.Status) map[string]any {
 	for i, s := range st.Skipped {
 		skipped[i] = map[string]any{"path": s.Path, "reason": s.Reason}
 	}
-	return map[string]any{"base": idOrNull(st.Base), "changes": changes, "skipped": skipped, "clean": len(st.Changes) == 0}
+	return map[string]any{"base": idOrNull(st.Base), "changes": changes, "skipped": skipped, "clean": len(st.Changes) == 0,
+		"conflicts": conflictsJSON(st.Conflicts)}
 }
 
 // statusLetter is git status --short's letter for a kind.
@@ -137,7 +144,7 @@ func statusLetter(k worktree.Kind) string {
 	case worktree.TypeChanged:
 		return "T"
 	case worktree.Conflicted:
-		return "U"
+		return "C"
 	}
 	return "?"
 }
@@ -152,7 +159,8 @@ func writeStatus(w io.Writer, st *worktree.Status) {
 }
 
 // treeOptions are the work-tree options every command shares: the store's
-// directory, which a tree never writes into nor records.
+// directory, which a tree never writes into nor records, and the crash
+// tests' filesystem when SWARMOPS_TEST_CRASH_AT is set.
 func (a *app) treeOptions() (worktree.Options, error) {
 	dir := a.storeDir()
 	if a.shared != nil {
@@ -162,7 +170,11 @@ func (a *app) treeOptions() (worktree.Options, error) {
 	if err != nil {
 		return worktree.Options{}, err
 	}
-	return worktree.Options{StoreDir: abs}, nil
+	fsys, err := a.crashFS()
+	if err != nil {
+		return worktree.Options{}, err
+	}
+	return worktree.Options{StoreDir: abs, FS: fsys}, nil
 }
 
 // openTree opens the work tree named by args (one directory) or, without
@@ -191,8 +203,9 @@ func (a *app) openTree(args []string, noIgnore bool) (*worktree.Tree, error) {
 // treeErr places a work-tree error in the table.
 func treeErr(verb, dir string, err error) error {
 	var (
-		local  *worktree.LocalChangesError
-		unsafe *worktree.UnsafeTreeError
+		local      *worktree.LocalChangesError
+		unsafe     *worktree.UnsafeTreeError
+		unresolved *worktree.UnresolvedError
 	)
 	prefix := dir
 	if verb != "" {
@@ -203,6 +216,11 @@ func treeErr(verb, dir string, err error) error {
 		return &cliError{kind: kindConflict, err: err, extra: map[string]any{"paths": local.Paths},
 			msg:  fmt.Sprintf("%s: local changes would be overwritten", prefix),
 			hint: "commit them, or use --force to overwrite them"}
+	case errors.As(err, &unresolved):
+		return unresolvedErr(prefix, unresolved)
+	case errors.Is(err, worktree.ErrNotConflicted):
+		return &cliError{kind: kindUsage, err: err, msg: fmt.Sprintf("%s: %s has no conflict", prefix, plainText(err)),
+			hint: "'swarmops status' lists the conflicted paths (C)"}
 	case errors.As(err, &unsafe):
 		return &cliError{kind: kindUnsafe, err: err, extra: map[string]any{"path": unsafe.Path},
 			msg: fmt.Sprintf("%s: the tree holds a path no checkout writes: %q: %s", prefix, unsafe.Path, unsafe.Reason)}

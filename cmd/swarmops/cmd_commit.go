@@ -262,7 +262,7 @@ func (a *app) commitDir(s *core.Store, sn *core.Snapshot, c commitFlags) error {
 				extra: map[string]any{"base": idOrNull(t.Base())},
 				msg: fmt.Sprintf("commit --dir %q: the work tree is at %s, not at the parent %s: its changes are against its own base",
 					c.dir, idText(t.Base()), short(ps[0])),
-				hint: fmt.Sprintf("commit without --parent, or switch it first: swarmops checkout %s %s", short(ps[0]), c.dir)}
+				hint: fmt.Sprintf("commit without --parent, or bring the tree onto it first: swarmops update %s --onto %s", c.dir, short(ps[0]))}
 		}
 		if len(ps) == 0 && !t.Base().IsZero() {
 			ps = []core.ID{t.Base()}

@@ -21,9 +21,9 @@ func (a *app) mcpCmd() *cobra.Command {
 		Use:   "mcp [--agent NAME]",
 		Short: "Serve the store's operations as MCP tools over stdin/stdout",
 		Long: `Speak the Model Context Protocol on stdin and stdout: every tool is one
-swarmops command (commit, land, status, log, show, diff, cat, ls, checkout,
-ref_get, ref_set, ref_list, op_log, undo, watch), with a JSON schema for its
-input, and answers with the command's JSON envelope as structured content; a
+swarmops command (commit, land, status, update, resolve, log, show, diff,
+cat, ls, checkout, ref_get, ref_set, ref_list, op_log, undo, watch), with a
+JSON schema for its input, and answers with the command's JSON envelope as structured content; a
 failure is a tool error carrying the same code and "retryable" as the CLI.
 Each call runs through the store's server when one runs (swarmops serve),
 else in this process. --agent names the agent recorded by commit, land and
@@ -140,6 +140,16 @@ type (
 		Dir   string `json:"dir" jsonschema:"the directory to make a work tree of, or the work tree to switch"`
 		Force bool   `json:"force,omitempty" jsonschema:"overwrite local changes or write into a non-empty directory"`
 	}
+	updateIn struct {
+		Dir  string `json:"dir,omitempty" jsonschema:"the work tree (default: the one around the working directory)"`
+		Onto string `json:"onto,omitempty" jsonschema:"the revision to bring it onto (default: the ref the tree follows)"`
+	}
+	resolveIn struct {
+		Dir   string   `json:"dir,omitempty" jsonschema:"the work tree's root directory (default: the tree around the working directory)"`
+		Paths []string `json:"paths,omitempty" jsonschema:"the conflicted paths, relative to dir (its root), or to the working directory without dir"`
+		All   bool     `json:"all,omitempty" jsonschema:"resolve every conflicted path"`
+		Force bool     `json:"force,omitempty" jsonschema:"resolve files that still hold conflict markers"`
+	}
 	refGetIn struct {
 		Name string `json:"name" jsonschema:"the ref"`
 	}
@@ -216,6 +226,14 @@ func newMCPServer(run runner, agent string, global []string) *mcp.Server {
 	})
 	tool(s, run, global, "checkout", "Make a directory a work tree of a revision, or switch a work tree to it", func(in checkoutIn) call {
 		return call{cmd: []string{"checkout"}, flags: appendFlag(nil, "--force", in.Force), pos: []string{in.Rev, in.Dir}}
+	})
+	tool(s, run, global, "update", "Bring a work tree onto a newer revision, keeping its own changes (three-way merge); conflicts get diff3 markers and are listed", func(in updateIn) call {
+		return call{cmd: []string{"update"}, flags: appendIf(nil, "--onto", in.Onto), pos: appendArg(nil, in.Dir)}
+	})
+	tool(s, run, global, "resolve", "Mark conflicted paths of a work tree resolved after editing them (refused while a file holds conflict markers, unless force)", func(in resolveIn) call {
+		c := call{cmd: []string{"resolve"}, flags: appendFlag(appendFlag(nil, "--all", in.All), "--force", in.Force)}
+		c.pos = append(appendArg(nil, in.Dir), in.Paths...)
+		return c
 	})
 	tool(s, run, global, "ref_get", "A ref's value", func(in refGetIn) call {
 		return call{cmd: []string{"ref", "get"}, pos: []string{in.Name}}

@@ -30,31 +30,32 @@ type errorKind struct {
 // and `swarmops help` print it, and classify maps every error onto it. The
 // statuses are stable; new rows get new numbers.
 var (
-	kindUsage     = errorKind{"E_USAGE", 2, false, "bad command line, flag, environment value, path, revision syntax or change list"}
-	kindNotFound  = errorKind{"E_NOT_FOUND", 3, false, "a revision, ref, path or object does not exist"}
-	kindConflict  = errorKind{"E_CONFLICT", 4, false, "a ref compare-and-swap failed (\"current\" holds the value) or a land conflicted (\"paths\")"}
-	kindBusy      = errorKind{"E_BUSY", 5, true, "the writer lock was not free within --lock-timeout, or land lost every race; run it again"}
-	kindCorrupt   = errorKind{"E_CORRUPT", 6, false, "a checksum or structural check failed; the store refuses to guess (run verify, recover)"}
-	kindIO        = errorKind{"E_IO", 7, false, "an I/O error from the filesystem"}
-	kindNoSpace   = errorKind{"E_NO_SPACE", 8, false, "the filesystem is full; nothing was acknowledged"}
-	kindAmbiguous = errorKind{"E_AMBIGUOUS", 9, false, "an id prefix matches several objects (\"candidates\")"}
-	kindExists    = errorKind{"E_EXISTS", 10, false, "init found a store or other files in the directory"}
-	kindNotStore  = errorKind{"E_NOT_STORE", 11, false, "the store directory is not a SwarmOps store"}
-	kindRepaired  = errorKind{"E_REPAIRED", 12, false, "recover cut a torn tail (unacknowledged bytes); the store is consistent now"}
-	kindGone      = errorKind{"E_UNAVAILABLE", 13, true, "the store's server went away during the command (it may or may not have taken effect; look, then run it again), or SWARMOPS_SERVER=required and none runs"}
-	kindRunning   = errorKind{"E_SERVER_RUNNING", 14, false, "serve found another server running for the store (\"pid\")"}
-	kindEmpty     = errorKind{"E_EMPTY", 15, false, "commit found nothing to record (--allow-empty records it anyway)"}
-	kindUnsafe    = errorKind{"E_UNSAFE", 16, false, "a path would leave the work tree, go through a symbolic link, or name .git, .swarmops-tree or the store (\"path\")"}
-	kindStale     = errorKind{"E_STALE", 17, false, "the work tree's base is not the parent asked for (\"base\"); switch or update it first"}
-	kindProtected = errorKind{"E_PROTECTED", 18, false, "the ref is protected (ref protect): only land moves it (\"ref\", \"pattern\")"}
-	kindInternal  = errorKind{"E_INTERNAL", 70, false, "a bug: an error the table does not know"}
-	kindCrashed   = errorKind{"E_CRASHED", crashExitStatus, false, "a simulated crash (SWARMOPS_TEST_CRASH_AT); tests only"}
+	kindUsage      = errorKind{"E_USAGE", 2, false, "bad command line, flag, environment value, path, revision syntax or change list"}
+	kindNotFound   = errorKind{"E_NOT_FOUND", 3, false, "a revision, ref, path or object does not exist"}
+	kindConflict   = errorKind{"E_CONFLICT", 4, false, "a ref compare-and-swap failed (\"current\" holds the value) or a land conflicted (\"paths\")"}
+	kindBusy       = errorKind{"E_BUSY", 5, true, "the writer lock was not free within --lock-timeout, or land lost every race; run it again"}
+	kindCorrupt    = errorKind{"E_CORRUPT", 6, false, "a checksum or structural check failed; the store refuses to guess (run verify, recover)"}
+	kindIO         = errorKind{"E_IO", 7, false, "an I/O error from the filesystem"}
+	kindNoSpace    = errorKind{"E_NO_SPACE", 8, false, "the filesystem is full; nothing was acknowledged"}
+	kindAmbiguous  = errorKind{"E_AMBIGUOUS", 9, false, "an id prefix matches several objects (\"candidates\")"}
+	kindExists     = errorKind{"E_EXISTS", 10, false, "init found a store or other files in the directory"}
+	kindNotStore   = errorKind{"E_NOT_STORE", 11, false, "the store directory is not a SwarmOps store"}
+	kindRepaired   = errorKind{"E_REPAIRED", 12, false, "recover cut a torn tail (unacknowledged bytes); the store is consistent now"}
+	kindGone       = errorKind{"E_UNAVAILABLE", 13, true, "the store's server went away during the command (it may or may not have taken effect; look, then run it again), or SWARMOPS_SERVER=required and none runs"}
+	kindRunning    = errorKind{"E_SERVER_RUNNING", 14, false, "serve found another server running for the store (\"pid\")"}
+	kindEmpty      = errorKind{"E_EMPTY", 15, false, "commit found nothing to record (--allow-empty records it anyway)"}
+	kindUnsafe     = errorKind{"E_UNSAFE", 16, false, "a path would leave the work tree, go through a symbolic link, or name .git, .swarmops-tree or the store (\"path\")"}
+	kindStale      = errorKind{"E_STALE", 17, false, "the work tree's base is not the parent asked for (\"base\"); update it first"}
+	kindUnresolved = errorKind{"E_UNRESOLVED", 18, false, "the work tree has conflicts an update left (\"paths\"), or a file to resolve still holds conflict markers; edit, then resolve"}
+	kindProtected  = errorKind{"E_PROTECTED", 19, false, "the ref is protected (ref protect): only land moves it (\"ref\", \"pattern\")"}
+	kindInternal   = errorKind{"E_INTERNAL", 70, false, "a bug: an error the table does not know"}
+	kindCrashed    = errorKind{"E_CRASHED", crashExitStatus, false, "a simulated crash (SWARMOPS_TEST_CRASH_AT); tests only"}
 )
 
 // errorTable lists every row, ordered by exit status.
 func errorTable() []errorKind {
 	t := []errorKind{kindUsage, kindNotFound, kindConflict, kindBusy, kindCorrupt, kindIO,
-		kindNoSpace, kindAmbiguous, kindExists, kindNotStore, kindRepaired, kindGone, kindRunning, kindEmpty, kindUnsafe, kindStale, kindProtected, kindInternal, kindCrashed}
+		kindNoSpace, kindAmbiguous, kindExists, kindNotStore, kindRepaired, kindGone, kindRunning, kindEmpty, kindUnsafe, kindStale, kindUnresolved, kindProtected, kindInternal, kindCrashed}
 	sort.Slice(t, func(i, j int) bool { return t[i].Exit < t[j].Exit })
 	return t
 }
@@ -123,7 +124,7 @@ var layerNames = []error{core.ErrConflict, core.ErrNotFound, core.ErrAmbiguous, 
 	core.ErrBusy, core.ErrCrashed, core.ErrProtected, objects.ErrBadID, objects.ErrBadPath, objects.ErrBadPrefix,
 	objects.ErrMalformed, objects.ErrInvalid, worktree.ErrLocalChanges, worktree.ErrUnsafeTree,
 	worktree.ErrReservedPath, worktree.ErrNotWorkTree, worktree.ErrNotEmpty, worktree.ErrIndexCorrupt,
-	worktree.ErrSpecialFile, worktree.ErrBaseMismatch}
+	worktree.ErrSpecialFile, worktree.ErrBaseMismatch, worktree.ErrUnresolved, worktree.ErrNotConflicted}
 
 // plainText is err's text with the layer names taken out: "core: not
 // found: " before a detail is dropped, and a bare "core: not found" keeps

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/swarmops/swarmops/core"
+	"github.com/swarmops/swarmops/core/vfs"
 )
 
 func main() {
@@ -52,6 +53,11 @@ type app struct {
 	fail *cliError       // a command's non-error failure outcome (recover, verify)
 	// flushed says the success envelope went out already (flush).
 	flushed bool
+	// testFS, once testFSSet, is the filesystem SWARMOPS_TEST_CRASH_AT
+	// asks for (nil: the OS), shared by the store and the work tree so
+	// that one count numbers every call of the command.
+	testFS    vfs.FS
+	testFSSet bool
 }
 
 // run executes one command line in this process and returns the exit

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"io"
+	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -88,7 +89,7 @@ func TestMCPToolsCommitLandAndReportConflictsLikeTheCLI(t *testing.T) {
 		}
 	}
 	sort.Strings(names)
-	want := "cat checkout commit diff land log ls op_log ref_get ref_list ref_set show status undo watch"
+	want := "cat checkout commit diff land log ls op_log ref_get ref_list ref_set resolve show status undo update watch"
 	if got := strings.Join(names, " "); got != want {
 		t.Fatalf("tools: %s, want %s", got, want)
 	}
@@ -135,5 +136,45 @@ func TestMCPArgumentsAreNeverTakenForFlags(t *testing.T) {
 	}
 	if code := env["error"].(map[string]any)["code"]; code != "E_USAGE" {
 		t.Errorf("code %v, want E_USAGE", code)
+	}
+}
+
+// TestMCPUpdateAndResolveTools: a work tree behind main is updated by the
+// update tool, which reports the conflict; resolve refuses the file while
+// its markers are there, and takes it once edited; the commit goes through.
+func TestMCPUpdateAndResolveTools(t *testing.T) {
+	cs, store := mcpSession(t)
+	if env, ok := callTool(t, cs, "commit", map[string]any{"changes": "put f.txt = \"base\\n\"\n", "advance": "main"}); !ok {
+		t.Fatalf("commit: %v", env)
+	}
+	wt := filepath.Join(filepath.Dir(store), "wt")
+	if env, ok := callTool(t, cs, "checkout", map[string]any{"rev": "main", "dir": wt}); !ok {
+		t.Fatalf("checkout: %v", env)
+	}
+	if env, ok := callTool(t, cs, "commit", map[string]any{"changes": "put f.txt = \"theirs\\n\"\n", "advance": "main"}); !ok {
+		t.Fatalf("commit on main: %v", env)
+	}
+	if err := os.WriteFile(filepath.Join(wt, "f.txt"), []byte("ours\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	env, ok := callTool(t, cs, "update", map[string]any{"dir": wt})
+	if got := env["data"].(map[string]any)["conflicts"].([]any); !ok || len(got) != 1 {
+		t.Fatalf("update: %v, want one conflict", env)
+	}
+	env, ok = callTool(t, cs, "resolve", map[string]any{"dir": wt, "paths": []any{"f.txt"}})
+	if ok || env["error"].(map[string]any)["code"] != "E_UNRESOLVED" {
+		t.Fatalf("resolve with markers left: %v, want E_UNRESOLVED", env)
+	}
+	if env, ok := callTool(t, cs, "commit", map[string]any{"dir": wt}); ok || env["error"].(map[string]any)["code"] != "E_UNRESOLVED" {
+		t.Fatalf("commit of a conflicted tree: %v, want E_UNRESOLVED", env)
+	}
+	if err := os.WriteFile(filepath.Join(wt, "f.txt"), []byte("both\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if env, ok := callTool(t, cs, "resolve", map[string]any{"dir": wt, "all": true}); !ok {
+		t.Fatalf("resolve --all: %v", env)
+	}
+	if env, ok := callTool(t, cs, "commit", map[string]any{"dir": wt, "advance": "main"}); !ok {
+		t.Fatalf("commit after resolving: %v", env)
 	}
 }

@@ -60,6 +60,8 @@ func (a *app) rootCmd() *cobra.Command {
 		a.diffCmd(),
 		a.checkoutCmd(),
 		a.statusCmd(),
+		a.updateCmd(),
+		a.resolveCmd(),
 		a.infoCmd(),
 		a.verifyCmd(),
 		a.recoverCmd(),

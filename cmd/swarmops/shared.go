@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/swarmops/swarmops/core"
+	"github.com/swarmops/swarmops/core/vfs"
 	"github.com/swarmops/swarmops/worktree"
 )
 
@@ -70,12 +71,26 @@ func (a *app) options() (core.Options, error) {
 		return core.Options{}, usagef("--lock-timeout %v: want a positive duration", a.lockTimeout)
 	}
 	o := core.Options{LockTimeout: a.lockTimeout}
-	fsys, err := crashFS(a.getenv)
+	fsys, err := a.crashFS()
 	if err != nil {
 		return o, err
 	}
 	o.FS = fsys
 	return o, nil
+}
+
+// crashFS returns the filesystem crash tests ask for (nil: the OS), made
+// once per command so the store's calls and the work tree's share one
+// count.
+func (a *app) crashFS() (vfs.FS, error) {
+	if !a.testFSSet {
+		fsys, err := crashFS(a.getenv)
+		if err != nil {
+			return nil, err
+		}
+		a.testFS, a.testFSSet = fsys, true
+	}
+	return a.testFS, nil
 }
 
 // open opens the store for a command; the caller calls release when done
