@@ -166,6 +166,9 @@ func (s *Store) checkLocked(t *txn.Txn, need []ID, end state.Rec) (kind byte, re
 			return 0, nil, fmt.Errorf("%w: changeset %s", ErrNotFound, id)
 		}
 	}
+	if err := p.Refs.CheckProtected(t.Origin.Op, t.Moves); err != nil {
+		return 0, errs.Ref(err), nil
+	}
 	if err := p.Refs.Check(t.Moves); err != nil {
 		return 0, errs.Ref(err), nil
 	}

@@ -184,7 +184,11 @@ func (s *Store) publishCheckpoint(cur *ckpt.Checkpoint, dur state.Rec, batch ind
 		}
 	}
 	s.view.mu.Lock()
-	b := ckpt.Encode(s.id, dur.Pos, dur.NextSeq, dur.Epoch, names, reflogLen, s.view.proj.Refs)
+	rt := s.view.proj.Refs
+	if s.opts.weaken&testknobs.DropProtections != 0 {
+		rt = rt.Unprotected()
+	}
+	b := ckpt.Encode(s.id, dur.Pos, dur.NextSeq, dur.Epoch, names, reflogLen, rt)
 	s.view.mu.Unlock()
 	if err := ckpt.Write(s.fs, s.dir, b, false); err != nil {
 		return err

@@ -20,7 +20,8 @@
 // compare-and-swap; Land merges a changeset onto a ref, retrying a lost
 // race with an incremental re-merge. Every ref move records the agent and
 // the operation that made it (Origin); Snapshot.Moves lists the moves (the
-// operation log), and Undo reverses one by compare-and-swap. Snapshot
+// operation log), and Undo reverses one by compare-and-swap. Protect marks
+// refs (a name or a prefix) that only Land may move from then on. Snapshot
 // returns a read-only view of everything durable, which takes no lock. Verify checks the store, Recover
 // repairs it explicitly, Checkpoint writes a checkpoint now, and Close
 // releases the handle:

@@ -113,7 +113,7 @@ func (s *Store) startLand(change ID, onto string, o LandOptions) (*lander, error
 		l.agent = l.cs.Agent
 	}
 	if l.msg == "" {
-		l.msg = fmt.Sprintf("land %s onto %s", errs.Short(change), onto)
+		l.msg = LandMessage(errs.Short(change), onto, l.cs.Message)
 	}
 	l.lm = newLineMerger(textmerge.MergeOptions{OursLabel: onto, BaseLabel: "base", TheirsLabel: errs.Short(change)})
 	return l, nil

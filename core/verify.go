@@ -3,6 +3,7 @@ package core
 import (
 	"fmt"
 	"path"
+	"slices"
 
 	"github.com/swarmops/swarmops/core/internal/deepcheck"
 	"github.com/swarmops/swarmops/core/internal/errs"
@@ -208,6 +209,11 @@ func (v *verifier) compareRefs() []refs.Move {
 	}
 	for n, id := range wm {
 		v.problem("", 0, id.String(), "ref %q is missing from the ref table", n)
+	}
+	wp, _ := v.fresh.Refs.Protected(v.sn.seq)
+	gp, _ := v.s.view.proj.Refs.Protected(v.sn.seq)
+	if !slices.Equal(wp, gp) {
+		v.problem("", 0, "", "protected patterns are %q in the ref table but %q in the journal", gp, wp)
 	}
 	return want
 }

@@ -25,6 +25,7 @@ var Canaries = []Canary{
 	{"skip-checksum", testknobs.SkipChecksum, "do not verify checksums on read or recovery"},
 	{"early-durable", testknobs.EarlyDurable, "publish the durable offset before the sync"},
 	{"skip-reflog-sync", testknobs.SkipReflogSync, "name a reflog chunk (older moves and their origins) in the checkpoint before it is durable"},
+	{"drop-protections", testknobs.DropProtections, "write checkpoints without the protected ref patterns"},
 }
 
 // CanaryName returns the name of a single canary ("" for none).

@@ -21,21 +21,26 @@ import (
 )
 
 // state is what the oracle compares: whether a store exists, its refs,
-// which of the changesets the scenario creates are present, and the
-// operation log: every ref move with its origin, oldest first.
+// which of the changesets the scenario creates are present, the operation
+// log (every ref move with its origin, oldest first), and the protected ref
+// patterns. An acknowledged protect is thus held to C1 like a ref move: the
+// recovered state must be a prefix state at or after it.
 type state struct {
-	exists bool
-	refs   map[string]core.ID
-	cs     map[core.ID]bool
-	moves  []string
+	exists    bool
+	refs      map[string]core.ID
+	cs        map[core.ID]bool
+	moves     []string
+	protected map[string]bool
 }
 
 func (s *state) clone() *state {
-	return &state{exists: s.exists, refs: maps.Clone(s.refs), cs: maps.Clone(s.cs), moves: slices.Clone(s.moves)}
+	return &state{exists: s.exists, refs: maps.Clone(s.refs), cs: maps.Clone(s.cs), moves: slices.Clone(s.moves),
+		protected: maps.Clone(s.protected)}
 }
 
 func (s *state) equal(o *state) bool {
-	return s.exists == o.exists && maps.Equal(s.refs, o.refs) && maps.Equal(s.cs, o.cs) && slices.Equal(s.moves, o.moves)
+	return s.exists == o.exists && maps.Equal(s.refs, o.refs) && maps.Equal(s.cs, o.cs) && slices.Equal(s.moves, o.moves) &&
+		maps.Equal(s.protected, o.protected)
 }
 
 // moveLine is one move of the operation log as the oracle compares it: the
@@ -57,6 +62,16 @@ func (s *state) apply(e effect) *state {
 	}
 	if n.cs == nil {
 		n.cs = map[core.ID]bool{}
+	}
+	if n.protected == nil {
+		n.protected = map[string]bool{}
+	}
+	for p, on := range e.protect {
+		if on {
+			n.protected[p] = true
+		} else {
+			delete(n.protected, p)
+		}
 	}
 	if e.createsStore {
 		n.exists = true
@@ -91,6 +106,9 @@ func (s *state) String() string {
 		fmt.Fprintf(&b, "%s=%s", n, s.refs[n].String()[:8])
 	}
 	fmt.Fprintf(&b, "} changesets=%d moves=%d", len(s.cs), len(s.moves))
+	if len(s.protected) > 0 {
+		fmt.Fprintf(&b, " protected=%v", slices.Sorted(maps.Keys(s.protected)))
+	}
 	return b.String()
 }
 
@@ -122,6 +140,9 @@ func (s *state) diff(want *state) string {
 			d = append(d, fmt.Sprintf("unexpected changeset %s", id))
 		}
 	}
+	if !maps.Equal(s.protected, want.protected) {
+		d = append(d, fmt.Sprintf("protected %v, want %v", slices.Sorted(maps.Keys(s.protected)), slices.Sorted(maps.Keys(want.protected))))
+	}
 	sort.Strings(d)
 	for i := range max(len(s.moves), len(want.moves)) {
 		var g, w string
@@ -150,7 +171,14 @@ func observeStore(s *core.Store, known []core.ID) (*state, error) {
 }
 
 func observeSnapshot(sn *core.Snapshot, known []core.ID) (*state, error) {
-	st := &state{exists: true, refs: map[string]core.ID{}, cs: map[core.ID]bool{}}
+	st := &state{exists: true, refs: map[string]core.ID{}, cs: map[core.ID]bool{}, protected: map[string]bool{}}
+	ps, err := sn.Protected()
+	if err != nil {
+		return nil, fmt.Errorf("protected: %w", err)
+	}
+	for _, p := range ps {
+		st.protected[p.Pattern] = true
+	}
 	refs, err := sn.Refs()
 	if err != nil {
 		return nil, fmt.Errorf("refs: %w", err)

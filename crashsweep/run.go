@@ -49,6 +49,7 @@ type effect struct {
 	set          map[string]core.ID
 	del          []string
 	origin       core.Origin
+	protect      map[string]bool // pattern: protected (true) or cleared
 }
 
 // run executes a scenario once against fs. It stops at the first operation
@@ -212,7 +213,8 @@ func (r *run) exec(i int) {
 		op.acked = true
 	case err == nil && want == scenarios.OutcomeNoop && op.land != nil && op.land.NoOp:
 		op.acked = true
-	case err != nil && want == scenarios.OutcomeConflict && errors.Is(err, core.ErrConflict) && !isFault(err):
+	case err != nil && want == scenarios.OutcomeConflict && errors.Is(err, core.ErrConflict) && !isFault(err),
+		err != nil && want == scenarios.OutcomeProtected && errors.Is(err, core.ErrProtected) && !isFault(err):
 		op.acked = true
 		op.effect = effect{}
 	default:
@@ -282,6 +284,16 @@ func (r *run) do(op *opRecord) error {
 		return r.doLand(op)
 	case scenarios.KindUndo:
 		return r.doUndo(op)
+	case scenarios.KindProtect:
+		s, err := r.store(st.Writer)
+		if err != nil {
+			return err
+		}
+		if err := s.Protect(st.Pattern, !st.Off); err != nil {
+			return err
+		}
+		op.effect.protect = map[string]bool{st.Pattern: !st.Off}
+		return nil
 	case scenarios.KindRecover, scenarios.KindReopen:
 		r.closeAll()
 		if st.Kind == scenarios.KindRecover {

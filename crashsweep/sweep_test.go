@@ -100,7 +100,9 @@ func TestSelfTestCatchesEveryCanary(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the self-test takes about a minute; -short skips it")
 	}
-	res, _, err := SelfTest(context.Background(), pick(t, "c[ho]*"), QuickConfig())
+	// The checkpoint and commit scenarios catch the durability canaries;
+	// protect catches drop-protections.
+	res, _, err := SelfTest(context.Background(), append(pick(t, "c[ho]*"), pick(t, "protect")...), QuickConfig())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,7 +23,7 @@ func (l *loader) steps(nodes []*yaml.Node, depth int) ([]Step, error) {
 
 var stepKinds = []string{
 	string(KindInit), string(KindCommit), string(KindRefCreate), string(KindRefSet), string(KindRefDelete),
-	string(KindLand), string(KindUndo), string(KindRace), string(KindRepeat), string(KindRecover), string(KindReopen), string(KindRead),
+	string(KindLand), string(KindUndo), string(KindProtect), string(KindRace), string(KindRepeat), string(KindRecover), string(KindReopen), string(KindRead),
 }
 
 // step parses a one-key mapping {kind: body}. Each kind's body is parsed by
@@ -59,6 +59,8 @@ func (l *loader) step(n *yaml.Node, depth int, inRace bool) (*Step, error) {
 		err = l.landStep(st, k, body)
 	case KindUndo:
 		err = l.undoStep(st, k, body)
+	case KindProtect:
+		err = l.protectStep(st, k, body)
 	case KindRace:
 		err = l.raceStep(st, k, body, depth, inRace)
 	case KindRepeat:
@@ -150,7 +152,7 @@ func (l *loader) commitStep(st *Step, k, body *yaml.Node) error {
 			return err
 		}
 	}
-	if err := l.outcome(st, f, OutcomeOK, OutcomeConflict); err != nil {
+	if err := l.outcome(st, f, OutcomeOK, OutcomeConflict, OutcomeProtected); err != nil {
 		return err
 	}
 	return l.define(st, f)
@@ -222,7 +224,7 @@ func (l *loader) refStep(st *Step, k, body *yaml.Node) error {
 			return err
 		}
 	}
-	return l.outcome(st, f, OutcomeOK, OutcomeConflict)
+	return l.outcome(st, f, OutcomeOK, OutcomeConflict, OutcomeProtected)
 }
 
 // landStep parses a land step.
@@ -277,7 +279,31 @@ func (l *loader) undoStep(st *Step, k, body *yaml.Node) error {
 		}
 		st.Back = int(b)
 	}
-	return l.outcome(st, f, OutcomeOK, OutcomeConflict)
+	return l.outcome(st, f, OutcomeOK, OutcomeConflict, OutcomeProtected)
+}
+
+// protectStep parses a protect step: the pattern, and off to clear it.
+func (l *loader) protectStep(st *Step, k, body *yaml.Node) error {
+	f, err := l.fields(body, k.Value, "pattern", "off", "writer")
+	if err != nil {
+		return err
+	}
+	if f["pattern"] == nil {
+		return l.errf(k, "protect: key pattern is required")
+	}
+	if err := l.writer(st, f); err != nil {
+		return err
+	}
+	if st.Pattern, err = l.name(f["pattern"], "pattern"); err != nil {
+		return err
+	}
+	if v := f["off"]; v != nil {
+		if v.Kind != yaml.ScalarNode || (v.Value != "true" && v.Value != "false") {
+			return l.errf(v, "protect: off must be true or false, got %q", v.Value)
+		}
+		st.Off = v.Value == "true"
+	}
+	return nil
 }
 
 // raceStep parses a race step: two write steps by different writers, and
@@ -309,9 +335,9 @@ func (l *loader) raceStep(st *Step, k, body *yaml.Node, depth int, inRace bool) 
 	}
 	for _, s := range []*Step{st.First, st.Second} {
 		switch s.Kind {
-		case KindCommit, KindLand, KindRefCreate, KindRefSet, KindRefDelete, KindUndo:
+		case KindCommit, KindLand, KindRefCreate, KindRefSet, KindRefDelete, KindUndo, KindProtect:
 		default:
-			return l.errf(f["first"], "race: only write steps (commit, land, ref_*, undo) can race, got %s", s.Kind)
+			return l.errf(f["first"], "race: only write steps (commit, land, ref_*, undo, protect) can race, got %s", s.Kind)
 		}
 	}
 	if st.First.Writer == st.Second.Writer {

@@ -4,7 +4,7 @@
 //
 // A scenario is a list of steps run against a store: init, commit, ref
 // create/set/delete with an expected old value, land, undo of a ref's
-// move, a race of two steps interleaved at a lock, repeat loops, reopen,
+// move, protect or clear a ref pattern, a race of two steps interleaved at a lock, repeat loops, reopen,
 // recover and read. The crash
 // sweep (package crashsweep) runs a scenario once to count its filesystem
 // calls, then crashes it at every call. See docs/crash-testing.md for the file
@@ -59,6 +59,7 @@ const (
 	KindRefDelete Kind = "ref_delete"
 	KindLand      Kind = "land"
 	KindUndo      Kind = "undo"
+	KindProtect   Kind = "protect"
 	KindRace      Kind = "race"
 	KindRepeat    Kind = "repeat"
 	KindRecover   Kind = "recover"
@@ -76,6 +77,9 @@ const (
 	OutcomeOK       Outcome = "ok"
 	OutcomeConflict Outcome = "conflict" // ErrConflict (CAS or merge)
 	OutcomeNoop     Outcome = "noop"     // land found the delta already on the target
+	// OutcomeProtected is a move refused with ErrProtected: its ref is
+	// protected and the step is not a land.
+	OutcomeProtected Outcome = "protected"
 )
 
 // Pos is a position in a scenario file.
@@ -180,6 +184,11 @@ type Step struct {
 	// content: what a merge by lines gives, written down independently of
 	// the code that computes it.
 	Merged []File
+
+	// protect: Pattern (a ref name or a prefix ending in "/") is protected,
+	// or cleared when Off.
+	Pattern string
+	Off     bool
 
 	Outcome Outcome
 

@@ -318,6 +318,15 @@ var _ = Describe("swarmops", func() {
 			Expect(again).To(SatisfyAll(HaveKeyWithValue("noop", true), HaveKeyWithValue("changeset", merge)))
 			Expect(e.run("", "land", ch, "--onto", "main").Stdout).To(ContainSubstring("already on main"))
 		})
+		It("names the landed change and its subject in the merge's message, unless -m says otherwise", func() {
+			e.ok("", "ref", "create", "agent/3", m1)
+			e.commit("put dir/p.go = \"package p\\n\"\n", "--advance", "agent/3", "-m", "\nfix the parser\n\nIt read past the end.")
+			d := e.ok("", "land", "agent/3", "--onto", "main").(map[string]any)
+			Expect(e.ok("", "show", d["changeset"].(string))).To(HaveKeyWithValue("message", "land agent/3 onto main: fix the parser"))
+			e.commit("put dir/q.go = \"package q\\n\"\n", "--advance", "agent/3", "-m", "add q")
+			d = e.ok("", "land", "agent/3", "--onto", "main", "-m", "by hand").(map[string]any)
+			Expect(e.ok("", "show", d["changeset"].(string))).To(HaveKeyWithValue("message", "by hand"))
+		})
 		It("never lands a change twice, even after main undid its effect (the delta hash is in main's history)", func() {
 			ch := e.commit("put dir/b.txt = \"v2\\n\"\n", "--parent", "main")
 			e.ok("", "land", ch, "--onto", "main")

@@ -106,16 +106,20 @@ func (a *app) verifyCmd() *cobra.Command {
 	return cmd
 }
 
-// recoverCmd is `swarmops recover`: explicit repair, reported by exit status.
+// recoverCmd is `swarmops recover`: explicit repair, then the checks of
+// verify --deep, reported by exit status.
 func (a *app) recoverCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "recover",
-		Short: "Repair a torn journal tail and report; exit 0 clean, E_REPAIRED cut, E_CORRUPT corrupt",
-		Long: `Open the store with repair and report what was done. The exit status says
-which case it was: 0 (E_* none) when there was nothing to repair, 12
-(E_REPAIRED) when a torn tail of unacknowledged bytes was cut, 6 (E_CORRUPT)
-when corruption was found inside the acknowledged prefix (nothing is cut then:
-the store fails closed).`,
+		Short: "Repair a torn journal tail, check as verify --deep does, and report; exit 0 clean, E_REPAIRED cut, E_CORRUPT corrupt",
+		Long: `Open the store with repair, then check it as verify --deep does, and report.
+The exit status says which case it was: 0 (E_* none) when there was nothing
+to repair and every check passed, 12 (E_REPAIRED) when a torn tail of
+unacknowledged bytes was cut and every check passed after it, 6 (E_CORRUPT)
+when corruption was found: inside the acknowledged journal prefix (nothing is
+cut then: the store fails closed), or by the deep check in any frame, index
+run, reflog chunk, loose object or reference ("corrupt" lists them all).
+Recover repairs only the torn tail; it rebuilds no damaged file.`,
 		Args: cobra.NoArgs,
 		RunE: runE(func(cmd *cobra.Command, args []string) error {
 			o, err := a.options()
@@ -129,13 +133,31 @@ the store fails closed).`,
 			}
 			extra := map[string]any{"torn_bytes_cut": r.TornBytesCut, "frames_replayed": r.FramesReplayed,
 				"corrupt": problemsJSON(r.Corrupt)}
-			switch {
-			case len(r.Corrupt) > 0:
+			if len(r.Corrupt) > 0 {
 				a.fail = &cliError{kind: kindCorrupt, err: fmt.Errorf("recover found %d corrupt places; nothing was cut", len(r.Corrupt)), extra: extra}
+				return nil
+			}
+			// The repair reads only the frames after the checkpoint; the
+			// deep check reads everything else (older frames, index runs,
+			// the reflog, loose objects), so that exit 0 means what verify
+			// --deep's does.
+			var v *core.VerifyReport
+			if err := a.withStore(func(s *core.Store, sn *core.Snapshot) error {
+				v, err = s.Verify(true, a.progress("recover: verify"))
+				return err
+			}); err != nil {
+				return err
+			}
+			switch {
+			case len(v.Problems) > 0:
+				extra["corrupt"] = problemsJSON(v.Problems)
+				a.fail = &cliError{kind: kindCorrupt, err: fmt.Errorf("recover cut %d torn bytes, but the deep check found %d problems in %d frames and %d objects; recover rebuilds no damaged file",
+					r.TornBytesCut, len(v.Problems), v.Frames, v.Objects), extra: extra}
 			case r.TornBytesCut > 0:
-				a.fail = &cliError{kind: kindRepaired, err: fmt.Errorf("recover cut a torn tail of %d bytes; %d frames replayed; the store is consistent", r.TornBytesCut, r.FramesReplayed), extra: extra}
+				a.fail = &cliError{kind: kindRepaired, err: fmt.Errorf("recover cut a torn tail of %d bytes; %d frames replayed; the store is consistent (deep check: %d frames, %d objects)",
+					r.TornBytesCut, r.FramesReplayed, v.Frames, v.Objects), extra: extra}
 			default:
-				a.ok(extra, lines(fmt.Sprintf("nothing to repair: %d frames replayed", r.FramesReplayed)))
+				a.ok(extra, lines(fmt.Sprintf("nothing to repair: %d frames replayed; deep check: %d frames, %d objects, no problems", r.FramesReplayed, v.Frames, v.Objects)))
 			}
 			return nil
 		}),

@@ -50,6 +50,13 @@ paths REF gained are re-merged ("remerged" counts them per retry), up to
 				if _, err := sn.Ref(onto); err != nil {
 					return refNotFound(sn, onto, err)
 				}
+				if msg == "" {
+					cs, err := sn.Changeset(change)
+					if err != nil {
+						return err
+					}
+					msg = core.LandMessage(args[0], onto, cs.Message)
+				}
 				r, err := s.Land(change, onto, core.LandOptions{MaxAttempts: maxAttempts, Agent: agent, Message: msg})
 				if err != nil {
 					return err
@@ -75,7 +82,7 @@ paths REF gained are re-merged ("remerged" counts them per retry), up to
 	f := cmd.Flags()
 	f.StringVar(&onto, "onto", "", "target ref")
 	f.StringVar(&agent, "agent", "", "agent recorded in the merge (default: CHANGE's)")
-	f.StringVarP(&msg, "message", "m", "", "message of the merge")
+	f.StringVarP(&msg, "message", "m", "", "message of the merge (default: \"land CHANGE onto REF: \" and CHANGE's subject)")
 	f.IntVar(&maxAttempts, "max-attempts", 0, fmt.Sprintf("attempts before E_BUSY (0: %d)", core.DefaultLandAttempts))
 	return cmd
 }

@@ -14,14 +14,15 @@ import (
 // compare-and-swap.
 func (a *app) refCmd() *cobra.Command {
 	ref := &cobra.Command{
-		Use:   "ref (get|set|create|delete|list|log)",
+		Use:   "ref (get|set|create|delete|list|log|protect|unprotect)",
 		Short: "Read and move refs (every move is a compare-and-swap)",
 		Args:  noSubcommand,
 		RunE: runE(func(cmd *cobra.Command, args []string) error {
-			return usagef("ref: give a subcommand: get, set, create, delete, list or log")
+			return usagef("ref: give a subcommand: get, set, create, delete, list, log, protect or unprotect")
 		}),
 	}
-	ref.AddCommand(a.refGetCmd(), a.refSetCmd(), a.refCreateCmd(), a.refDeleteCmd(), a.refListCmd(), a.refLogCmd())
+	ref.AddCommand(a.refGetCmd(), a.refSetCmd(), a.refCreateCmd(), a.refDeleteCmd(), a.refListCmd(), a.refLogCmd(),
+		a.refProtectCmd(true), a.refProtectCmd(false))
 	return ref
 }
 
@@ -99,12 +100,16 @@ func (a *app) refDeleteCmd() *cobra.Command {
 
 // refListCmd is `swarmops ref list`: every ref, sorted by name.
 func (a *app) refListCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:   "list [PREFIX]",
-		Short: "List every ref, or those whose name starts with PREFIX",
+	var protected bool
+	list := &cobra.Command{
+		Use:   "list [PREFIX] [--protected]",
+		Short: "List every ref, or those whose name starts with PREFIX (--protected: the protection patterns)",
 		Args:  cobra.MaximumNArgs(1),
 		RunE: runE(func(cmd *cobra.Command, args []string) error {
 			return a.withStore(func(s *core.Store, sn *core.Snapshot) error {
+				if protected {
+					return a.listProtected(sn, strings.Join(args, ""))
+				}
 				all, err := sn.Refs()
 				if err != nil {
 					return err
@@ -128,6 +133,8 @@ func (a *app) refListCmd() *cobra.Command {
 			})
 		}),
 	}
+	list.Flags().BoolVar(&protected, "protected", false, "list the protection patterns (ref protect) instead of the refs")
+	return list
 }
 
 // refLogCmd is `swarmops ref log`: a ref's moves, oldest first.

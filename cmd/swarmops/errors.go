@@ -48,6 +48,7 @@ var (
 	kindUnsafe     = errorKind{"E_UNSAFE", 16, false, "a path would leave the work tree, go through a symbolic link, or name .git, .swarmops-tree or the store (\"path\")"}
 	kindStale      = errorKind{"E_STALE", 17, false, "the work tree's base is not the parent asked for (\"base\"); update it first"}
 	kindUnresolved = errorKind{"E_UNRESOLVED", 18, false, "the work tree has conflicts an update left (\"paths\"), or a file to resolve still holds conflict markers; edit, then resolve"}
+	kindProtected  = errorKind{"E_PROTECTED", 19, false, "the ref is protected (ref protect): only land moves it (\"ref\", \"pattern\")"}
 	kindInternal   = errorKind{"E_INTERNAL", 70, false, "a bug: an error the table does not know"}
 	kindCrashed    = errorKind{"E_CRASHED", crashExitStatus, false, "a simulated crash (SWARMOPS_TEST_CRASH_AT); tests only"}
 )
@@ -55,7 +56,7 @@ var (
 // errorTable lists every row, ordered by exit status.
 func errorTable() []errorKind {
 	t := []errorKind{kindUsage, kindNotFound, kindConflict, kindBusy, kindCorrupt, kindIO,
-		kindNoSpace, kindAmbiguous, kindExists, kindNotStore, kindRepaired, kindGone, kindRunning, kindEmpty, kindUnsafe, kindStale, kindUnresolved, kindInternal, kindCrashed}
+		kindNoSpace, kindAmbiguous, kindExists, kindNotStore, kindRepaired, kindGone, kindRunning, kindEmpty, kindUnsafe, kindStale, kindUnresolved, kindProtected, kindInternal, kindCrashed}
 	sort.Slice(t, func(i, j int) bool { return t[i].Exit < t[j].Exit })
 	return t
 }
@@ -121,7 +122,7 @@ func usageHint(suggestions []string, show func(string) string, format string, ar
 // says what was wrong.
 var layerNames = []error{core.ErrConflict, core.ErrNotFound, core.ErrAmbiguous, core.ErrCorrupt,
 	core.ErrInvalid, core.ErrNoSpace, core.ErrIO, core.ErrExist, core.ErrNotStore, core.ErrClosed,
-	core.ErrBusy, core.ErrCrashed, objects.ErrBadID, objects.ErrBadPath, objects.ErrBadPrefix,
+	core.ErrBusy, core.ErrCrashed, core.ErrProtected, objects.ErrBadID, objects.ErrBadPath, objects.ErrBadPrefix,
 	objects.ErrMalformed, objects.ErrInvalid, worktree.ErrLocalChanges, worktree.ErrUnsafeTree,
 	worktree.ErrReservedPath, worktree.ErrNotWorkTree, worktree.ErrNotEmpty, worktree.ErrIndexCorrupt,
 	worktree.ErrSpecialFile, worktree.ErrBaseMismatch, worktree.ErrUnresolved, worktree.ErrNotConflicted}
@@ -154,6 +155,7 @@ func classify(err error) *cliError {
 	out := &cliError{err: err, extra: map[string]any{}, subject: map[string]any{}}
 	var (
 		conflict  *core.ConflictError
+		protected *core.ProtectedError
 		merge     *core.MergeConflictError
 		ambiguous *core.AmbiguousError
 		corrupt   *core.CorruptError
@@ -165,6 +167,13 @@ func classify(err error) *cliError {
 		out.kind = kindCrashed
 	case errors.Is(err, core.ErrBusy):
 		out.kind = kindBusy
+	case errors.As(err, &protected):
+		out.kind = kindProtected
+		out.extra["ref"] = protected.Ref
+		out.extra["pattern"] = protected.Pattern
+		out.hint = fmt.Sprintf("land a change onto it: swarmops land CHANGE --onto %s", protected.Ref)
+	case errors.Is(err, core.ErrProtected):
+		out.kind = kindProtected
 	case errors.As(err, &merge):
 		out.kind = kindConflict
 		out.extra["paths"] = merge.Paths

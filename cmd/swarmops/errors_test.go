@@ -29,6 +29,8 @@ func TestClassifyPlacesEverySentinelInTheTable(t *testing.T) {
 		{&core.ConflictError{Ref: "main"}, kindConflict},
 		{&core.MergeConflictError{Paths: []string{"a"}}, kindConflict},
 		{core.ErrCorrupt, kindCorrupt},
+		{core.ErrProtected, kindProtected},
+		{&core.ProtectedError{Ref: "main", Pattern: "main"}, kindProtected},
 		{&core.CorruptError{File: "f", Offset: 7}, kindCorrupt},
 		{core.ErrInvalid, kindUsage},
 		{core.ErrNoSpace, kindNoSpace},

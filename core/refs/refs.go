@@ -119,6 +119,9 @@ func (c *Conflict) Unwrap() error { return ErrConflict }
 type Table struct {
 	logs map[string][]Entry
 	base uint64
+	// prot holds each protection pattern's changes (protect.go), trimmed
+	// like the moves.
+	prot map[string][]protEntry
 }
 
 // New returns an empty table.
@@ -264,6 +267,7 @@ func (t *Table) Trim(base uint64) {
 	if base <= t.base {
 		return
 	}
+	t.trimProtections(base)
 	for n, log := range t.logs {
 		i := 0
 		for i+1 < len(log) && log[i+1].Seq < base {

@@ -23,6 +23,7 @@ const (
 	EarlyDurable                         // publish the durable offset before the sync
 	FalseFresh                           // write every frame as fresh, even one whose changeset the store holds
 	SkipReflogSync                       // name a reflog chunk in the checkpoint before it is durable
+	DropProtections                      // write checkpoints without the protected ref patterns
 )
 
 // attach sets the canaries of a *core.Options; core registers it.

@@ -11,18 +11,20 @@
 // after it. Each ref's older moves live in the reflog file (core/internal/reflog), read
 // only by a reflog listing or a snapshot older than the checkpoint.
 //
-//	 0 magic "SWCKPT01"  8 version u32 (= 4)  12 reserved u32  16 store id [16]
+//	 0 magic "SWCKPT01"  8 version u32 (= 5)  12 reserved u32  16 store id [16]
 //	32 segment u64  40 offset u64  48 next seq u64  56 epoch u64
 //	64 body (uvarints):
 //	   runs:   n, then per run (newest first): name-len name (a file in index/)
 //	   reflog: length of the reflog file's chunks (a multiple of 512)
 //	   refs:   n, then per ref: name-len name, its last move: seq old[32] new[32] time-ns
 //	           op u8 agent-len agent undoes (op undo only)
+//	   protected: n, then per pattern: len pattern, seq of the frame that protected it
 //	end: BLAKE3-256 of everything before it (32 bytes)
 //
 // Every record in the runs and every move in the reflog's first length bytes
 // comes from a frame before next seq, so it is durable. Version 3, whose
-// moves carry no origin (op, agent), is read with each origin unknown.
+// moves carry no origin (op, agent), is read with each origin unknown;
+// versions 3 and 4, written before protections existed, are read with none.
 // Versions 1 (the whole projection inline) and 2 (every reflog inline) are
 // refused.
 package ckpt
@@ -53,8 +55,10 @@ import (
 const (
 	headerSize = 64
 	// Version is the format version this build writes; it reads
-	// VersionNoOrigin too.
-	Version = 4
+	// VersionNoProtect and VersionNoOrigin too.
+	Version = 5
+	// VersionNoProtect is the version without the protected patterns.
+	VersionNoProtect = 4
 	// VersionNoOrigin is the version whose last moves carry no origin.
 	VersionNoOrigin = 3
 	// Name is the checkpoint file's name in the store directory, and Temp
@@ -123,6 +127,13 @@ func Encode(id journal.StoreID, pos journal.Pos, nextSeq, epoch uint64, runs []s
 			b = binary.AppendUvarint(b, e.Undoes)
 		}
 	}
+	pats, seqs := rt.Protected(nextSeq - 1)
+	b = binary.AppendUvarint(b, uint64(len(pats)))
+	for i, p := range pats {
+		b = binary.AppendUvarint(b, uint64(len(p)))
+		b = append(b, p...)
+		b = binary.AppendUvarint(b, seqs[i])
+	}
 	sum := b3.Sum256(b)
 	return append(b, sum[:]...)
 }
@@ -141,8 +152,8 @@ func Decode(b []byte) (*Checkpoint, error) {
 		return nil, fmt.Errorf("%w: bad magic", errMalformed)
 	}
 	version := binary.LittleEndian.Uint32(b[8:])
-	if version != Version && version != VersionNoOrigin {
-		return nil, fmt.Errorf("%w: version %d is not supported (this build reads versions %d and %d; stores written by versions 1 and 2 must be re-created)", errMalformed, version, VersionNoOrigin, Version)
+	if version < VersionNoOrigin || version > Version {
+		return nil, fmt.Errorf("%w: version %d is not supported (this build reads versions %d to %d; stores written by versions 1 and 2 must be re-created)", errMalformed, version, VersionNoOrigin, Version)
 	}
 	body, sum := b[:len(b)-32], b[len(b)-32:]
 	if s := b3.Sum256(body); !bytes.Equal(s[:], sum) {
@@ -211,6 +222,15 @@ func Decode(b []byte) (*Checkpoint, error) {
 			bad = true
 		}
 		p.Refs.Restore(name, []refs.Entry{e})
+	}
+	if version >= Version {
+		n = uv()
+		for i := uint64(0); i < n && !bad && i < limit; i++ {
+			pat := string(take(uv()))
+			seq := uv()
+			bad = bad || refs.ValidatePattern(pat) != nil || seq >= c.NextSeq
+			p.Refs.RestoreProtection(pat, seq)
+		}
 	}
 	p.Refs.SetBase(c.NextSeq)
 	p.ReflogLen = c.ReflogLen

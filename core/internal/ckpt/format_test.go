@@ -2,6 +2,7 @@ package ckpt
 
 import (
 	"encoding/binary"
+	"fmt"
 	"testing"
 	"time"
 
@@ -28,6 +29,8 @@ func fixture() ([]byte, map[string]refs.Entry) {
 	for n, e := range want {
 		rt.Apply(e.Seq, e.Time, e.Origin, []refs.Move{{Name: n, Old: e.Old, New: e.New}})
 	}
+	rt.ApplyProtections(4, []refs.Protection{{Pattern: "release/", On: true}, {Pattern: "old", On: true}})
+	rt.ApplyProtections(8, []refs.Protection{{Pattern: "main", On: true}, {Pattern: "old", On: false}})
 	var id journal.StoreID
 	id[0] = 1
 	return Encode(id, journal.Pos{Seg: 1, Off: journal.FirstFrame}, 20, 1, []string{"run-1"}, 512, rt), want
@@ -82,7 +85,7 @@ func TestVersion3CheckpointsAreReadWithOriginsUnknown(t *testing.T) {
 }
 
 // TestEveryBitFlipInACheckpointIsDetected: the checkpoint's checksum covers
-// the origins with everything else.
+// the origins and the protected patterns with everything else.
 func TestEveryBitFlipInACheckpointIsDetected(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		b, _ := fixture()
@@ -92,4 +95,19 @@ func TestEveryBitFlipInACheckpointIsDetected(t *testing.T) {
 			t.Fatalf("bit %d flipped decoded without an error", bit)
 		}
 	})
+}
+
+// TestProtectionsSetBeforeTheCheckpointAreKept: the checkpoint holds the
+// patterns set as of its position, each with its frame, and not a cleared
+// one.
+func TestProtectionsSetBeforeTheCheckpointAreKept(t *testing.T) {
+	b, _ := fixture()
+	c, err := Decode(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pats, seqs := c.Proj.Refs.Protected(19)
+	if fmt.Sprint(pats, seqs) != "[main release/] [8 4]" {
+		t.Fatalf("protected %v %v, want [main release/] [8 4]", pats, seqs)
+	}
 }

@@ -33,6 +33,7 @@ var (
 	ErrExist     = errors.New("core: store exists")
 	ErrNotStore  = errors.New("core: not a store")
 	ErrClosed    = errors.New("core: store closed")
+	ErrProtected = errors.New("core: protected ref")
 	ErrCrashed   = vfs.ErrCrashed
 )
 
@@ -56,6 +57,21 @@ func (e *ConflictError) Error() string {
 
 // Unwrap makes errors.Is(err, ErrConflict) true.
 func (e *ConflictError) Unwrap() error { return ErrConflict }
+
+// ProtectedError is a move of a protected ref by an operation other than
+// a land.
+type ProtectedError struct {
+	Ref     string
+	Pattern string
+	Op      refs.Op
+}
+
+func (e *ProtectedError) Error() string {
+	return fmt.Sprintf("ref %q is protected (by %q): only a land moves it, not %s", e.Ref, e.Pattern, e.Op)
+}
+
+// Unwrap makes errors.Is(err, ErrProtected) true.
+func (e *ProtectedError) Unwrap() error { return ErrProtected }
 
 // MergeConflictError is a three-way merge that conflicted on Paths
 // (sorted). Hunks holds, for each of those paths whose text was merged by
@@ -154,11 +170,14 @@ func isTyped(err error) bool {
 // Ref maps a refs package error to the store's.
 func Ref(err error) error {
 	var c *refs.Conflict
+	var r *refs.Refused
 	switch {
 	case err == nil:
 		return nil
 	case errors.As(err, &c):
 		return &ConflictError{Ref: c.Ref, Expected: c.Expected, Current: c.Current, MovedAt: c.MovedAt}
+	case errors.As(err, &r):
+		return &ProtectedError{Ref: r.Ref, Pattern: r.Pattern, Op: r.Op}
 	case errors.Is(err, refs.ErrInvalidName):
 		return fmt.Errorf("%w: %w", ErrInvalid, err)
 	}

@@ -205,7 +205,9 @@ func (p *Pipeline) earlyConflicts(batch []*Request, st *state.Both) (live int, e
 	defer p.env.EarlyDone()
 	end := st.End
 	for _, r := range batch {
-		if r.early || len(r.Txn.Moves) == 0 {
+		if r.early || len(r.Txn.Moves) == 0 || rt.CheckProtected(r.Txn.Origin.Op, r.Txn.Moves) != nil {
+			// A refused move of a protected ref is told so under the
+			// lock, not as the conflict it may also be.
 			continue
 		}
 		var c *refs.Conflict
@@ -354,6 +356,14 @@ func (p *Pipeline) appendBatch(batch []*Request, st *state.Both) error {
 	return err
 }
 
+// sawProjection reports whether err is a refusal decided on the
+// projection up to the published end (a ref conflict, or a move of a
+// protected ref): it is told only once that end is durable.
+func sawProjection(err error) bool {
+	var ce *errs.ConflictError
+	return errors.As(err, &ce) || errors.Is(err, errs.ErrProtected)
+}
+
 // syncBatch is the sync step: one Sync for the highest frame of each epoch
 // (one epoch, unless a recovery ran inside the batch). A conflict's seq is
 // the end its check saw: a loser must be told only a value every later
@@ -363,8 +373,7 @@ func (p *Pipeline) syncBatch(batch []*Request) {
 	top := map[uint64]uint64{}
 	peek := map[uint64]bool{}
 	for _, r := range batch {
-		var ce *errs.ConflictError
-		if (r.err == nil || errors.As(r.err, &ce)) && r.seq > 0 && r.seq > top[r.epoch] {
+		if (r.err == nil || sawProjection(r.err)) && r.seq > 0 && r.seq > top[r.epoch] {
 			top[r.epoch] = r.seq
 		}
 		peek[r.epoch] = peek[r.epoch] || r.behind
@@ -383,10 +392,9 @@ func (p *Pipeline) syncBatch(batch []*Request) {
 	}
 	acked := false
 	for _, r := range batch {
-		var ce *errs.ConflictError
 		switch {
-		case errors.As(r.err, &ce) && r.seq > 0 && serr[r.epoch] != nil:
-			r.err = fmt.Errorf("ref %q conflicts, but the value it saw could not be made durable: %w", ce.Ref, serr[r.epoch])
+		case sawProjection(r.err) && r.seq > 0 && serr[r.epoch] != nil:
+			r.err = fmt.Errorf("%v, but the frames it saw could not be made durable: %w", r.err, serr[r.epoch])
 		case r.err == nil:
 			r.err = serr[r.epoch]
 			acked = acked || r.err == nil

@@ -220,6 +220,7 @@ func (p *Proj) ApplyTxn(fr *journal.Frame, t *txn.Txn, segPath string) error {
 		}
 	}
 	p.Refs.Apply(fr.Seq, t.Time, t.Origin, t.Moves)
+	p.Refs.ApplyProtections(fr.Seq, t.Protect)
 	p.Pos = fr.End()
 	p.NextSeq = fr.Seq + 1
 	p.Frames++

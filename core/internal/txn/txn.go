@@ -4,10 +4,12 @@
 //
 // A transaction payload (the body of one journal frame):
 //
-//	version u8 (= 3) | time i64 (unix ns) | nobj uvarint | objects… | nref uvarint | moves… | origin (nref > 0 only)
+//	version u8 (3, or 4) | time i64 (unix ns) | nobj uvarint | objects… | nref uvarint | moves… | origin (nref > 0 only)
+//	        | nprot uvarint | protections… (version 4 only)
 //	object: kind u8 | flags u8 (1 = loose, 2 = in the body) | id [32] (loose only) | len uvarint | bytes (absent if loose)
 //	move:   name len uvarint | name | flags u8 | old [32] | new: [32], or (flag 1) uvarint j
 //	origin: op u8 | agent len uvarint | agent | undoes uvarint (op undo only)
+//	protection: pattern len uvarint | pattern | on u8 (1 protect, 0 clear)
 //
 // An inline object carries no id: its id is the hash of its kind and bytes
 // (objects.IDOf), which replay computes, and the frame's checksum already
@@ -37,6 +39,11 @@
 // A transaction whose inline blobs total more than SplitAbove bytes is
 // split; smaller ones keep the compact layout, so a one-file commit stays
 // one sector.
+//
+// Protections (refs.Protection) set or clear the patterns of refs that only
+// a land may move. A frame that carries any is written as version 4; every
+// other frame stays version 3, so a commit's frame, and the golden bytes,
+// are what they were before protections existed.
 package txn
 
 import (
@@ -62,9 +69,12 @@ const FrameTxn = 1
 // header that carries the kind is covered by the frame's checksum.
 const FrameFresh = 2
 
-// Version is the first byte of a transaction payload this build writes;
-// it reads VersionNoOrigin payloads too.
+// Version is the first byte of a transaction payload this build writes
+// for a frame without protections; it reads VersionNoOrigin payloads too.
 const Version = 3
+
+// VersionProtect is the first byte of a payload that carries protections.
+const VersionProtect = 4
 
 // VersionNoOrigin is the payload version whose moves carry no origin.
 const VersionNoOrigin = 2
@@ -91,6 +101,8 @@ type Txn struct {
 	// Origin is who made Moves and by which operation (encoded only with
 	// moves).
 	Origin refs.Origin
+	// Protect sets or clears protection patterns (version 4 only).
+	Protect []refs.Protection
 	// Seq is the sequence number of the frame once appended (not encoded).
 	Seq uint64
 	// BuiltEpoch is the epoch of the projection the objects were deduplicated
@@ -143,8 +155,15 @@ func encode(t *Txn, split bool) ([]byte, int) {
 		n += 10 + len(m.Name) + 64
 	}
 	n += 1 + 10 + len(t.Origin.Agent) + 10
+	for _, p := range t.Protect {
+		n += 10 + len(p.Pattern) + 1
+	}
 	b := make([]byte, 0, n)
-	b = append(b, Version)
+	if len(t.Protect) > 0 {
+		b = append(b, VersionProtect)
+	} else {
+		b = append(b, Version)
+	}
 	b = binary.LittleEndian.AppendUint64(b, uint64(t.Time.UnixNano()))
 	b = binary.AppendUvarint(b, uint64(len(t.Objs)))
 	inBody := func(o Obj) bool { return split && !o.Loose && o.Kind == objects.KindBlob }
@@ -211,6 +230,18 @@ func encodeMoves(b []byte, t *Txn) []byte {
 			b = binary.AppendUvarint(b, t.Origin.Undoes)
 		}
 	}
+	if len(t.Protect) > 0 {
+		b = binary.AppendUvarint(b, uint64(len(t.Protect)))
+		for _, p := range t.Protect {
+			b = binary.AppendUvarint(b, uint64(len(p.Pattern)))
+			b = append(b, p.Pattern...)
+			if p.On {
+				b = append(b, 1)
+			} else {
+				b = append(b, 0)
+			}
+		}
+	}
 	return b
 }
 
@@ -266,11 +297,11 @@ func decode(t *Txn, p []byte, head, total int, headOnly bool) error {
 		pos += n
 		return v, true
 	}
-	if len(p) < 9 || (p[0] != Version && p[0] != VersionNoOrigin) {
+	if len(p) < 9 || (p[0] != Version && p[0] != VersionNoOrigin && p[0] != VersionProtect) {
 		return fail("bad version or short payload")
 	}
 	version := p[0]
-	*t = Txn{Time: time.Unix(0, int64(binary.LittleEndian.Uint64(p[1:]))).UTC(), Objs: t.Objs[:0], Moves: t.Moves[:0]}
+	*t = Txn{Time: time.Unix(0, int64(binary.LittleEndian.Uint64(p[1:]))).UTC(), Objs: t.Objs[:0], Moves: t.Moves[:0], Protect: t.Protect[:0]}
 	pos = 9
 	nobj, ok := uv()
 	if !ok || nobj > uint64(len(p)) {
@@ -373,6 +404,24 @@ func decode(t *Txn, p []byte, head, total int, headOnly bool) error {
 		}
 		if t.Origin.Validate() != nil {
 			return fail("bad origin")
+		}
+	}
+	if version == VersionProtect {
+		np, ok := uv()
+		if !ok || np == 0 || np > uint64(len(p)) {
+			return fail("bad protection count")
+		}
+		for i := uint64(0); i < np; i++ {
+			l, ok := uv()
+			if !ok || l > refs.MaxNameLen+1 || uint64(len(p)-pos) < l+1 || p[pos+int(l)] > 1 {
+				return fail("bad protection")
+			}
+			pr := refs.Protection{Pattern: string(p[pos : pos+int(l)]), On: p[pos+int(l)] == 1}
+			pos += int(l) + 1
+			if refs.ValidatePattern(pr.Pattern) != nil {
+				return fail("bad protection pattern")
+			}
+			t.Protect = append(t.Protect, pr)
 		}
 	}
 	if pos != len(p) || (head > 0 && body != total) {

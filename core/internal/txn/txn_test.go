@@ -95,7 +95,8 @@ func TestOriginsAreEncodedOnlyWithMovesAndChecked(t *testing.T) {
 }
 
 // TestTxnRoundTripsAndTruncationsFail: any transaction with moves and a
-// valid origin decodes to itself, and every proper prefix of its payload
+// valid origin, and protections (version 4 exactly when it has some),
+// decodes to itself, and every proper prefix of its payload
 // is an error (the frame's checksum, not the payload, catches bit flips).
 func TestTxnRoundTripsAndTruncationsFail(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
@@ -113,10 +114,18 @@ func TestTxnRoundTripsAndTruncationsFail(t *testing.T) {
 				tx.Origin.Undoes = rapid.Uint64Min(1).Draw(t, "undoes")
 			}
 		}
+		for i, n := 0, rapid.IntRange(0, 2).Draw(t, "protections"); i < n; i++ {
+			pat := rapid.SampledFrom([]string{"main", "release/", "a/b"}).Draw(t, "pattern")
+			tx.Protect = append(tx.Protect, refs.Protection{Pattern: pat, On: rapid.Bool().Draw(t, "on")})
+		}
 		p := Encode(tx)
 		got, err := Decode(p)
 		if err != nil {
 			t.Fatal(err)
+		}
+		if (p[0] == VersionProtect) != (len(tx.Protect) > 0) || len(got.Protect) != len(tx.Protect) ||
+			(len(tx.Protect) > 0 && !reflect.DeepEqual(got.Protect, tx.Protect)) {
+			t.Fatalf("version %d, protections %+v, want %+v", p[0], got.Protect, tx.Protect)
 		}
 		if got.Origin != tx.Origin || !got.Time.Equal(tx.Time) || len(got.Moves) != len(tx.Moves) ||
 			(len(tx.Moves) > 0 && !reflect.DeepEqual(got.Moves, tx.Moves)) {
@@ -128,4 +137,21 @@ func TestTxnRoundTripsAndTruncationsFail(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestBadProtectionsDoNotDecode: a protection's pattern must be a valid ref
+// name or prefix, and its flag 0 or 1.
+func TestBadProtectionsDoNotDecode(t *testing.T) {
+	at := time.Unix(1700000000, 0).UTC()
+	for _, pat := range []string{"", "/", "a//b", "-x", "a..b/"} {
+		p := Encode(&Txn{Time: at, Protect: []refs.Protection{{Pattern: pat, On: true}}})
+		if _, err := Decode(p); !errors.Is(err, ErrMalformed) {
+			t.Errorf("pattern %q decoded: %v", pat, err)
+		}
+	}
+	p := Encode(&Txn{Time: at, Protect: []refs.Protection{{Pattern: "main", On: true}}})
+	p[len(p)-1] = 2
+	if _, err := Decode(p); !errors.Is(err, ErrMalformed) {
+		t.Errorf("flag 2 decoded: %v", err)
+	}
 }
