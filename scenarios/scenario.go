@@ -4,8 +4,8 @@
 //
 // A scenario is a list of steps run against a store: init, commit, ref
 // create/set/delete with an expected old value, land, undo of a ref's
-// move, a race of two steps interleaved at a lock, repeat loops, reopen,
-// recover and read. The crash
+// move, an explicit checkpoint, a race of two steps interleaved at a lock,
+// repeat loops, reopen, recover and read. The crash
 // sweep (package crashsweep) runs a scenario once to count its filesystem
 // calls, then crashes it at every call. See docs/crash-testing.md for the file
 // format by example.
@@ -59,11 +59,14 @@ const (
 	KindRefDelete Kind = "ref_delete"
 	KindLand      Kind = "land"
 	KindUndo      Kind = "undo"
-	KindRace      Kind = "race"
-	KindRepeat    Kind = "repeat"
-	KindRecover   Kind = "recover"
-	KindReopen    Kind = "reopen"
-	KindRead      Kind = "read"
+	// KindCheckpoint is an explicit checkpoint (Store.Checkpoint), which
+	// also makes the index merges (compaction) that are due.
+	KindCheckpoint Kind = "checkpoint"
+	KindRace       Kind = "race"
+	KindRepeat     Kind = "repeat"
+	KindRecover    Kind = "recover"
+	KindReopen     Kind = "reopen"
+	KindRead       Kind = "read"
 )
 
 // Outcome is what a step must return in an uncrashed, fault-free run. A
@@ -204,6 +207,10 @@ type Scenario struct {
 	Claims      []Claim
 	Options     Options
 	Steps       []Step
+	// FirstPoint, when above 1, is the first crash point the sweep checks:
+	// the calls before it are a set-up that other scenarios already sweep
+	// (generated workloads share one preamble). Never set from YAML.
+	FirstPoint int64
 }
 
 // Has reports whether the scenario lists claim c.
