@@ -54,7 +54,7 @@ func (cfg *Config) tasks(sc int, ref *reference, ms []modelSeed) []task {
 	var out []task
 	if !cfg.NoCrash {
 		points := cfg.crashPoints(ref.calls + 1)
-		if first := ref.sc.FirstPoint; first > 1 && cfg.At == 0 {
+		if first := preambleEnd(ref.sc, cfg.Weaken) + 1; first > 1 && cfg.At == 0 {
 			// A shared set-up (a generated workload's preamble) that
 			// other scenarios sweep: its points are left out.
 			points = slices.DeleteFunc(points, func(n int64) bool { return n < first })

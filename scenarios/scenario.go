@@ -207,10 +207,10 @@ type Scenario struct {
 	Claims      []Claim
 	Options     Options
 	Steps       []Step
-	// FirstPoint, when above 1, is the first crash point the sweep checks:
-	// the calls before it are a set-up that other scenarios already sweep
-	// (generated workloads share one preamble). Never set from YAML.
-	FirstPoint int64
+	// Preamble is how many of the first Steps are a set-up that other
+	// scenarios already sweep (generated workloads share one): the sweep
+	// crashes only at the calls after them. Never set from YAML.
+	Preamble int
 }
 
 // Has reports whether the scenario lists claim c.
