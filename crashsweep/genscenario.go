@@ -200,3 +200,12 @@ func preambleEnd(sc *scenarios.Scenario, weaken testknobs.Weakening) int64 {
 	preambleCalls.m[key] = ref.calls
 	return ref.calls
 }
+
+// GeneratedConfig is the sweep of the generated workloads
+// (crashsim --generated): every crash point after the preamble, under the
+// three models (three torn seeds, as the release sweep). The crash-during-recovery sweep,
+// bit flips and faults are left to the hand-written scenarios, which
+// reach the same files with far fewer runs.
+func GeneratedConfig() Config {
+	return Config{TornSeeds: 3, RecoveryPoints: 0, Faults: false, Flips: 0, Seed: 1}
+}

@@ -1,0 +1,94 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/swarmops/swarmops/crashsweep"
+	"github.com/swarmops/swarmops/scenarios"
+)
+
+// maxDepth bounds --depth: at 4 the two-agent alphabet already gives
+// about 50,000 workloads, far past the release budget.
+const maxDepth = 4
+
+// checkGenerated rejects generated-workload flags that make no sense.
+func checkGenerated(o *options) error {
+	if !o.generated && (o.set["depth"] || o.set["agents"]) {
+		return usagef("--depth and --agents need --generated")
+	}
+	if o.depth < 1 || o.depth > maxDepth {
+		return usagef("--depth %d: want 1 to %d", o.depth, maxDepth)
+	}
+	if o.agents < 1 || o.agents > 3 {
+		return usagef("--agents %d: want 1 to 3", o.agents)
+	}
+	if o.sample < 0 {
+		return usagef("--sample %d must not be negative", o.sample)
+	}
+	if o.generated && o.scenarioDir != "" {
+		return usagef("give --generated or --scenarios, not both")
+	}
+	return nil
+}
+
+// generatedScenarios returns the generated workloads --scenario selects.
+// A workload's full name (gen-OP-OP-...) is built directly, whatever
+// --depth and --agents say, so a reproduction line needs no enumeration.
+func generatedScenarios(o *options) ([]*scenarios.Scenario, error) {
+	if !strings.ContainsAny(o.scenario, "*?[") {
+		w, err := crashsweep.ParseWorkload(o.scenario)
+		if err != nil {
+			return nil, err
+		}
+		sc, err := w.Scenario()
+		if err != nil {
+			return nil, err
+		}
+		return []*scenarios.Scenario{sc}, nil
+	}
+	all, st, err := crashsweep.Generated(o.depth, o.agents)
+	if err != nil {
+		return nil, err
+	}
+	o.genStats = &st
+	return scenarios.Select(all, o.scenario)
+}
+
+// addSample adds --sample generated workloads to the scenarios of --quick
+// and --self-test, unless a scenario glob, a scenario directory or
+// --generated chose the scenarios, and prints which and with what seed.
+func addSample(scs []*scenarios.Scenario, o *options, stdout io.Writer) ([]*scenarios.Scenario, error) {
+	if !(o.quick || o.selfTest) || o.generated || o.scenarioDir != "" || o.set["scenario"] || o.sample == 0 {
+		return scs, nil
+	}
+	gen, err := crashsweep.SampleGenerated(o.depth, o.agents, o.sample, uint64(o.seed))
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, len(gen))
+	for i, sc := range gen {
+		names[i] = sc.Name
+	}
+	fmt.Fprintf(stdout, "generated sample (--sample %d --depth %d --agents %d --seed %d): %s\n",
+		o.sample, o.depth, o.agents, o.seed, strings.Join(names, " "))
+	return append(scs, gen...), nil
+}
+
+// generatedSummary is the line --generated prints before the summary:
+// workloads × points × models, what the enumeration left out, and the
+// time.
+func generatedSummary(rep *crashsweep.Report, o *options) string {
+	enum := ""
+	if st := o.genStats; st != nil {
+		enum = fmt.Sprintf(" (of %d sequences: %d agent renamings and %d that cannot run left out)",
+			st.Sequences, st.Mirrors, st.Infeasible+st.Ambiguous)
+	}
+	shard := ""
+	if o.shard != "" {
+		shard = ", shard " + o.shard
+	}
+	return fmt.Sprintf("crashsim --generated: depth %d, %d agents%s: %d workloads%s, %d crash points in all, %d models: %d states checked in %.1f s",
+		o.depth, o.agents, shard, len(rep.Scenarios), enum, rep.Points, len(rep.Models), rep.States, rep.Elapsed.Seconds())
+}
