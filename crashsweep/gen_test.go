@@ -2,10 +2,14 @@ package crashsweep
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/swarmops/swarmops/core"
+	"github.com/swarmops/swarmops/faultfs"
 	"github.com/swarmops/swarmops/scenarios"
 )
 
@@ -212,4 +216,71 @@ func TestParseWorkload(t *testing.T) {
 	if _, err := (Workload{{Kind: GenUndo, Agent: 1}, {Kind: GenLand, Agent: 1}}).YAML(); err == nil {
 		t.Error("a land of a deleted agent ref was written as a scenario")
 	}
+}
+
+// TestGeneratedRefsMatchModel runs every workload of up to two ops (and,
+// unless -short, three) and compares the store's refs with the model's:
+// each ref names the changeset the model says, and changesets the model
+// counts as distinct (a merge, not a fast-forward) are distinct.
+func TestGeneratedRefsMatchModel(t *testing.T) {
+	depth := 3
+	if testing.Short() {
+		depth = 2
+	}
+	ws, _, err := Enumerate(depth, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range ws {
+		if err := checkAgainstModel(w); err != nil {
+			t.Errorf("%s: %v", w.Name(), err)
+		}
+	}
+}
+
+// checkAgainstModel runs w uncrashed and compares the result with the
+// model's prediction.
+func checkAgainstModel(w Workload) error {
+	sc, err := w.Scenario()
+	if err != nil {
+		return err
+	}
+	m := newGenModel(w.Agents())
+	for i, o := range w {
+		m.apply(o, i+1)
+	}
+	r := newRun(sc, faultfs.NewMem(), 0)
+	r.steps(sc.Steps)
+	if r.stopped != nil {
+		return r.stopped
+	}
+	defer r.closeAll()
+	byID := map[core.ID]string{}
+	for l, id := range r.labels {
+		if o, dup := byID[id]; dup {
+			return fmt.Errorf("the model's changesets %s and %s are one in the store", o, l)
+		}
+		byID[id] = l
+	}
+	s, err := r.store(0)
+	if err != nil {
+		return err
+	}
+	sn, err := s.Snapshot()
+	if err != nil {
+		return err
+	}
+	for _, ref := range append([]string{"main"}, agentRefs(w.Agents())...) {
+		got, err := sn.Ref(ref)
+		if errors.Is(err, core.ErrNotFound) {
+			got, err = core.ID{}, nil
+		}
+		if err != nil {
+			return err
+		}
+		if want := label(m.refs[ref]); byID[got] != want && !(got.IsZero() && want == "none") {
+			return fmt.Errorf("ref %s names %s (%s), the model says %s", ref, byID[got], got, want)
+		}
+	}
+	return nil
 }
