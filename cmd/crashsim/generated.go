@@ -53,7 +53,26 @@ func generatedScenarios(o *options) ([]*scenarios.Scenario, error) {
 		return nil, err
 	}
 	o.genStats = &st
-	return scenarios.Select(all, o.scenario)
+	sel, err := scenarios.Select(all, o.scenario)
+	if err != nil {
+		return nil, err
+	}
+	// --shard splits the workloads, not the tasks: each job then makes
+	// only its own workloads' reference runs.
+	shard, shards, err := parseShard(o.shard)
+	if err != nil {
+		return nil, err
+	}
+	var mine []*scenarios.Scenario
+	for i, sc := range sel {
+		if i%shards == shard {
+			mine = append(mine, sc)
+		}
+	}
+	if len(mine) == 0 {
+		return nil, usagef("--shard %s: no workload falls in it (%d selected)", o.shard, len(sel))
+	}
+	return mine, nil
 }
 
 // addSample adds --sample generated workloads to the scenarios of --quick

@@ -270,6 +270,9 @@ func sweepConfig(o *options) (crashsweep.Config, error) {
 	}
 	cfg.Models, cfg.Seed, cfg.Workers = models, o.seed, o.workers
 	cfg.At, cfg.RecoverAt, cfg.Shard, cfg.Shards, cfg.Fault, cfg.Flip = o.at, o.recoverAt, shard, shards, o.fault, o.flip
+	if o.generated {
+		cfg.Shard, cfg.Shards = 0, 1 // generatedScenarios split the workloads
+	}
 	if o.set["torn-seeds"] {
 		cfg.TornSeeds = o.tornSeeds
 	}
