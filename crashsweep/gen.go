@@ -157,7 +157,7 @@ func ParseWorkload(name string) (Workload, error) {
 		return nil, fmt.Errorf("%w: %q is not a generated workload name (gen-OP-OP-...)", ErrConfig, name)
 	}
 	tokens := map[string]GenOp{}
-	for _, o := range alphabet(9) {
+	for _, o := range alphabet(3) {
 		tokens[o.String()] = o
 	}
 	var w Workload
@@ -178,8 +178,8 @@ type GenStats struct {
 	Infeasible int // left out: an op that cannot run (see genModel.feasible)
 	Ambiguous  int // left out: a land whose merge base is a tie the model cannot break
 	Kept       int
-	// Outcomes of the kept workloads' lands (the last op of each counted
-	// once per workload that ends with it) and compare-and-swaps.
+	// How the kept workloads that end with a land end: each land counted
+	// once, in the shortest workload that ends with it.
 	LandFastForward, LandMerge, LandConflict, LandNoop int
 }
 

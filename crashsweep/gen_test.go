@@ -201,7 +201,7 @@ func TestGeneratedSweepSkipsThePreamble(t *testing.T) {
 }
 
 func TestParseWorkload(t *testing.T) {
-	for _, bad := range []string{"", "gen-", "adv1", "gen-adv1-fly2", "gen-adv1--land1"} {
+	for _, bad := range []string{"", "gen-", "adv1", "gen-adv1-fly2", "gen-adv1--land1", "gen-adv4"} {
 		if _, err := ParseWorkload(bad); err == nil {
 			t.Errorf("ParseWorkload(%q) accepted it", bad)
 		}
