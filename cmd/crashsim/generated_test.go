@@ -37,7 +37,7 @@ func TestGeneratedBadInputExitsTwo(t *testing.T) {
 // prints workloads, points and models; --shard splits the workloads.
 func TestGeneratedSweepPrintsItsCount(t *testing.T) {
 	code, out := runCLI(t, "--generated", "--depth", "1", "--stride", "1000", "--torn-seeds", "1")
-	if code != exitOK || !strings.Contains(out, "crashsim --generated: depth 1, 2 agents: 10 workloads (of 18 sequences: 8 agent renamings and 0 that cannot run left out), 10 crash points in all, 3 models") {
+	if code != exitOK || !strings.Contains(out, "crashsim --generated: depth 1, 3 agents: 10 workloads (of 26 sequences: 16 agent renamings and 0 that cannot run left out), 10 crash points in all, 3 models") {
 		t.Fatalf("exit %d:\n%s", code, out)
 	}
 	code, out = runCLI(t, "--generated", "--depth", "1", "--stride", "1000", "--torn-seeds", "1", "--shard", "1/4")

@@ -103,7 +103,7 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	fs.IntVar(&o.faultStride, "fault-stride", 1, "inject at every Nth matching call (6 in --quick)")
 	fs.BoolVar(&o.generated, "generated", false, "sweep the generated workloads (every sequence of up to --depth ops by --agents agents) instead of the scenario files")
 	fs.IntVar(&o.depth, "depth", 3, "with --generated: the most ops in a workload (1-4)")
-	fs.IntVar(&o.agents, "agents", 2, "with --generated: how many agents (1-3)")
+	fs.IntVar(&o.agents, "agents", 3, "with --generated (and --sample): how many agents (1-3)")
 	fs.IntVar(&o.sample, "sample", 4, "--quick and --self-test add this many generated workloads of --depth ops, drawn with --seed (0: none)")
 	fs.StringVar(&o.binary, "binary", "", "with --subprocess: the swarmops binary (default: go build ./cmd/swarmops)")
 	fs.Usage = func() {
