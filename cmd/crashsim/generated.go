@@ -1,6 +1,7 @@
 package main
 
 import (
+	"flag"
 	"fmt"
 	"io"
 	"strings"
@@ -12,6 +13,14 @@ import (
 // maxDepth bounds --depth: at 4 the two-agent alphabet already gives
 // about 50,000 workloads, far past the release budget.
 const maxDepth = 4
+
+// generatedFlags defines the flags of the generated workloads.
+func generatedFlags(fs *flag.FlagSet, o *options) {
+	fs.BoolVar(&o.generated, "generated", false, "sweep the generated workloads (every sequence of up to --depth ops by --agents agents) instead of the scenario files")
+	fs.IntVar(&o.depth, "depth", 3, "with --generated: the most ops in a workload (1-4)")
+	fs.IntVar(&o.agents, "agents", 3, "with --generated (and --sample): how many agents (1-3)")
+	fs.IntVar(&o.sample, "sample", 4, "--quick and --self-test add this many generated workloads of --depth ops, drawn with --seed (0: none)")
+}
 
 // checkGenerated rejects generated-workload flags that make no sense.
 func checkGenerated(o *options) error {

@@ -101,10 +101,7 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	fs.IntVar(&o.recoveryPoints, "recovery-points", 4, "crash points per scenario whose recovery is crash-swept (-1: all; 1 in --quick)")
 	fs.IntVar(&o.stride, "stride", 1, "check every Nth crash point (3 in --quick)")
 	fs.IntVar(&o.faultStride, "fault-stride", 1, "inject at every Nth matching call (6 in --quick)")
-	fs.BoolVar(&o.generated, "generated", false, "sweep the generated workloads (every sequence of up to --depth ops by --agents agents) instead of the scenario files")
-	fs.IntVar(&o.depth, "depth", 3, "with --generated: the most ops in a workload (1-4)")
-	fs.IntVar(&o.agents, "agents", 3, "with --generated (and --sample): how many agents (1-3)")
-	fs.IntVar(&o.sample, "sample", 4, "--quick and --self-test add this many generated workloads of --depth ops, drawn with --seed (0: none)")
+	generatedFlags(fs, o)
 	fs.StringVar(&o.binary, "binary", "", "with --subprocess: the swarmops binary (default: go build ./cmd/swarmops)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: crashsim (--quick | --sweep | --self-test | --subprocess | --at N) [flags]")
