@@ -108,8 +108,10 @@ func addSample(scs []*scenarios.Scenario, o *options, stdout io.Writer) ([]*scen
 // workloads × points × models, what the enumeration left out, and the
 // time.
 func generatedSummary(rep *crashsweep.Report, o *options) string {
-	enum := ""
+	// A workload named in full is built alone: no enumeration to describe.
+	what, enum := "workload "+o.scenario, ""
 	if st := o.genStats; st != nil {
+		what = fmt.Sprintf("depth %d, %d agents", o.depth, o.agents)
 		enum = fmt.Sprintf(" (of %d sequences: %d agent renamings and %d that cannot run left out)",
 			st.Sequences, st.Mirrors, st.Infeasible+st.Ambiguous)
 	}
@@ -117,6 +119,6 @@ func generatedSummary(rep *crashsweep.Report, o *options) string {
 	if o.shard != "" {
 		shard = ", shard " + o.shard
 	}
-	return fmt.Sprintf("crashsim --generated: depth %d, %d agents%s: %d workloads%s, %d crash points in all, %d models: %d states checked in %.1f s",
-		o.depth, o.agents, shard, len(rep.Scenarios), enum, rep.Points, len(rep.Models), rep.States, rep.Elapsed.Seconds())
+	return fmt.Sprintf("crashsim --generated: %s%s: %d workloads%s, %d crash points in all, %d models: %d states checked in %.1f s",
+		what, shard, len(rep.Scenarios), enum, rep.Points, len(rep.Models), rep.States, rep.Elapsed.Seconds())
 }
