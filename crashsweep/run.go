@@ -305,6 +305,12 @@ func (r *run) do(op *opRecord) error {
 		return err
 	case scenarios.KindRead:
 		return r.doRead(op)
+	case scenarios.KindCheckpoint:
+		s, err := r.store(st.Writer)
+		if err != nil {
+			return err
+		}
+		return s.Checkpoint()
 	}
 	return fmt.Errorf("crashsweep: step kind %q not implemented", st.Kind)
 }

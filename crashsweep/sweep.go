@@ -26,6 +26,10 @@
 // loss. A fault sweep (C9) injects EIO, ENOSPC, short writes and failed
 // syncs at every matching call instead of crashing.
 //
+// Besides the scenario files, the sweep runs generated workloads (gen.go):
+// every sequence of a few operations by two or three agents, with a model
+// of the store that predicts each outcome.
+//
 // Everything is deterministic: the scenario clock is fixed, torn clones are
 // seeded, and races are interleaved at a named lock call, so a crash point,
 // a model and a seed reproduce one state exactly.

@@ -1,6 +1,8 @@
 package crashsweep
 
 import (
+	"slices"
+
 	"github.com/swarmops/swarmops/faultfs"
 	"github.com/swarmops/swarmops/scenarios"
 )
@@ -52,6 +54,11 @@ func (cfg *Config) tasks(sc int, ref *reference, ms []modelSeed) []task {
 	var out []task
 	if !cfg.NoCrash {
 		points := cfg.crashPoints(ref.calls + 1)
+		if first := preambleEnd(ref.sc, cfg.Weaken) + 1; first > 1 && cfg.At == 0 {
+			// A shared set-up (a generated workload's preamble) that
+			// other scenarios sweep: its points are left out.
+			points = slices.DeleteFunc(points, func(n int64) bool { return n < first })
+		}
 		if cfg.RecoverAt == 0 {
 			for _, n := range points {
 				out = append(out, task{sc: sc, kind: taskCrash, n: n})

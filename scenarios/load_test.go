@@ -43,6 +43,8 @@ func TestLoaderErrorsNameFileAndLine(t *testing.T) {
 		{"bad path", "name: x\nclaims: [C1]\nsteps:\n  - init:\n  - commit: {files: {../etc: b}}\n", "path \"../etc\" must be relative and clean"},
 		{"string size", "name: x\nclaims: [C1]\nsteps:\n  - init:\n  - commit: {files: {a: {size: big}}}\n", "size must be an integer"},
 		{"empty", "", "empty scenario file"},
+		{"checkpoint key", "name: x\nclaims: [C1]\nsteps:\n  - init:\n  - checkpoint: {force: true}\n", "bad.yaml:5:18: checkpoint: unknown key \"force\""},
+		{"raced checkpoint", "name: x\nclaims: [C1]\nsteps:\n  - init:\n  - race: {at: LOCK, first: {checkpoint: }, second: {commit: {files: {a: b}, writer: 1}}}\n", "only write steps"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -82,5 +84,17 @@ func TestGeneratedContentIsDeterministic(t *testing.T) {
 	a, b := f.Data(), f.Data()
 	if string(a) != string(b) || len(a) != 1001 {
 		t.Fatal("generated content differs between calls")
+	}
+}
+
+// TestCheckpointStep: a checkpoint step takes an optional writer and counts
+// as an operation.
+func TestCheckpointStep(t *testing.T) {
+	sc, err := Load("ck.yaml", []byte("name: ck\nclaims: [C1]\nsteps:\n  - init:\n  - checkpoint:\n  - checkpoint: {writer: 1}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sc.Ops() != 3 || sc.Steps[1].Kind != KindCheckpoint || sc.Steps[2].Writer != 1 {
+		t.Errorf("steps %+v", sc.Steps)
 	}
 }

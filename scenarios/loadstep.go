@@ -23,7 +23,7 @@ func (l *loader) steps(nodes []*yaml.Node, depth int) ([]Step, error) {
 
 var stepKinds = []string{
 	string(KindInit), string(KindCommit), string(KindRefCreate), string(KindRefSet), string(KindRefDelete),
-	string(KindLand), string(KindUndo), string(KindProtect), string(KindRace), string(KindRepeat), string(KindRecover), string(KindReopen), string(KindRead),
+	string(KindLand), string(KindUndo), string(KindProtect), string(KindCheckpoint), string(KindRace), string(KindRepeat), string(KindRecover), string(KindReopen), string(KindRead),
 }
 
 // step parses a one-key mapping {kind: body}. Each kind's body is parsed by
@@ -49,7 +49,7 @@ func (l *loader) step(n *yaml.Node, depth int, inRace bool) (*Step, error) {
 		return st, nil
 	case KindRecover, KindReopen:
 		err = l.plainStep(k, body, inRace)
-	case KindRead:
+	case KindRead, KindCheckpoint:
 		err = l.readStep(st, k, body)
 	case KindCommit:
 		err = l.commitStep(st, k, body)
@@ -101,7 +101,7 @@ func (l *loader) plainStep(k, body *yaml.Node, inRace bool) error {
 	return err
 }
 
-// readStep parses a read step: an optional writer.
+// readStep parses a read or checkpoint step: an optional writer.
 func (l *loader) readStep(st *Step, k, body *yaml.Node) error {
 	f, err := l.fields(body, k.Value, "writer")
 	if err != nil {

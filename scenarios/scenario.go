@@ -4,8 +4,8 @@
 //
 // A scenario is a list of steps run against a store: init, commit, ref
 // create/set/delete with an expected old value, land, undo of a ref's
-// move, protect or clear a ref pattern, a race of two steps interleaved at a lock, repeat loops, reopen,
-// recover and read. The crash
+// move, protect or clear a ref pattern, an explicit checkpoint, a race of
+// two steps interleaved at a lock, repeat loops, reopen, recover and read. The crash
 // sweep (package crashsweep) runs a scenario once to count its filesystem
 // calls, then crashes it at every call. See docs/crash-testing.md for the file
 // format by example.
@@ -59,12 +59,15 @@ const (
 	KindRefDelete Kind = "ref_delete"
 	KindLand      Kind = "land"
 	KindUndo      Kind = "undo"
-	KindProtect   Kind = "protect"
-	KindRace      Kind = "race"
-	KindRepeat    Kind = "repeat"
-	KindRecover   Kind = "recover"
-	KindReopen    Kind = "reopen"
-	KindRead      Kind = "read"
+	// KindCheckpoint is an explicit checkpoint (Store.Checkpoint), which
+	// also makes the index merges (compaction) that are due.
+	KindCheckpoint Kind = "checkpoint"
+	KindProtect    Kind = "protect"
+	KindRace       Kind = "race"
+	KindRepeat     Kind = "repeat"
+	KindRecover    Kind = "recover"
+	KindReopen     Kind = "reopen"
+	KindRead       Kind = "read"
 )
 
 // Outcome is what a step must return in an uncrashed, fault-free run. A
@@ -218,6 +221,10 @@ type Scenario struct {
 	Claims      []Claim
 	Options     Options
 	Steps       []Step
+	// Preamble is how many of the first Steps are a set-up that other
+	// scenarios already sweep (generated workloads share one): the sweep
+	// crashes only at the calls after them. Never set from YAML.
+	Preamble int
 }
 
 // Has reports whether the scenario lists claim c.

@@ -6,6 +6,7 @@
 //	crashsim --quick                 bounded subset, the main CI job (< 60 s on 2 cores)
 //	crashsim --sweep                 every scenario × every point × every model, plus faults
 //	crashsim --self-test             every canary must be caught
+//	crashsim --generated --depth 3   every generated workload of up to 3 ops, every point, every model
 //	crashsim --subprocess            the real swarmops binary with SWARMOPS_TEST_CRASH_AT
 //	crashsim --scenario commit --at 37 --model strict --seed 1    reproduce one point
 //
@@ -59,6 +60,9 @@ func usagef(format string, a ...any) error { return &usageError{fmt.Sprintf(form
 
 type options struct {
 	sweep, quick, selfTest, subprocess, list bool
+	generated                                bool
+	depth, agents, sample                    int
+	genStats                                 *crashsweep.GenStats // what --generated enumerated
 	trace                                    bool
 	scenario, models, shard, jsonPath        string
 	fault, canary, scenarioDir, binary       string
@@ -97,6 +101,7 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	fs.IntVar(&o.recoveryPoints, "recovery-points", 4, "crash points per scenario whose recovery is crash-swept (-1: all; 1 in --quick)")
 	fs.IntVar(&o.stride, "stride", 1, "check every Nth crash point (3 in --quick)")
 	fs.IntVar(&o.faultStride, "fault-stride", 1, "inject at every Nth matching call (6 in --quick)")
+	generatedFlags(fs, o)
 	fs.StringVar(&o.binary, "binary", "", "with --subprocess: the swarmops binary (default: go build ./cmd/swarmops)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: crashsim (--quick | --sweep | --self-test | --subprocess | --at N) [flags]")
@@ -125,7 +130,10 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	if o.recoverAt < 0 || (o.recoverAt > 0 && o.at == 0) {
 		return nil, usagef("--recover-at needs --at and a positive call number")
 	}
-	if modes == 0 && o.at == 0 && o.fault == "" && o.flip == 0 {
+	if err := checkGenerated(o); err != nil {
+		return nil, err
+	}
+	if modes == 0 && o.at == 0 && o.fault == "" && o.flip == 0 && !o.generated {
 		return nil, usagef("nothing to do: give --quick, --sweep, --self-test, --subprocess, --list, --trace, or --at N / --fault RULE / --flip K to reproduce one point")
 	}
 	if o.flips < 0 || o.flip < 0 {
@@ -195,6 +203,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 func loadScenarios(o *options) ([]*scenarios.Scenario, error) {
 	var all []*scenarios.Scenario
 	var err error
+	if o.generated {
+		return generatedScenarios(o)
+	}
 	if o.scenarioDir != "" {
 		all, err = scenarios.LoadDir(os.DirFS(o.scenarioDir), ".")
 		if err == nil && len(all) == 0 {
@@ -214,6 +225,9 @@ func loadScenarios(o *options) ([]*scenarios.Scenario, error) {
 func execute(ctx context.Context, o *options, stdout, stderr io.Writer) (int, error) {
 	scs, err := loadScenarios(o)
 	if err != nil {
+		return 0, err
+	}
+	if scs, err = addSample(scs, o, stdout); err != nil {
 		return 0, err
 	}
 	cfg, err := sweepConfig(o)
@@ -245,11 +259,17 @@ func sweepConfig(o *options) (crashsweep.Config, error) {
 		return crashsweep.Config{}, err
 	}
 	cfg := crashsweep.FullConfig()
-	if o.quick || o.selfTest {
+	switch {
+	case o.quick || o.selfTest:
 		cfg = crashsweep.QuickConfig()
+	case o.generated:
+		cfg = crashsweep.GeneratedConfig()
 	}
 	cfg.Models, cfg.Seed, cfg.Workers = models, o.seed, o.workers
 	cfg.At, cfg.RecoverAt, cfg.Shard, cfg.Shards, cfg.Fault, cfg.Flip = o.at, o.recoverAt, shard, shards, o.fault, o.flip
+	if o.generated {
+		cfg.Shard, cfg.Shards = 0, 1 // generatedScenarios split the workloads
+	}
 	if o.set["torn-seeds"] {
 		cfg.TornSeeds = o.tornSeeds
 	}
@@ -310,6 +330,9 @@ func sweep(ctx context.Context, scs []*scenarios.Scenario, cfg crashsweep.Config
 		return 0, err
 	}
 	printViolations(stdout, rep.Violations, 20)
+	if o.generated {
+		fmt.Fprintln(stdout, generatedSummary(rep, o))
+	}
 	fmt.Fprintln(stdout, summary(rep, len(rep.Models)))
 	if err := writeJSON(o.jsonPath, rep); err != nil {
 		return 0, err
@@ -350,6 +373,9 @@ func summary(rep *crashsweep.Report, models int) string {
 
 // repro is the one-line command that reproduces v alone.
 func repro(v *crashsweep.Violation) string {
+	if v.File == crashsweep.GeneratedFile {
+		return reproPrefix + " --generated " + strings.Join(v.Args(), " ")
+	}
 	return reproPrefix + " " + strings.Join(v.Args(), " ")
 }
 
