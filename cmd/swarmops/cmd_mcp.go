@@ -202,28 +202,7 @@ func newMCPServer(run runner, agent string, global []string) *mcp.Server {
 	tool(s, run, global, "status", "What changed in a work tree against its base", func(in dirIn) call {
 		return call{cmd: []string{"status"}, pos: appendArg(nil, in.Dir)}
 	})
-	tool(s, run, global, "log", "First-parent history from a revision (default main)", func(in logIn) call {
-		c := call{cmd: []string{"log"}, pos: appendArg(nil, in.Rev)}
-		if in.N > 0 {
-			c.flags = []string{"-n", strconv.Itoa(in.N)}
-		}
-		return c
-	})
-	tool(s, run, global, "show", "A changeset and its changes against its first parent", func(in revIn) call {
-		return call{cmd: []string{"show"}, pos: []string{in.Rev}}
-	})
-	tool(s, run, global, "diff", "The path changes from revision a to revision b", func(in diffIn) call {
-		return call{cmd: []string{"diff"}, pos: []string{in.A, in.B}}
-	})
-	tool(s, run, global, "cat", "A file's content at a revision", func(in pathIn) call {
-		return call{cmd: []string{"cat"}, pos: []string{in.Rev + ":" + in.Path}}
-	})
-	tool(s, run, global, "ls", "A directory's entries at a revision (root by default)", func(in pathIn) call {
-		if in.Path == "" {
-			return call{cmd: []string{"ls"}, pos: []string{in.Rev}}
-		}
-		return call{cmd: []string{"ls"}, pos: []string{in.Rev + ":" + in.Path}}
-	})
+	addReadTools(s, run, global)
 	tool(s, run, global, "checkout", "Make a directory a work tree of a revision, or switch a work tree to it", func(in checkoutIn) call {
 		return call{cmd: []string{"checkout"}, flags: appendFlag(nil, "--force", in.Force), pos: []string{in.Rev, in.Dir}}
 	})
@@ -246,6 +225,33 @@ func newMCPServer(run runner, agent string, global []string) *mcp.Server {
 	})
 	addOpLogTools(s, run, global, orAgent, ev)
 	return s
+}
+
+// addReadTools adds the tools that read a revision: log, show, diff, cat
+// and ls.
+func addReadTools(s *mcp.Server, run runner, global []string) {
+	tool(s, run, global, "log", "First-parent history from a revision (default main)", func(in logIn) call {
+		c := call{cmd: []string{"log"}, pos: appendArg(nil, in.Rev)}
+		if in.N > 0 {
+			c.flags = []string{"-n", strconv.Itoa(in.N)}
+		}
+		return c
+	})
+	tool(s, run, global, "show", "A changeset and its changes against its first parent", func(in revIn) call {
+		return call{cmd: []string{"show"}, pos: []string{in.Rev}}
+	})
+	tool(s, run, global, "diff", "The path changes from revision a to revision b", func(in diffIn) call {
+		return call{cmd: []string{"diff"}, pos: []string{in.A, in.B}}
+	})
+	tool(s, run, global, "cat", "A file's content at a revision", func(in pathIn) call {
+		return call{cmd: []string{"cat"}, pos: []string{in.Rev + ":" + in.Path}}
+	})
+	tool(s, run, global, "ls", "A directory's entries at a revision (root by default)", func(in pathIn) call {
+		if in.Path == "" {
+			return call{cmd: []string{"ls"}, pos: []string{in.Rev}}
+		}
+		return call{cmd: []string{"ls"}, pos: []string{in.Rev + ":" + in.Path}}
+	})
 }
 
 // tool adds one tool whose call runs the command line build makes of its
