@@ -2,14 +2,16 @@ package server
 
 import (
 	"bufio"
-	"encoding/json"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
-	"net"
+	"os"
 	"path/filepath"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // ErrNoServer says no server runs for the store: there is no socket, or
@@ -63,7 +65,7 @@ func Run(dir string, req *Request, stdin io.Reader, stdout, stderr io.Writer) (i
 // for concurrent use; use one a goroutine.
 type Client struct {
 	dir  string
-	c    *net.UnixConn
+	c    *os.File
 	br   *bufio.Reader
 	wbuf []byte
 }
@@ -120,13 +122,14 @@ func (cl *Client) Run(req *Request, stdin io.Reader, stdout, stderr io.Writer) (
 func (cl *Client) run(req *Request, stdin io.Reader, stdout, stderr io.Writer) (status int, keep bool, err error) {
 	c := cl.c
 	req.Version = Version
-	b, err := json.Marshal(req)
-	if err == nil {
-		cl.wbuf, err = appendFrame(cl.wbuf[:0], fRequest, b)
+	// The frame's header goes in front once the payload's length is
+	// known: the payload is encoded in place, after room for it.
+	cl.wbuf = appendBinaryRequest(append(cl.wbuf[:0], 0, 0, 0, 0, byte(fRequest)), req)
+	n := len(cl.wbuf) - 5
+	if n > MaxPayload {
+		return 0, false, fmt.Errorf("%w: frame of %d bytes exceeds %d", ErrProtocol, n, MaxPayload)
 	}
-	if err != nil {
-		return 0, false, err
-	}
+	binary.BigEndian.PutUint32(cl.wbuf, uint32(n))
 	if _, err := c.Write(cl.wbuf); err != nil {
 		// A request that did not leave whole cannot have run. A server
 		// that refused the connection at once (a peer of another user,
@@ -163,8 +166,8 @@ func (cl *Client) run(req *Request, stdin io.Reader, stdout, stderr io.Writer) (
 				go func() { sendStdin(c, stdin); close(sending) }()
 			}
 		case fExit:
-			var m exitMsg
-			if err := decodeJSON(p, &m); err != nil {
+			m, err := decodeExit(p)
+			if err != nil {
 				return 0, false, err
 			}
 			if sending != nil {
@@ -189,16 +192,20 @@ func (cl *Client) run(req *Request, stdin io.Reader, stdout, stderr io.Writer) (
 	}
 }
 
-// dial connects to the store's socket.
-func dial(dir string) (*net.UnixConn, error) {
+// dial connects to the store's socket. The socket stays in blocking mode,
+// outside the runtime's network poller: a client waits for one answer at
+// a time, and a read that blocks in the kernel costs it less CPU than a
+// goroutine parked on the poller and woken through epoll (the writers'
+// profiles in docs/performance.md, P3).
+func dial(dir string) (*os.File, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrNoServer, err)
 	}
-	var c net.Conn
+	var c *os.File
 	err = shortPath(abs, SocketName, func(p string) error {
 		var err error
-		c, err = net.DialTimeout("unix", p, dialTimeout)
+		c, err = connectBlocking(p)
 		return err
 	})
 	if err != nil {
@@ -207,12 +214,53 @@ func dial(dir string) (*net.UnixConn, error) {
 		}
 		return nil, fmt.Errorf("%w: %w", ErrNoServer, err)
 	}
-	return c.(*net.UnixConn), nil
+	return c, nil
+}
+
+// connectBlocking connects a blocking Unix stream socket to path. A
+// connect to a server whose accept queue is full waits at most
+// dialTimeout (the socket's send timeout bounds it).
+func connectBlocking(path string) (*os.File, error) {
+	fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, os.NewSyscallError("socket", err)
+	}
+	tv := unix.NsecToTimeval(dialTimeout.Nanoseconds())
+	if err := unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_SNDTIMEO, &tv); err != nil {
+		unix.Close(fd)
+		return nil, os.NewSyscallError("setsockopt", err)
+	}
+	for {
+		// A connect that waits for room in the accept queue, interrupted
+		// by a signal, is not restarted (signal(7)); it starts again.
+		err = unix.Connect(fd, &unix.SockaddrUnix{Name: path})
+		if err != unix.EINTR {
+			break
+		}
+	}
+	if err == unix.EISCONN {
+		err = nil // an interrupted connect that completed meanwhile
+	}
+	if err != nil {
+		unix.Close(fd)
+		if err == unix.EAGAIN {
+			err = fmt.Errorf("no room in the server's accept queue within %v: %w", dialTimeout, err)
+		}
+		return nil, &os.PathError{Op: "connect", Path: path, Err: err}
+	}
+	// A frame's write must never time out half-way: the timeout was for
+	// the connect only.
+	tv = unix.Timeval{}
+	if err := unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_SNDTIMEO, &tv); err != nil {
+		unix.Close(fd)
+		return nil, os.NewSyscallError("setsockopt", err)
+	}
+	return os.NewFile(uintptr(fd), path), nil
 }
 
 // sendStdin streams stdin to the server, then says it is exhausted. A
 // write error means the connection is gone, which Run's reads report.
-func sendStdin(c *net.UnixConn, stdin io.Reader) {
+func sendStdin(c io.Writer, stdin io.Reader) {
 	buf := make([]byte, 32<<10)
 	for stdin != nil {
 		n, err := stdin.Read(buf)

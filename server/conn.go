@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -52,6 +53,8 @@ type sconn struct {
 	// ends, asks for stdin or fills a chunk (Config.Stream).
 	hold bool
 	out  []byte
+	// exitBuf holds the exit frame's payload, {"status":N} (decodeExit).
+	exitBuf []byte
 }
 
 // serveConn serves the requests of one connection: one for a version 1
@@ -137,7 +140,8 @@ func (s *Server) invoke(sc *sconn, in incoming) bool {
 	sc.wanted = false
 	sc.wmu.Unlock()
 	sc.busy.Store(false)
-	return sc.write(fExit, mustJSON(exitMsg{Status: status})) == nil
+	sc.exitBuf = append(strconv.AppendInt(append(sc.exitBuf[:0], `{"status":`...), int64(status), 10), '}')
+	return sc.write(fExit, sc.exitBuf) == nil
 }
 
 // readLoop reads the client's frames until the connection ends or the
@@ -152,8 +156,12 @@ func (sc *sconn) readLoop() {
 	}()
 	requests := 0
 	v1 := false
+	// Frames are read into one buffer: a request is decoded into copies,
+	// and a stdin frame's bytes are consumed by the pipe's reader before
+	// pw.Write returns.
+	buf := make([]byte, 4<<10)
 	for {
-		t, p, err := readFrame(sc.br)
+		t, p, err := readFrameInto(sc.br, buf)
 		if err != nil {
 			return
 		}

@@ -37,8 +37,9 @@
 //	stdin bytes, stdin-eof      ─►
 //	                            ◄─ exit {status}   (or error {code, message})
 //
-// The request and exit payloads are JSON objects; stream payloads are raw
-// bytes. The output of a command that is not a stream (Config.Stream) is
+// The exit and error payloads are JSON objects; stream payloads are raw
+// bytes. A request payload is a JSON object or, from version 3, the binary
+// encoding of binreq.go, told apart by its first byte. The output of a command that is not a stream (Config.Stream) is
 // held until it ends, so a short command's output and exit status reach
 // the client in one write.
 //
@@ -55,8 +56,14 @@
 //     the round trip of stdin-want. Between requests a client may idle as
 //     long as it likes; a server that stops sends an idle connection a
 //     stopping error frame, so the client's next request is known not to
-//     have run. Client is this version's connection; Run sends one
-//     invocation on a connection of its own.
+//     have run.
+//   - Version 3: version 2 with the request in the binary encoding,
+//     which a server decodes without reflection. Client and Run speak it
+//     (Run sends one invocation on a connection of its own). A server
+//     that speaks only versions 1 and 2 refuses it as a protocol error
+//     before running anything, so its client runs the command itself.
+//
+// A JSON request may name any version the server speaks.
 //
 // A client that reuses a connection and finds it closed before any answer
 // gets ErrGone: it cannot tell a server killed while idle from one killed

@@ -13,7 +13,7 @@ import (
 // Version is the protocol version this package's clients speak. The
 // server speaks every version from MinVersion to Version (doc.go,
 // Versions).
-const Version = 2
+const Version = 3
 
 // MinVersion is the oldest protocol version the server still serves.
 const MinVersion = 1
@@ -159,6 +159,12 @@ func writeJSON(w io.Writer, t frameType, v any) error {
 // between frames is io.EOF, and one that ends inside a frame
 // io.ErrUnexpectedEOF.
 func readFrame(r io.Reader) (frameType, []byte, error) {
+	return readFrameInto(r, nil)
+}
+
+// readFrameInto is readFrame reading the payload into buf when it fits
+// (the payload is then buf's prefix, valid until buf is used again).
+func readFrameInto(r io.Reader, buf []byte) (frameType, []byte, error) {
 	var h [5]byte
 	if _, err := io.ReadFull(r, h[:]); err != nil {
 		return 0, nil, err
@@ -171,7 +177,12 @@ func readFrame(r io.Reader) (frameType, []byte, error) {
 	if n > MaxPayload {
 		return 0, nil, fmt.Errorf("%w: frame of %d bytes exceeds %d", ErrProtocol, n, MaxPayload)
 	}
-	p := make([]byte, n)
+	var p []byte
+	if int(n) <= cap(buf) {
+		p = buf[:n]
+	} else {
+		p = make([]byte, n)
+	}
 	if _, err := io.ReadFull(r, p); err != nil {
 		if errors.Is(err, io.EOF) {
 			err = io.ErrUnexpectedEOF
@@ -195,14 +206,52 @@ func decodeJSON(p []byte, v any) error {
 	return nil
 }
 
-// decodeRequest decodes and validates a request frame's payload.
+// decodeRequest decodes and validates a request frame's payload, binary
+// (version 3, binreq.go) or JSON (any version). The request does not keep
+// p.
 func decodeRequest(p []byte) (*Request, error) {
-	var r Request
-	if err := decodeJSON(p, &r); err != nil {
-		return nil, err
+	var r *Request
+	if len(p) > 0 && p[0] == binaryTag {
+		var err error
+		if r, err = decodeBinaryRequest(p); err != nil {
+			return nil, err
+		}
+	} else {
+		r = new(Request)
+		if err := decodeJSON(p, r); err != nil {
+			return nil, err
+		}
 	}
 	if err := r.validate(); err != nil {
 		return nil, err
 	}
-	return &r, nil
+	return r, nil
+}
+
+// decodeExit decodes an exit frame's payload. The server writes it as
+// {"status":N}, which is parsed without the JSON decoder; anything else
+// goes through decodeJSON and is held to the same rules.
+func decodeExit(p []byte) (exitMsg, error) {
+	const pre = `{"status":`
+	if d, ok := bytes.CutPrefix(p, []byte(pre)); ok && len(d) > 1 && len(d) <= 11 && d[len(d)-1] == '}' {
+		d = d[:len(d)-1]
+		neg := d[0] == '-'
+		if neg {
+			d = d[1:]
+		}
+		n, ok := 0, len(d) > 0 && len(d) <= 9 && (d[0] != '0' || len(d) == 1)
+		for _, c := range d {
+			ok = ok && c >= '0' && c <= '9'
+			n = n*10 + int(c-'0')
+		}
+		if ok && !(neg && n == 0) {
+			if neg {
+				n = -n
+			}
+			return exitMsg{Status: n}, nil
+		}
+	}
+	var m exitMsg
+	err := decodeJSON(p, &m)
+	return m, err
 }

@@ -531,3 +531,36 @@ func TestHeldOutputArrivesWithTheExitInOneWrite(t *testing.T) {
 		c.Close()
 	}
 }
+
+func TestBinaryRequestsRoundTripAndRefuseMalformedOnes(t *testing.T) {
+	in := &Request{Args: []string{"commit", "-F", "-", "-m", "é"}, Cwd: "/w", Env: map[string]string{"SWARMOPS_STORE": "/s", "SWARMOPS_JSON": "1"},
+		StdoutTTY: true, StdinInline: true, Stdin: []byte("put a = \"x\"\n")}
+	p := appendBinaryRequest(nil, in)
+	got, err := decodeRequest(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Version != 3 || got.Cwd != in.Cwd || strings.Join(got.Args, " ") != strings.Join(in.Args, " ") ||
+		len(got.Env) != 2 || got.Env["SWARMOPS_STORE"] != "/s" || !got.StdoutTTY || got.StderrTTY ||
+		!got.StdinInline || string(got.Stdin) != string(in.Stdin) {
+		t.Fatalf("round trip: %+v", got)
+	}
+	p[len(p)-1] = 'y' // the decoded request keeps no reference to the frame
+	if string(got.Stdin) != string(in.Stdin) {
+		t.Fatalf("the request's stdin changed with the frame: %q", got.Stdin)
+	}
+	bad := map[string][]byte{
+		"trailing bytes":      append(appendBinaryRequest(nil, &Request{Cwd: "/"}), 0),
+		"unknown flag":        {binaryTag, 0x80, 1, '/', 0, 0, 0},
+		"count past the end":  {binaryTag, 0, 1, '/', 0xff, 0xff, 0xff, 0xff, 0x0f},
+		"string past the end": {binaryTag, 0, 9, '/'},
+		"truncated":           {binaryTag},
+		"relative cwd":        appendBinaryRequest(nil, &Request{Cwd: "w"}),
+		"NUL in an argument":  appendBinaryRequest(nil, &Request{Cwd: "/", Args: []string{"a\x00"}}),
+	}
+	for what, p := range bad {
+		if _, err := decodeRequest(p); !errors.Is(err, ErrProtocol) {
+			t.Errorf("%s: %v, want ErrProtocol", what, err)
+		}
+	}
+}
