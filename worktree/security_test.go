@@ -357,6 +357,9 @@ func TestSnapshotRecordsLinksWithoutFollowingThem(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if err := s.Load(); err != nil {
+		t.Fatal(err)
+	}
 	var got []string
 	for _, c := range s.Changes {
 		got = append(got, fmt.Sprintf("%s %s %o", c.Path, c.Data, c.Mode))

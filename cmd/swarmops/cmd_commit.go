@@ -310,6 +310,12 @@ func (a *app) commitDir(s *core.Store, sn *core.Snapshot, c commitFlags) error {
 	if err != nil {
 		return treeErr("commit --dir", c.dir, err)
 	}
+	if len(ps) > 1 {
+		// A merge reads both sides of every change at once.
+		if err := snap.Load(); err != nil {
+			return treeErr("commit --dir", c.dir, err)
+		}
+	}
 	changes, err := mergeParents(sn, ps, snap.Changes)
 	if err != nil {
 		return err
