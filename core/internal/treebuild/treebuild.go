@@ -245,14 +245,9 @@ func (b *Builder) apply(base objects.ID, n int, change func(int) Change) (object
 			return objects.ID{}, nil, fmt.Errorf("%w: path %q changed twice", errs.ErrInvalid, p)
 		}
 		paths[p] = true
-		mode := c.Mode
-		if mode == 0 {
-			mode = objects.ModeFile
-		}
-		if c.Delete {
-			mode = 0
-		} else if mode != objects.ModeFile && mode != objects.ModeExec && mode != objects.ModeSymlink {
-			return objects.ID{}, nil, fmt.Errorf("%w: path %q: mode %o is not a file mode", errs.ErrInvalid, p, mode)
+		mode, err := modeOf(c, p)
+		if err != nil {
+			return objects.ID{}, nil, err
 		}
 		comps := strings.Split(p, "/")
 		n := root
@@ -292,18 +287,15 @@ func (b *Builder) apply(base objects.ID, n int, change func(int) Change) (object
 			delta = append(delta, objects.PathChange{Path: p, Op: objects.OpDelete})
 			continue
 		}
-		data := c.Data
-		if data == nil && c.Open != nil {
-			if data, err = c.Open(); err != nil {
-				return objects.ID{}, nil, err
-			}
+		data, err := content(c)
+		if err != nil {
+			return objects.ID{}, nil, err
 		}
 		id := objects.BlobID(data)
 		if had && old.ID == id && old.Mode == mode {
 			continue
 		}
-		b.add(objects.KindBlob, id, data)
-		if err := b.spill(); err != nil {
+		if err := b.addBlob(id, data); err != nil {
 			return objects.ID{}, nil, err
 		}
 		n.entries[name] = objects.Entry{Name: name, Mode: mode, ID: id}
@@ -315,6 +307,36 @@ func (b *Builder) apply(base objects.ID, n int, change func(int) Change) (object
 	}
 	id, _, err := b.write(root, true)
 	return id, delta, err
+}
+
+// modeOf returns the mode change c gives path p: 0 for a delete, a
+// file's mode otherwise (ModeFile when c names none).
+func modeOf(c Change, p string) (objects.Mode, error) {
+	mode := c.Mode
+	if mode == 0 {
+		mode = objects.ModeFile
+	}
+	if c.Delete {
+		return 0, nil
+	}
+	if mode != objects.ModeFile && mode != objects.ModeExec && mode != objects.ModeSymlink {
+		return 0, fmt.Errorf("%w: path %q: mode %o is not a file mode", errs.ErrInvalid, p, mode)
+	}
+	return mode, nil
+}
+
+// content returns c's bytes, read through Open when it has no Data.
+func content(c Change) ([]byte, error) {
+	if c.Data != nil || c.Open == nil {
+		return c.Data, nil
+	}
+	return c.Open()
+}
+
+// addBlob adds a blob of the commit and flushes the chunk it fills.
+func (b *Builder) addBlob(id objects.ID, data []byte) error {
+	b.add(objects.KindBlob, id, data)
+	return b.spill()
 }
 
 // write encodes n and its edited subdirectories bottom-up. An empty
