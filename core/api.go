@@ -15,6 +15,12 @@ type Change struct {
 	Delete bool
 	Data   []byte
 	Mode   objects.Mode // 0: objects.ModeFile
+	// Open, when Data is nil, returns the content. Commit calls it once
+	// per attempt, while it builds, and holds the bytes only until their
+	// chunk is written (Options.CommitChunkBytes), so a caller committing
+	// a big tree need not hold it in memory. Its error fails the commit
+	// as it is.
+	Open func() ([]byte, error)
 }
 
 // CommitRequest describes a commit.

@@ -72,8 +72,20 @@ func (s *Store) commitOnce(req CommitRequest) (ID, error) {
 	}
 	change := func(i int) treebuild.Change {
 		c := &req.Changes[i]
-		return treebuild.Change{Path: c.Path, Delete: c.Delete, Data: c.Data, Mode: c.Mode}
+		return treebuild.Change{Path: c.Path, Delete: c.Delete, Data: c.Data, Mode: c.Mode, Open: c.Open}
 	}
+	skipDirSync := s.opts.weaken&testknobs.SkipDirSync != 0
+	// A chunk's blobs are durable before the commit's frame is appended:
+	// the loose ones as loose objects always are, the inline ones in a
+	// frame acknowledged by the sync step. Its frame is checked against
+	// the epoch the commit was built in, as the commit's own is, so a
+	// recovery that cut an earlier chunk's frame makes the commit rebuild.
+	b.Stream(s.opts.CommitChunkBytes, func(objs, lo []txn.Obj) error {
+		if err := loose.Write(s.fs, s.dir, lo, skipDirSync); err != nil {
+			return err
+		}
+		return s.pipe.Commit(&txn.Txn{Time: s.opts.Now().UTC(), Objs: objs, BuiltEpoch: epoch}, nil)
+	})
 	id, t, err := b.Build(req.Parents, len(req.Changes), change, req.Agent, req.Message, when)
 	if err != nil {
 		return ID{}, err
@@ -86,7 +98,7 @@ func (s *Store) commitOnce(req CommitRequest) (ID, error) {
 		}
 		moves = append(moves, refs.Move{Name: req.Advance, Old: old, New: id})
 	}
-	if err := loose.Write(s.fs, s.dir, b.Loose(), s.opts.weaken&testknobs.SkipDirSync != 0); err != nil {
+	if err := loose.Write(s.fs, s.dir, b.Loose(), skipDirSync); err != nil {
 		return ID{}, err
 	}
 	tx := &txn.Txn{Time: t, Objs: b.Objects(), Moves: moves, Origin: commitOrigin(req), BuiltEpoch: epoch}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -48,6 +49,10 @@ var crashOps = []crashOp{
 	}},
 	{"commit-advance-loose", true, func(s *core.Store, base core.ID) (core.ID, error) {
 		return s.Commit(core.CommitRequest{Parents: []core.ID{base}, Changes: []core.Change{{Path: "big", Data: bigBlob}}, Advance: "main", Time: fixedNow()})
+	}},
+	{"commit-advance-chunked", true, func(s *core.Store, base core.ID) (core.ID, error) {
+		chs := []core.Change{put("c/a", strings.Repeat("a", 200)), put("c/b", strings.Repeat("b", 200)), put("c/c", strings.Repeat("c", 200))}
+		return s.Commit(core.CommitRequest{Parents: []core.ID{base}, Changes: chs, Advance: "main", Time: fixedNow()})
 	}},
 	{"ref-set", true, func(s *core.Store, base core.ID) (core.ID, error) {
 		sn, err := s.Snapshot()
@@ -102,7 +107,9 @@ func sweep(t *testing.T, op crashOp, w testknobs.Weakening, seeds int64, stopAtF
 		live := base.CrashClone(faultfs.ProcessCrash, 0)
 		c := faultfs.NewCrashing(live, n)
 		acked := false
-		o := core.Options{FS: c, CheckpointEvery: 2, InlineThreshold: 256, Now: fixedNow}
+		// Chunks of 300 bytes: the chunked op writes one chunk ahead of
+		// its frame; the others hold less than a chunk.
+		o := core.Options{FS: c, CheckpointEvery: 2, InlineThreshold: 256, CommitChunkBytes: 300, Now: fixedNow}
 		testknobs.Weaken(&o, w)
 		s, err := core.Open("/s", o)
 		if err == nil {

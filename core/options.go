@@ -40,6 +40,13 @@ const (
 	// directory sync each), which keeps the journal from being dominated by
 	// a few large files while a small commit stays at one sync.
 	DefaultInlineThreshold = 64 << 10
+	// DefaultCommitChunkBytes: a commit writes its new blobs ahead of its
+	// frame, in frames of their own, each time they reach this many bytes,
+	// so a commit holds about this much content at once whatever its size
+	// (three times over while a chunk's frame is encoded and appended).
+	// Each such chunk costs one more data sync, so a commit under it keeps
+	// its one sync; an import of Go's src (128 MB) pays about 32.
+	DefaultCommitChunkBytes = 4 << 20
 )
 
 // DefaultCacheBytes is the default Options.CacheBytes: about a hundred
@@ -54,6 +61,12 @@ type Options struct {
 	CheckpointEvery int           // frames between checkpoints; 0: default
 	InlineThreshold int           // blobs larger than this are loose objects; 0: default
 	SegmentSize     int64         // journal segment size; 0: default
+	// CommitChunkBytes is the new blob bytes a commit holds before it
+	// writes them ahead of its frame (loose objects, and a frame of their
+	// own for the inline ones, made durable with one data sync); 0:
+	// DefaultCommitChunkBytes, negative: never (the whole commit in one
+	// frame, held in memory until it is written).
+	CommitChunkBytes int64
 	// CheckpointBytes is the journal bytes between checkpoints: one is due
 	// when the frames since the last reach CheckpointEvery or their bytes
 	// reach CheckpointBytes. 0: DefaultCheckpointBytes.
@@ -129,6 +142,9 @@ func (o *Options) fill() error {
 	}
 	if o.InlineThreshold < 0 || o.InlineThreshold > journal.MaxPayload/4 {
 		return fmt.Errorf("%w: Options.InlineThreshold %d out of range", ErrInvalid, o.InlineThreshold)
+	}
+	if o.CommitChunkBytes == 0 {
+		o.CommitChunkBytes = DefaultCommitChunkBytes
 	}
 	if o.SegmentSize == 0 {
 		o.SegmentSize = journal.DefaultSegmentSize

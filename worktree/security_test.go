@@ -357,6 +357,9 @@ func TestSnapshotRecordsLinksWithoutFollowingThem(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if err := s.Load(); err != nil {
+		t.Fatal(err)
+	}
 	var got []string
 	for _, c := range s.Changes {
 		got = append(got, fmt.Sprintf("%s %s %o", c.Path, c.Data, c.Mode))
@@ -384,5 +387,42 @@ func TestCommitPathsNeverNameReservedDirectories(t *testing.T) {
 		if err := worktree.ValidatePath(p, ".swarmops"); err != nil {
 			t.Errorf("ValidatePath(%q): %v, want nil", p, err)
 		}
+	}
+}
+
+// TestSnapshotLeavesFileContentToTheCommit: a snapshot holds the stat data
+// of the files it will commit, not their bytes: each file's change has no
+// Data, only Open, so a commit of a big tree holds one chunk of it at a
+// time (core.Options.CommitChunkBytes). The commit reads them, and the
+// record that follows knows each file's id, so a status right after finds
+// nothing changed.
+func TestSnapshotLeavesFileContentToTheCommit(t *testing.T) {
+	f, dst, _ := osFixture(t)
+	write(t, filepath.Join(dst, "a"), "1", 0o644)
+	write(t, filepath.Join(dst, "d/b"), "22", 0o755)
+	wt, err := worktree.Adopt(f.snap(), dst, objects.ZeroID, f.opts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer wt.Close()
+	s, err := wt.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range s.Changes {
+		if c.Data != nil || c.Open == nil {
+			t.Fatalf("snapshot change %s holds %d bytes (Open set: %v); want none, read by the commit", c.Path, len(c.Data), c.Open != nil)
+		}
+	}
+	id, err := f.store.Commit(core.CommitRequest{Changes: s.Changes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := wt.Record(f.snap(), id, s); err != nil {
+		t.Fatal(err)
+	}
+	st, err := wt.Status()
+	if err != nil || len(st.Changes) != 0 {
+		t.Fatalf("status after the commit: %v, %v; want nothing changed", st, err)
 	}
 }

@@ -36,7 +36,10 @@ type Snapshot struct {
 // smudged, or all after a boot id change) are read. Symbolic links are
 // recorded as links, never followed; special files are skipped (listed)
 // or refused (Options.RefuseSpecial). The changes hold the content of the
-// files that changed, which core.CommitRequest needs in memory.
+// links that changed; a changed file's content is read when the commit
+// asks for it (core.Change.Open), so that a commit of a big tree holds
+// only the chunk it is writing (core.Options.CommitChunkBytes). The
+// snapshot is good until the Tree is closed.
 func (t *Tree) Snapshot() (*Snapshot, error) {
 	if t.hasConflicts() {
 		return nil, t.unresolved()
@@ -58,6 +61,9 @@ func (t *Tree) Snapshot() (*Snapshot, error) {
 		}
 		if err := ValidatePath(p, t.storeRel); err != nil {
 			return err
+		}
+		if mode != objects.ModeSymlink {
+			return t.putFile(s, &puts, p, mode, fi, e)
 		}
 		data, st, stable, err := t.readWork(p, mode)
 		if err != nil {
@@ -86,6 +92,59 @@ func (t *Tree) Snapshot() (*Snapshot, error) {
 	s.Changes = append(s.Changes, puts...)
 	s.Stats = t.stats
 	return s, nil
+}
+
+// putFile adds the file p (mode, lstat fi, index entry e or nil) to the
+// snapshot's changes if it changed, its content to be read by the commit.
+// A file the index knows is hashed first, streaming, to tell a change
+// from racy or smudged stat data; a file it does not know is a change.
+func (t *Tree) putFile(s *Snapshot, puts *[]core.Change, p string, mode objects.Mode, fi fs.FileInfo, e *IndexEntry) error {
+	ent := IndexEntry{Path: p, Mode: mode}
+	if e != nil {
+		id, st, stable, err := t.hashFile(p)
+		if err != nil {
+			return err
+		}
+		if e.ID == id && e.Mode == mode {
+			return nil // racy or smudged, and unchanged after all
+		}
+		ent.ID, ent.Stat, ent.Smudged = id, st, !stable
+	} else {
+		t.stats.Hashed++
+		t.stats.BytesRead += fi.Size()
+	}
+	i := len(s.entries)
+	s.entries = append(s.entries, ent)
+	*puts = append(*puts, core.Change{Path: p, Mode: mode, Open: func() ([]byte, error) {
+		// The entry records what the commit got: the file may have
+		// changed since it was hashed, and its stat data then vouches
+		// for the bytes read here.
+		data, st, stable, err := t.readWork(p, mode)
+		if err != nil {
+			return nil, err
+		}
+		e := &s.entries[i]
+		e.ID, e.Stat, e.Smudged = objects.BlobID(data), st, !stable
+		return data, nil
+	}})
+	return nil
+}
+
+// Load reads the content of every change that the commit would otherwise
+// read itself (Change.Open) into its Data, for a caller that needs every
+// byte at once (a merge of a second parent).
+func (s *Snapshot) Load() error {
+	for i := range s.Changes {
+		c := &s.Changes[i]
+		if c.Data == nil && c.Open != nil {
+			data, err := c.Open()
+			if err != nil {
+				return err
+			}
+			c.Data, c.Open = data, nil
+		}
+	}
+	return nil
 }
 
 // Record makes changeset id, committed from s, the tree's new base: the

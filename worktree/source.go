@@ -177,7 +177,7 @@ func (t *Tree) readWork(p string, mode objects.Mode) (data []byte, st Stat, stab
 	if err != nil {
 		return nil, st, false, err
 	}
-	data, err = io.ReadAll(f)
+	data, err = readAll(f, before.Size())
 	t.stats.Hashed++
 	t.stats.BytesRead += int64(len(data))
 	if err != nil {
@@ -203,4 +203,27 @@ func (t *Tree) workEntry(p string, mode objects.Mode) (objects.ID, Stat, bool, e
 		return t.hashFile(p)
 	}
 	return objects.ZeroID, Stat{}, false, fmt.Errorf("worktree: %q: not a file or link", p)
+}
+
+// readAll reads r to its end into a buffer of size bytes, the file's size
+// at its stat, and grows it only if the file grew: io.ReadAll's doubling
+// would leave up to twice each file's size behind as garbage.
+func readAll(r io.Reader, size int64) ([]byte, error) {
+	if size < 0 || size > 1<<30 {
+		return io.ReadAll(r)
+	}
+	b := make([]byte, 0, size+1)
+	for {
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			return b, nil
+		}
+		if err != nil {
+			return b, err
+		}
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+	}
 }

@@ -54,6 +54,7 @@ reports as changed.`,
 				if hasRef(sn, args[0]) {
 					opts.Ref = args[0] // the tree follows it: update's default
 				}
+				a.limitTreeMemory()
 				res, err := worktree.Checkout(sn, id, a.path(dir), opts)
 				if err != nil {
 					return treeErr("checkout", dir, err)

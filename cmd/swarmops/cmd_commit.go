@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -265,6 +266,7 @@ func (a *app) commitDir(s *core.Store, sn *core.Snapshot, c commitFlags) error {
 	if err != nil {
 		return err
 	}
+	a.limitTreeMemory()
 	t, err := worktree.Open(dir, opts)
 	inTree := err == nil
 	if inTree {
@@ -310,6 +312,12 @@ func (a *app) commitDir(s *core.Store, sn *core.Snapshot, c commitFlags) error {
 	if err != nil {
 		return treeErr("commit --dir", c.dir, err)
 	}
+	if len(ps) > 1 {
+		// A merge reads both sides of every change at once.
+		if err := snap.Load(); err != nil {
+			return treeErr("commit --dir", c.dir, err)
+		}
+	}
 	changes, err := mergeParents(sn, ps, snap.Changes)
 	if err != nil {
 		return err
@@ -332,6 +340,22 @@ func (a *app) commitDir(s *core.Store, sn *core.Snapshot, c commitFlags) error {
 	}
 	a.committed(id, ps, len(changes), c, extra)
 	return nil
+}
+
+// treeMemoryLimit is the Go runtime's soft memory limit for a commit or
+// checkout of a directory: the live heap stays near a commit's chunk
+// (core.Options.CommitChunkBytes) and the zstd encoder's 8 MiB whatever the
+// tree's size, and the limit keeps the collector from letting garbage
+// double it. Importing Go's src peaked at 63-65 MB of RSS without it and
+// 52 MB with it, for about 10 % more CPU.
+const treeMemoryLimit = 48 << 20
+
+// limitTreeMemory sets treeMemoryLimit unless GOMEMLIMIT sets a limit, or
+// the command runs in a server, whose caches and clients it would starve.
+func (a *app) limitTreeMemory() {
+	if a.getenv("GOMEMLIMIT") == "" && a.shared == nil {
+		debug.SetMemoryLimit(treeMemoryLimit)
+	}
 }
 
 // staleHint says what to do about a work tree at base asked to commit on

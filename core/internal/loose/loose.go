@@ -96,9 +96,12 @@ func Write(fsys vfs.FS, storeDir string, objs []txn.Obj, skipDirSync bool) error
 const maxWindow = 8 << 20
 
 // encoder compresses loose objects; EncodeAll is safe for concurrent use.
+// With lower memory its history is the window plus one block (8.1 MiB),
+// not twice the window: it lives as long as the process, and a commit's
+// memory is bounded by its chunk (core.Options.CommitChunkBytes) plus it.
 var encoder = sync.OnceValue(func() *zstd.Encoder {
 	e, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(1),
-		zstd.WithWindowSize(maxWindow))
+		zstd.WithWindowSize(maxWindow), zstd.WithLowerEncoderMem(true))
 	if err != nil {
 		panic(fmt.Sprintf("loose: zstd encoder with constant options: %v", err))
 	}

@@ -37,7 +37,16 @@ type Change struct {
 	Delete bool
 	Data   []byte
 	Mode   objects.Mode // 0: objects.ModeFile
+	// Open returns the content when Data is nil: it is called once per
+	// build, when the change is applied, so the bytes are held only until
+	// their chunk is written (Stream).
+	Open func() ([]byte, error)
 }
+
+// Flush writes blobs ahead of a commit's frame: objs as the frame
+// objects they are (loose ones without Data), lo the loose ones with
+// their Data. It returns once they are durable.
+type Flush func(objs, lo []txn.Obj) error
 
 // Builder collects the objects of one commit.
 type Builder struct {
@@ -46,12 +55,45 @@ type Builder struct {
 	objs   []txn.Obj
 	seen   map[objects.ID]bool
 	loose  []txn.Obj // with Data, for loose.Write
+	// chunk bounds the blob bytes held (objs' and loose's Data) before
+	// flush writes them (0: never); held counts them.
+	chunk   int64
+	held    int64
+	flush   Flush
+	flushed int // chunks flushed
 }
 
 // New returns a builder reading from src; blobs larger than
 // inlineThreshold become loose objects.
 func New(src Source, inlineThreshold int) *Builder {
 	return &Builder{src: src, inline: inlineThreshold, seen: map[objects.ID]bool{}}
+}
+
+// Stream makes the builder hand its blobs to flush whenever the bytes it
+// holds reach chunk (0: never), so that a commit of any size holds about
+// chunk bytes of content at once. The commit's own frame then carries
+// only the blobs of the last chunk, its trees and its changeset; the
+// blobs flushed before are in earlier frames, durable before it is
+// appended. A build that fails after a flush leaves those blobs in the
+// store, named by no changeset, as a crash between the frames would.
+func (b *Builder) Stream(chunk int64, flush Flush) { b.chunk, b.flush = chunk, flush }
+
+// Flushed returns how many chunks the build flushed ahead of its frame.
+func (b *Builder) Flushed() int { return b.flushed }
+
+// spill flushes the blobs held once they reach the chunk. During apply
+// the objects collected are all blobs: trees and the changeset are added
+// after every change is applied.
+func (b *Builder) spill() error {
+	if b.chunk <= 0 || b.held < b.chunk || len(b.objs) == 0 {
+		return nil
+	}
+	if err := b.flush(b.objs, b.loose); err != nil {
+		return err
+	}
+	b.objs, b.loose, b.held = nil, nil, 0
+	b.flushed++
+	return nil
 }
 
 // Objects returns the objects the commit's frame carries, the changeset
@@ -115,6 +157,9 @@ func (b *Builder) add(k objects.Kind, id objects.ID, enc []byte) {
 		return
 	}
 	b.seen[id] = true
+	if k == objects.KindBlob {
+		b.held += int64(len(enc))
+	}
 	o := txn.Obj{Kind: k, ID: id, Data: enc, Size: int64(len(enc))}
 	if k == objects.KindBlob && len(enc) > b.inline {
 		b.loose = append(b.loose, o)
@@ -200,14 +245,9 @@ func (b *Builder) apply(base objects.ID, n int, change func(int) Change) (object
 			return objects.ID{}, nil, fmt.Errorf("%w: path %q changed twice", errs.ErrInvalid, p)
 		}
 		paths[p] = true
-		mode := c.Mode
-		if mode == 0 {
-			mode = objects.ModeFile
-		}
-		if c.Delete {
-			mode = 0
-		} else if mode != objects.ModeFile && mode != objects.ModeExec && mode != objects.ModeSymlink {
-			return objects.ID{}, nil, fmt.Errorf("%w: path %q: mode %o is not a file mode", errs.ErrInvalid, p, mode)
+		mode, err := modeOf(c, p)
+		if err != nil {
+			return objects.ID{}, nil, err
 		}
 		comps := strings.Split(p, "/")
 		n := root
@@ -247,11 +287,17 @@ func (b *Builder) apply(base objects.ID, n int, change func(int) Change) (object
 			delta = append(delta, objects.PathChange{Path: p, Op: objects.OpDelete})
 			continue
 		}
-		id := objects.BlobID(c.Data)
+		data, err := content(c)
+		if err != nil {
+			return objects.ID{}, nil, err
+		}
+		id := objects.BlobID(data)
 		if had && old.ID == id && old.Mode == mode {
 			continue
 		}
-		b.add(objects.KindBlob, id, c.Data)
+		if err := b.addBlob(id, data); err != nil {
+			return objects.ID{}, nil, err
+		}
 		n.entries[name] = objects.Entry{Name: name, Mode: mode, ID: id}
 		op := objects.OpAdd
 		if had {
@@ -261,6 +307,36 @@ func (b *Builder) apply(base objects.ID, n int, change func(int) Change) (object
 	}
 	id, _, err := b.write(root, true)
 	return id, delta, err
+}
+
+// modeOf returns the mode change c gives path p: 0 for a delete, a
+// file's mode otherwise (ModeFile when c names none).
+func modeOf(c Change, p string) (objects.Mode, error) {
+	mode := c.Mode
+	if mode == 0 {
+		mode = objects.ModeFile
+	}
+	if c.Delete {
+		return 0, nil
+	}
+	if mode != objects.ModeFile && mode != objects.ModeExec && mode != objects.ModeSymlink {
+		return 0, fmt.Errorf("%w: path %q: mode %o is not a file mode", errs.ErrInvalid, p, mode)
+	}
+	return mode, nil
+}
+
+// content returns c's bytes, read through Open when it has no Data.
+func content(c Change) ([]byte, error) {
+	if c.Data != nil || c.Open == nil {
+		return c.Data, nil
+	}
+	return c.Open()
+}
+
+// addBlob adds a blob of the commit and flushes the chunk it fills.
+func (b *Builder) addBlob(id objects.ID, data []byte) error {
+	b.add(objects.KindBlob, id, data)
+	return b.spill()
 }
 
 // write encodes n and its edited subdirectories bottom-up. An empty
