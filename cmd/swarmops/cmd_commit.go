@@ -267,45 +267,9 @@ func (a *app) commitDir(s *core.Store, sn *core.Snapshot, c commitFlags) error {
 		return err
 	}
 	a.limitTreeMemory()
-	t, err := worktree.Open(dir, opts)
-	inTree := err == nil
-	if inTree {
-		// A work tree's parent is its base: --advance alone names the
-		// ref to move, not where the changes are from.
-		c.advanceParent = false
-	}
-	ps, perr := parentsOf(sn, c)
-	if perr != nil {
-		if inTree {
-			t.Close()
-		}
-		return perr
-	}
-	switch {
-	case errors.Is(err, worktree.ErrNotWorkTree):
-		if len(ps) == 0 && !c.root && !(c.advance != "" && !hasRef(sn, c.advance)) {
-			return usageHint(nil, nil, "commit --dir %q: no parent: give --parent REV (or --advance of an existing ref), or --root for a first changeset", c.dir)
-		}
-		var base core.ID
-		if len(ps) > 0 {
-			base = ps[0]
-		}
-		if t, err = worktree.Adopt(sn, dir, base, opts); err != nil {
-			return treeErr("commit --dir", c.dir, err)
-		}
-	case err != nil:
-		return treeErr("commit --dir", c.dir, err)
-	default:
-		if len(ps) > 0 && ps[0] != t.Base() {
-			return &cliError{kind: kindStale, err: errors.New("stale base"),
-				extra: map[string]any{"base": idOrNull(t.Base())},
-				msg: fmt.Sprintf("commit --dir %q: the work tree is at %s, not at the parent %s: its changes are against its own base",
-					c.dir, idText(t.Base()), short(ps[0])),
-				hint: staleHint(t.Base(), ps[0], c.dir)}
-		}
-		if len(ps) == 0 && !t.Base().IsZero() {
-			ps = []core.ID{t.Base()}
-		}
+	t, ps, err := a.commitTree(sn, dir, opts, &c)
+	if err != nil {
+		return err
 	}
 	defer t.Close()
 	snap, err := t.Snapshot()
@@ -340,6 +304,55 @@ func (a *app) commitDir(s *core.Store, sn *core.Snapshot, c commitFlags) error {
 	}
 	a.committed(id, ps, len(changes), c, extra)
 	return nil
+}
+
+// commitTree opens DIR as a work tree, or adopts a plain directory as one
+// on the first parent, and returns it with the commit's parents: a work
+// tree's parent is its base, and a first --parent other than the base is
+// E_STALE.
+func (a *app) commitTree(sn *core.Snapshot, dir string, opts worktree.Options, c *commitFlags) (*worktree.Tree, []core.ID, error) {
+	t, err := worktree.Open(dir, opts)
+	inTree := err == nil
+	if inTree {
+		// A work tree's parent is its base: --advance alone names the
+		// ref to move, not where the changes are from.
+		c.advanceParent = false
+	}
+	ps, perr := parentsOf(sn, *c)
+	if perr != nil {
+		if inTree {
+			t.Close()
+		}
+		return nil, nil, perr
+	}
+	switch {
+	case errors.Is(err, worktree.ErrNotWorkTree):
+		if len(ps) == 0 && !c.root && !(c.advance != "" && !hasRef(sn, c.advance)) {
+			return nil, nil, usageHint(nil, nil, "commit --dir %q: no parent: give --parent REV (or --advance of an existing ref), or --root for a first changeset", c.dir)
+		}
+		var base core.ID
+		if len(ps) > 0 {
+			base = ps[0]
+		}
+		if t, err = worktree.Adopt(sn, dir, base, opts); err != nil {
+			return nil, nil, treeErr("commit --dir", c.dir, err)
+		}
+	case err != nil:
+		return nil, nil, treeErr("commit --dir", c.dir, err)
+	default:
+		if base := t.Base(); len(ps) > 0 && ps[0] != base {
+			t.Close()
+			return nil, nil, &cliError{kind: kindStale, err: errors.New("stale base"),
+				extra: map[string]any{"base": idOrNull(base)},
+				msg: fmt.Sprintf("commit --dir %q: the work tree is at %s, not at the parent %s: its changes are against its own base",
+					c.dir, idText(base), short(ps[0])),
+				hint: staleHint(base, ps[0], c.dir)}
+		}
+		if len(ps) == 0 && !t.Base().IsZero() {
+			ps = []core.ID{t.Base()}
+		}
+	}
+	return t, ps, nil
 }
 
 // treeMemoryLimit is the Go runtime's soft memory limit for a commit or
