@@ -46,6 +46,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/spf13/afero"
@@ -249,22 +250,33 @@ const Lookahead = 4
 // after that belongs to an owner that died without leaving: it is removed
 // under its flock. (Lock recreates a name it does not find; such a
 // recreation names no live ticket either and is removed the same way.)
+//
+// Every step races with the owner's Leave, which unlinks the name, and
+// with other waiters clearing it: a name found gone at any step (Lock,
+// Stat or Remove fails with ENOENT) means its owner has left, and the
+// waiter moves on. Lock creates a missing name, yet it can still fail
+// with ENOENT: a FUSE filesystem looks the name up and opens it in two
+// requests, and an unlink between them fails the open; a network
+// filesystem reports ESTALE for the same race.
 func (q *Queue) waitGone(name string, deadline time.Time) error {
 	p := path.Join(q.dir, name)
 	l, err := q.fs.Lock(p, time.Until(deadline))
+	if gone(err) {
+		return nil
+	}
 	if err != nil {
 		return err
 	}
 	if err := l.Unlock(); err != nil {
 		return err
 	}
-	if _, err := q.fs.Stat(p); errors.Is(err, fs.ErrNotExist) {
+	if _, err := q.fs.Stat(p); gone(err) {
 		return nil
 	}
 	l, err = q.fs.Lock(p, 0)
-	if errors.Is(err, vfs.ErrBusy) {
+	if errors.Is(err, vfs.ErrBusy) || gone(err) {
 		// Another waiter is clearing it (or just cleared and recreated
-		// it): either way its owner is gone.
+		// it), or cleared it: either way its owner is gone.
 		return nil
 	}
 	if err != nil {
@@ -272,6 +284,12 @@ func (q *Queue) waitGone(name string, deadline time.Time) error {
 	}
 	rerr := q.fs.Remove(p)
 	return errors.Join(ignoreMissing(rerr), l.Unlock())
+}
+
+// gone reports whether err says a ticket's name vanished under the call:
+// its owner (or a waiter clearing a dead owner's ticket) unlinked it.
+func gone(err error) bool {
+	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ESTALE)
 }
 
 // take allocates a ticket under GUARD and returns it with the live tickets
@@ -491,7 +509,7 @@ func number(name string) uint64 {
 }
 
 func ignoreMissing(err error) error {
-	if errors.Is(err, fs.ErrNotExist) {
+	if gone(err) {
 		return nil
 	}
 	return err
