@@ -27,7 +27,7 @@ func readOnlyStore(t *testing.T) (*faultfs.MemFS, core.ID, core.ID) {
 	big := []byte(strings.Repeat("loose object ", 10000))
 	b, err := s.Commit(core.CommitRequest{Parents: []core.ID{a},
 		Changes: []core.Change{{Path: "docs/b.md", Data: []byte("B\n")}, {Path: "big", Data: big}},
-		Agent: "agent-1", Message: "second", Advance: "main"})
+		Agent:   "agent-1", Message: "second", Advance: "main"})
 	if err != nil {
 		t.Fatal(err)
 	}
