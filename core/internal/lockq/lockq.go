@@ -42,11 +42,8 @@ import (
 	"os"
 	"path"
 	"slices"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/spf13/afero"
@@ -286,12 +283,6 @@ func (q *Queue) waitGone(name string, deadline time.Time) error {
 	return errors.Join(ignoreMissing(rerr), l.Unlock())
 }
 
-// gone reports whether err says a ticket's name vanished under the call:
-// its owner (or a waiter clearing a dead owner's ticket) unlinked it.
-func gone(err error) bool {
-	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ESTALE)
-}
-
 // take allocates a ticket under GUARD and returns it with the live tickets
 // below it, in ascending order.
 func (q *Queue) take(deadline time.Time) (*Ticket, []string, error) {
@@ -485,32 +476,3 @@ func (t *Ticket) Leave() error {
 
 // Name returns the ticket's file name (for diagnostics and tests).
 func (t *Ticket) Name() string { return t.name }
-
-func ticketName(n uint64) string {
-	s := strconv.FormatUint(n, 10)
-	return ticketPrefix + strings.Repeat("0", ticketDigits-len(s)) + s
-}
-
-func isTicket(n string) bool {
-	if len(n) != len(ticketPrefix)+ticketDigits || !strings.HasPrefix(n, ticketPrefix) {
-		return false
-	}
-	for _, c := range n[len(ticketPrefix):] {
-		if c < '0' || c > '9' {
-			return false
-		}
-	}
-	return true
-}
-
-func number(name string) uint64 {
-	n, _ := strconv.ParseUint(name[len(ticketPrefix):], 10, 64)
-	return n
-}
-
-func ignoreMissing(err error) error {
-	if gone(err) {
-		return nil
-	}
-	return err
-}
