@@ -30,6 +30,12 @@ var (
 	ErrNotStore = errs.ErrNotStore
 	// ErrClosed: the store was closed, or poisoned by a failed sync; reopen it.
 	ErrClosed = errs.ErrClosed
+	// ErrReadOnly: the store's files can be read but not changed (a
+	// read-only mount, or another user's store). Every read works without
+	// write access; a write fails with it, and so does a read of a store
+	// that needs recovery first (a *NeedsRecoveryError), which only a
+	// process that can write may run.
+	ErrReadOnly = errs.ErrReadOnly
 	// ErrCrashed is a simulated crash (tests only).
 	ErrCrashed = errs.ErrCrashed
 )
@@ -51,3 +57,8 @@ type CorruptError = errs.CorruptError
 // AmbiguousError lists the candidates (Candidates) of an ambiguous prefix
 // (Prefix). errors.Is(err, ErrAmbiguous) holds for it.
 type AmbiguousError = errs.AmbiguousError
+
+// NeedsRecoveryError is a store that must be recovered before it can be
+// read, opened by a process without write access (Dir, Reason, and the
+// refused write in Err). errors.Is(err, ErrReadOnly) holds for it.
+type NeedsRecoveryError = errs.NeedsRecoveryError

@@ -229,10 +229,14 @@ func (s *Store) load() error {
 		return err
 	}
 	if !state.Healthy(end, eok, dur, dok, s.boot) {
-		return s.writer.With(func() error {
+		err := s.writer.With(func() error {
 			_, err := s.recoverLocked(false)
 			return err
 		})
+		if errors.Is(err, ErrReadOnly) {
+			return &NeedsRecoveryError{Dir: s.dir, Reason: state.Unhealthy(end, eok, dur, dok, s.boot), Err: err}
+		}
+		return err
 	}
 	s.view.mu.Lock()
 	s.view.epoch = end.Epoch
@@ -241,5 +245,11 @@ func (s *Store) load() error {
 	if err != nil || dur.NextSeq >= end.NextSeq {
 		return err
 	}
-	return s.syncer.Orphaned(end.NextSeq-1, end.Epoch)
+	// The orphaned frames' sync is a courtesy to the next reader; one
+	// that cannot write leaves it to the next writer, and sees the
+	// durable prefix meanwhile.
+	if err := s.syncer.Orphaned(end.NextSeq-1, end.Epoch); err != nil && !errors.Is(err, ErrReadOnly) {
+		return err
+	}
+	return nil
 }

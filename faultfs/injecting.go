@@ -24,10 +24,14 @@ const (
 	FaultENOSPC                // the call fails with ENOSPC
 	FaultShort                 // a write stores the first half of its bytes, then fails (io.ErrShortWrite)
 	FaultSyncFail              // a sync (Sync, Datasync, SyncDir) fails with EIO without syncing
+	// FaultENOENT: the call fails with ENOENT, as it does when another
+	// process unlinks a name between its lookup and the call (a FUSE
+	// filesystem does lookup and open as two requests).
+	FaultENOENT
 )
 
 var faultNames = map[string]Fault{"none": FaultNone, "eio": FaultEIO, "enospc": FaultENOSPC,
-	"short": FaultShort, "syncfail": FaultSyncFail}
+	"short": FaultShort, "syncfail": FaultSyncFail, "enoent": FaultENOENT}
 
 func (f Fault) String() string {
 	for k, v := range faultNames {
@@ -44,6 +48,8 @@ func (f Fault) cause() error {
 		return syscall.ENOSPC
 	case FaultShort:
 		return io.ErrShortWrite
+	case FaultENOENT:
+		return syscall.ENOENT
 	}
 	return syscall.EIO
 }
@@ -104,7 +110,7 @@ func (r *Rule) String() string {
 //	nth=N          positive integer; default 1
 //	prob=P         0 < P <= 1
 //	seed=S         integer seed for prob
-//	err=E          eio, enospc, short, syncfail or none
+//	err=E          eio, enospc, short, syncfail, enoent or none
 //	latency=D      a Go duration, e.g. 5ms
 //	persistent     every matching call from the Nth on fires
 //
@@ -158,7 +164,7 @@ func ParseRule(s string) (Rule, error) {
 		case "err":
 			fault, ok := faultNames[val]
 			if !ok {
-				return bad(key, val, "one of eio, enospc, short, syncfail, none")
+				return bad(key, val, "one of eio, enospc, short, syncfail, enoent, none")
 			}
 			r.Err = fault
 			hasErr = true

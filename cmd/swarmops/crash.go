@@ -2,6 +2,7 @@ package main
 
 import (
 	"strconv"
+	"syscall"
 
 	"github.com/swarmops/swarmops/core/vfs"
 	"github.com/swarmops/swarmops/faultfs"
@@ -16,7 +17,38 @@ const crashExitStatus = faultfs.CrashExitStatus
 // SWARMOPS_TEST_CRASH_AT=N asks for the OS wrapped to end the process at its
 // Nth call. A malformed value is a usage error naming the variable, never a
 // silent run without the crash.
+//
+// SWARMOPS_TEST_READ_ONLY=erofs|eacces wraps it (the OS, or the crash
+// wrapper) in faultfs.ReadOnly, which refuses every change as a read-only
+// mount (EROFS) or another user's store (EACCES) would: tests run as root,
+// whom file modes do not stop.
 func crashFS(getenv func(string) string) (vfs.FS, error) {
+	fsys, err := crashAtFS(getenv)
+	if err != nil {
+		return nil, err
+	}
+	switch v := getenv(readOnlyEnv); v {
+	case "":
+		return fsys, nil
+	case "erofs", "eacces":
+		if fsys == nil {
+			fsys = vfs.OS()
+		}
+		errno := syscall.EROFS
+		if v == "eacces" {
+			errno = syscall.EACCES
+		}
+		return faultfs.NewReadOnly(fsys, errno), nil
+	default:
+		return nil, usagef("%s=%q: want erofs or eacces", readOnlyEnv, v)
+	}
+}
+
+// readOnlyEnv names the test knob of crashFS that makes the store
+// unwritable.
+const readOnlyEnv = "SWARMOPS_TEST_READ_ONLY"
+
+func crashAtFS(getenv func(string) string) (vfs.FS, error) {
 	v := getenv(faultfs.CrashAtEnv)
 	if v == "" {
 		return nil, nil

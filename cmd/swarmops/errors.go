@@ -49,6 +49,7 @@ var (
 	kindStale      = errorKind{"E_STALE", 17, false, "the work tree's base is not the parent asked for (\"base\"); update it first"}
 	kindUnresolved = errorKind{"E_UNRESOLVED", 18, false, "the work tree has conflicts an update left (\"paths\"), or a file to resolve still holds conflict markers; edit, then resolve"}
 	kindProtected  = errorKind{"E_PROTECTED", 19, false, "the ref is protected (ref protect): only land moves it (\"ref\", \"pattern\")"}
+	kindReadOnly   = errorKind{"E_READ_ONLY", 20, false, "the store cannot be written with this access (a read-only mount, or another user's store); reads work, unless the store needs recovery first, which needs write access"}
 	kindInternal   = errorKind{"E_INTERNAL", 70, false, "a bug: an error the table does not know"}
 	kindCrashed    = errorKind{"E_CRASHED", crashExitStatus, false, "a simulated crash (SWARMOPS_TEST_CRASH_AT); tests only"}
 )
@@ -56,7 +57,7 @@ var (
 // errorTable lists every row, ordered by exit status.
 func errorTable() []errorKind {
 	t := []errorKind{kindUsage, kindNotFound, kindConflict, kindBusy, kindCorrupt, kindIO,
-		kindNoSpace, kindAmbiguous, kindExists, kindNotStore, kindRepaired, kindGone, kindRunning, kindEmpty, kindUnsafe, kindStale, kindUnresolved, kindProtected, kindInternal, kindCrashed}
+		kindNoSpace, kindAmbiguous, kindExists, kindNotStore, kindRepaired, kindGone, kindRunning, kindEmpty, kindUnsafe, kindStale, kindUnresolved, kindProtected, kindReadOnly, kindInternal, kindCrashed}
 	sort.Slice(t, func(i, j int) bool { return t[i].Exit < t[j].Exit })
 	return t
 }
@@ -122,7 +123,7 @@ func usageHint(suggestions []string, show func(string) string, format string, ar
 // says what was wrong.
 var layerNames = []error{core.ErrConflict, core.ErrNotFound, core.ErrAmbiguous, core.ErrCorrupt,
 	core.ErrInvalid, core.ErrNoSpace, core.ErrIO, core.ErrExist, core.ErrNotStore, core.ErrClosed,
-	core.ErrBusy, core.ErrCrashed, core.ErrProtected, objects.ErrBadID, objects.ErrBadPath, objects.ErrBadPrefix,
+	core.ErrBusy, core.ErrCrashed, core.ErrProtected, core.ErrReadOnly, objects.ErrBadID, objects.ErrBadPath, objects.ErrBadPrefix,
 	objects.ErrMalformed, objects.ErrInvalid, worktree.ErrLocalChanges, worktree.ErrUnsafeTree,
 	worktree.ErrReservedPath, worktree.ErrNotWorkTree, worktree.ErrNotEmpty, worktree.ErrIndexCorrupt,
 	worktree.ErrSpecialFile, worktree.ErrBaseMismatch, worktree.ErrUnresolved, worktree.ErrNotConflicted}
@@ -161,6 +162,7 @@ func classify(err error) *cliError {
 		corrupt   *core.CorruptError
 		notFound  *notFoundError
 		noStore   *storeError
+		recovery  *core.NeedsRecoveryError
 	)
 	switch {
 	case errors.Is(err, core.ErrCrashed):
@@ -231,6 +233,12 @@ func classify(err error) *cliError {
 		out.kind = kindUsage
 	case errors.Is(err, core.ErrNoSpace):
 		out.kind = kindNoSpace
+	case errors.As(err, &recovery):
+		out.kind = kindReadOnly
+		out.hint = "run swarmops recover as a user who can write the store (recovery after a crash or power loss writes); then reads work without write access"
+	case errors.Is(err, core.ErrReadOnly):
+		out.kind = kindReadOnly
+		out.hint = "commands that only read (log, show, cat, ls, diff, ref get, ref list, op log, verify, info) work; to write, run as a user who can write the store, on a writable mount"
 	case errors.Is(err, core.ErrIO), errors.Is(err, core.ErrClosed):
 		out.kind = kindIO
 	case errors.Is(err, syscall.ENOSPC):

@@ -38,6 +38,8 @@ func TestClassifyPlacesEverySentinelInTheTable(t *testing.T) {
 		{core.ErrClosed, kindIO},
 		{core.ErrExist, kindExists},
 		{core.ErrNotStore, kindNotStore},
+		{core.ErrReadOnly, kindReadOnly},
+		{&core.NeedsRecoveryError{Dir: "s", Reason: "r", Err: core.ErrReadOnly}, kindReadOnly},
 		{core.ErrCrashed, kindCrashed},
 		{fmt.Errorf("write: %w", fmt.Errorf("%w: busy too", core.ErrCrashed)), kindCrashed},
 		{fmt.Errorf("plain"), kindInternal},

@@ -34,6 +34,7 @@ var (
 	ErrNotStore  = errors.New("core: not a store")
 	ErrClosed    = errors.New("core: store closed")
 	ErrProtected = errors.New("core: protected ref")
+	ErrReadOnly  = errors.New("core: store not writable")
 	ErrCrashed   = vfs.ErrCrashed
 )
 
@@ -134,10 +135,18 @@ func Short(id objects.ID) string {
 	return id.String()[:12]
 }
 
+// NotWritable reports whether err is the filesystem refusing to change a
+// file: a read-only mount (EROFS), or files the process may read but not
+// write (EACCES, EPERM: another user's store).
+func NotWritable(err error) bool {
+	return errors.Is(err, syscall.EROFS) || errors.Is(err, syscall.EACCES) || errors.Is(err, syscall.EPERM)
+}
+
 // IO turns an error from the filesystem or a store subpackage into the
 // store's typed error, keeping the cause wrapped and naming what was being
 // done. A simulated crash, a busy lock and an already typed error pass
-// through with context only; ENOSPC becomes ErrNoSpace; a journal corruption
+// through with context only; ENOSPC becomes ErrNoSpace; EROFS, EACCES and
+// EPERM become ErrReadOnly (NotWritable); a journal corruption
 // becomes a *CorruptError; every other failure is ErrIO.
 func IO(what string, err error) error {
 	if err == nil {
@@ -151,6 +160,8 @@ func IO(what string, err error) error {
 		return fmt.Errorf("%s: %w", what, err)
 	case errors.Is(err, syscall.ENOSPC):
 		return fmt.Errorf("%w: %s: %w", ErrNoSpace, what, err)
+	case NotWritable(err):
+		return fmt.Errorf("%w: %s: %w", ErrReadOnly, what, err)
 	}
 	return fmt.Errorf("%w: %s: %w", ErrIO, what, err)
 }
@@ -159,7 +170,7 @@ func IO(what string, err error) error {
 // sentinels, so wrapping it again would give it a second one.
 func isTyped(err error) bool {
 	for _, s := range []error{ErrBusy, ErrConflict, ErrNotFound, ErrAmbiguous, ErrCorrupt, ErrInvalid,
-		ErrNoSpace, ErrIO, ErrExist, ErrNotStore, ErrClosed, ErrCrashed} {
+		ErrNoSpace, ErrIO, ErrExist, ErrNotStore, ErrClosed, ErrCrashed, ErrReadOnly} {
 		if errors.Is(err, s) {
 			return true
 		}
@@ -198,3 +209,23 @@ func Index(op string, err error) error {
 func Corrupt(file string, off int64, format string, args ...any) error {
 	return &CorruptError{File: file, Offset: off, Reason: fmt.Sprintf(format, args...)}
 }
+
+// NeedsRecoveryError is a read of a store that must be recovered first
+// (its state is from before a power loss, missing, or poisoned by a
+// failed sync: see state.Healthy), by a process that cannot write it.
+// Recovery cuts a torn tail and publishes the durable end, so it needs
+// write access; reading without it could show frames recovery would cut
+// (claim C4). errors.Is(err, ErrReadOnly) holds for it, and it wraps the
+// error that refused the write.
+type NeedsRecoveryError struct {
+	Dir    string
+	Reason string
+	Err    error
+}
+
+func (e *NeedsRecoveryError) Error() string {
+	return fmt.Sprintf("store %s needs recovery (%s), which needs write access: %v", e.Dir, e.Reason, e.Err)
+}
+
+// Unwrap makes errors.Is(err, ErrReadOnly) true and keeps the cause.
+func (e *NeedsRecoveryError) Unwrap() []error { return []error{ErrReadOnly, e.Err} }

@@ -42,8 +42,6 @@ import (
 	"os"
 	"path"
 	"slices"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -249,22 +247,33 @@ const Lookahead = 4
 // after that belongs to an owner that died without leaving: it is removed
 // under its flock. (Lock recreates a name it does not find; such a
 // recreation names no live ticket either and is removed the same way.)
+//
+// Every step races with the owner's Leave, which unlinks the name, and
+// with other waiters clearing it: a name found gone at any step (Lock,
+// Stat or Remove fails with ENOENT) means its owner has left, and the
+// waiter moves on. Lock creates a missing name, yet it can still fail
+// with ENOENT: a FUSE filesystem looks the name up and opens it in two
+// requests, and an unlink between them fails the open; a network
+// filesystem reports ESTALE for the same race.
 func (q *Queue) waitGone(name string, deadline time.Time) error {
 	p := path.Join(q.dir, name)
 	l, err := q.fs.Lock(p, time.Until(deadline))
+	if gone(err) {
+		return nil
+	}
 	if err != nil {
 		return err
 	}
 	if err := l.Unlock(); err != nil {
 		return err
 	}
-	if _, err := q.fs.Stat(p); errors.Is(err, fs.ErrNotExist) {
+	if _, err := q.fs.Stat(p); gone(err) {
 		return nil
 	}
 	l, err = q.fs.Lock(p, 0)
-	if errors.Is(err, vfs.ErrBusy) {
+	if errors.Is(err, vfs.ErrBusy) || gone(err) {
 		// Another waiter is clearing it (or just cleared and recreated
-		// it): either way its owner is gone.
+		// it), or cleared it: either way its owner is gone.
 		return nil
 	}
 	if err != nil {
@@ -467,32 +476,3 @@ func (t *Ticket) Leave() error {
 
 // Name returns the ticket's file name (for diagnostics and tests).
 func (t *Ticket) Name() string { return t.name }
-
-func ticketName(n uint64) string {
-	s := strconv.FormatUint(n, 10)
-	return ticketPrefix + strings.Repeat("0", ticketDigits-len(s)) + s
-}
-
-func isTicket(n string) bool {
-	if len(n) != len(ticketPrefix)+ticketDigits || !strings.HasPrefix(n, ticketPrefix) {
-		return false
-	}
-	for _, c := range n[len(ticketPrefix):] {
-		if c < '0' || c > '9' {
-			return false
-		}
-	}
-	return true
-}
-
-func number(name string) uint64 {
-	n, _ := strconv.ParseUint(name[len(ticketPrefix):], 10, 64)
-	return n
-}
-
-func ignoreMissing(err error) error {
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	return err
-}

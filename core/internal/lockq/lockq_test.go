@@ -407,3 +407,65 @@ func TestAWaiterThatLeftItsTurnKeepsItsPlace(t *testing.T) {
 		}
 	})
 }
+
+// TestVanishedTicketMeansItsOwnerLeft: a waiter that finds the ticket
+// ahead of it gone at any step of its wait (its Lock or the Lock that
+// clears a dead owner's ticket fails with ENOENT, as on a FUSE filesystem
+// when the owner unlinks the name between lookup and open) moves on and
+// is served; it does not fail with an I/O error. The injection fires on
+// the exact call; removing the gone checks in waitGone fails each case
+// with "lock /s/lockq/t00000000000000000001: ... no such file or
+// directory".
+func TestVanishedTicketMeansItsOwnerLeft(t *testing.T) {
+	const pred = "/s/lockq/t00000000000000000001"
+	for _, c := range []struct {
+		name string
+		// nth is the Lock call on pred that fails: the owner's own Take
+		// is call 1 when the owner is alive.
+		nth int64
+		// dead: the owner died without leaving (its ticket file stays,
+		// unlocked), so the waiter's second Lock, the one that clears
+		// it, is the one that races.
+		dead bool
+	}{
+		{"the wait for the ticket ahead", 2, false},
+		{"the clearing of a dead owner's ticket", 2, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			mem := faultfs.NewMem()
+			in := faultfs.NewInjecting(mem, faultfs.Rule{Op: faultfs.OpLock, Path: pred, Nth: c.nth, Err: faultfs.FaultENOENT})
+			q := lockq.New(in, "/s/lockq")
+			var owner *lockq.Ticket
+			if c.dead {
+				if err := mem.MkdirAll("/s/lockq", 0o755); err != nil {
+					t.Fatal(err)
+				}
+				f, err := mem.Create(pred)
+				if err != nil {
+					t.Fatal(err)
+				}
+				f.Close()
+			} else {
+				owner = join(t, q, time.Second)
+			}
+			waiter, err := lockq.New(in, "/s/lockq").Take(time.Now().Add(time.Second))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if owner != nil {
+				if err := owner.Leave(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := waiter.Wait(time.Now().Add(time.Second), nil); err != nil {
+				t.Fatalf("Wait after the ticket ahead vanished: %v, want its turn", err)
+			}
+			if n := len(in.Injections()); n != 1 {
+				t.Fatalf("%d injections fired, want 1 (the race was not reached)", n)
+			}
+			if err := waiter.Leave(); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}

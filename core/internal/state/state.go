@@ -25,6 +25,7 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -139,6 +140,9 @@ type File struct {
 	path string
 	key  journal.Key
 	f    afero.File
+	// ro: the file could only be opened for reading (f may be nil when
+	// it does not exist either); Write fails with ErrReadOnly.
+	ro bool
 }
 
 // New returns the state file at path of the store whose key is key. It is
@@ -159,6 +163,18 @@ func (sf *File) open() error {
 		return errs.Corrupt(sf.path, 0, "state is not a regular file")
 	}
 	f, err := sf.fs.OpenFile(sf.path, os.O_RDWR|os.O_CREATE, 0o644)
+	if errs.NotWritable(err) {
+		// A read-only mount, or another user's store: readers need only
+		// read access, and Write reports ErrReadOnly. A missing file
+		// reads as missing records (Healthy says no), which only a
+		// process that can write recovers.
+		f, err = sf.fs.OpenFile(sf.path, os.O_RDONLY, 0)
+		if errors.Is(err, fs.ErrNotExist) {
+			sf.ro = true
+			return nil
+		}
+		sf.ro = err == nil
+	}
 	if err != nil {
 		return errs.IO("open state", err)
 	}
@@ -166,12 +182,17 @@ func (sf *File) open() error {
 	return nil
 }
 
+// ReadOnly reports whether the file could be opened for reading only
+// (known after the first read or write).
+func (sf *File) ReadOnly() bool { return sf.ro }
+
 // Close closes the handle; a later call reopens it.
 func (sf *File) Close() {
 	if sf.f != nil {
 		sf.f.Close()
 		sf.f = nil
 	}
+	sf.ro = false
 }
 
 // read reads one record. ok is false for a missing, short or invalid record.
@@ -194,6 +215,9 @@ func (sf *File) ReadBoth() (end Rec, eok bool, dur Rec, dok bool, err error) {
 	if err := sf.open(); err != nil {
 		return end, false, dur, false, err
 	}
+	if sf.f == nil {
+		return end, false, dur, false, nil
+	}
 	buf := bufs.Get().(*[DurableOff + RecSize]byte)
 	defer bufs.Put(buf)
 	b := buf[:]
@@ -215,6 +239,9 @@ func (sf *File) ReadBoth() (end Rec, eok bool, dur Rec, dok bool, err error) {
 func (sf *File) readRaw(kind uint32, boot [16]byte) (r Rec, ok, torn bool, err error) {
 	if err := sf.open(); err != nil {
 		return Rec{}, false, false, err
+	}
+	if sf.f == nil {
+		return Rec{}, false, false, nil
 	}
 	off := int64(0)
 	if kind == Durable {
@@ -267,6 +294,9 @@ func (sf *File) Write(kind uint32, r Rec) error {
 	if err := sf.open(); err != nil {
 		return err
 	}
+	if sf.ro {
+		return fmt.Errorf("%w: write state %s: it opened for reading only", errs.ErrReadOnly, sf.path)
+	}
 	off := int64(0)
 	if kind == Durable {
 		off = DurableOff
@@ -275,6 +305,21 @@ func (sf *File) Write(kind uint32, r Rec) error {
 		return errs.IO("write state", err)
 	}
 	return nil
+}
+
+// Unhealthy says why Healthy is false, for a message: the records are
+// missing or invalid, from another boot (a power loss), of two epochs,
+// poisoned by a failed sync, or durable past the end.
+func Unhealthy(end Rec, eok bool, dur Rec, dok bool, boot [16]byte) string {
+	switch {
+	case !eok || !dok:
+		return "its state records are missing or invalid"
+	case end.Boot != boot || dur.Boot != boot:
+		return "its state was written before a restart or power loss"
+	case dur.Flags&FlagPoisoned != 0:
+		return "a journal sync failed"
+	}
+	return "its state records disagree"
 }
 
 // Healthy reports whether the records read (eok, dok: each was valid) can be
