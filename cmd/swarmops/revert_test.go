@@ -8,7 +8,7 @@ import (
 	. "github.com/onsi/gomega"
 )
 
-// The revert reproduction of issue 26: an agent whose work tree lacks what
+// The revert case: an agent whose work tree lacks what
 // other agents landed records a merge (or commits on main) and lands it.
 // Every other agent's landed change must survive: a file the work tree
 // merely still holds in its old version never wins.
