@@ -16,14 +16,14 @@ type Weakening uint32
 
 // The canaries.
 const (
-	SkipDatasync   Weakening = 1 << iota // never fdatasync the journal
-	AckBeforeSync                        // acknowledge, then sync
-	SkipDirSync                          // skip SyncDir when a segment or loose object is created
-	SkipChecksum                         // do not verify checksums on read or recovery
-	EarlyDurable                         // publish the durable offset before the sync
-	FalseFresh                           // write every frame as fresh, even one whose changeset the store holds
-	SkipReflogSync                       // name a reflog chunk in the checkpoint before it is durable
-	DropProtections                      // write checkpoints without the protected ref patterns
+	SkipDatasync    Weakening = 1 << iota // never fdatasync the journal
+	AckBeforeSync                         // acknowledge, then sync
+	SkipDirSync                           // skip SyncDir when a segment or loose object is created
+	SkipChecksum                          // do not verify checksums on read or recovery
+	EarlyDurable                          // publish the durable offset before the sync
+	FalseFresh                            // write every frame as fresh, even one whose changeset the store holds
+	SkipReflogSync                        // name a reflog chunk in the checkpoint before it is durable
+	DropProtections                       // write checkpoints without the protected ref patterns
 )
 
 // attach sets the canaries of a *core.Options; core registers it.
