@@ -14,7 +14,6 @@ import (
 	"github.com/anishathalye/porcupine"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	"github.com/onsi/gomega/gexec"
 
 	"github.com/swarmops/swarmops/core"
 	"github.com/swarmops/swarmops/core/vfs"
@@ -267,9 +266,7 @@ var _ = Describe("CLI level (real swarmops processes)", Ordered, ContinueOnFailu
 	requireCLIBusyControl := func() {}
 
 	BeforeAll(func() {
-		var err error
-		bin, err = gexec.Build("github.com/swarmops/swarmops/cmd/swarmops")
-		Expect(err).NotTo(HaveOccurred())
+		bin = swarmopsBin
 
 		By("the E_BUSY control: E_BUSY, retryable, while the spec holds the writer lock past --lock-timeout")
 		f := newFixture()

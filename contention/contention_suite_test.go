@@ -20,8 +20,11 @@ var (
 	// knobs size every spec; a malformed variable fails the suite before
 	// anything runs.
 	knobs Knobs
-	// writerBin is the helper process, built once per suite run.
-	writerBin string
+	// writerBin is the helper process and swarmopsBin the CLI, each built
+	// once per suite run. Only the suite removes build artifacts: gexec's
+	// cleanup removes every binary it built, so a container that cleaned up
+	// after itself would take the others' binaries with it.
+	writerBin, swarmopsBin string
 )
 
 var _ = BeforeSuite(func() {
@@ -33,6 +36,8 @@ var _ = BeforeSuite(func() {
 	GinkgoWriter.Printf("knobs: %+v\n", knobs)
 	probe("at start")
 	writerBin, err = gexec.Build("github.com/swarmops/swarmops/contention/cmd/writer")
+	Expect(err).NotTo(HaveOccurred())
+	swarmopsBin, err = gexec.Build("github.com/swarmops/swarmops/cmd/swarmops")
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(gexec.CleanupBuildArtifacts)
 })

@@ -12,7 +12,6 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	"github.com/onsi/gomega/gexec"
 
 	"github.com/swarmops/swarmops/core"
 )
@@ -87,13 +86,6 @@ func registryAgent(bin, store, base string, n, w int) (conflicts int, err error)
 }
 
 var _ = Describe("A shared registry file", Serial, func() {
-	var bin string
-	BeforeEach(func() {
-		var err error
-		bin, err = gexec.Build("github.com/swarmops/swarmops/cmd/swarmops")
-		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(gexec.CleanupBuildArtifacts)
-	})
 
 	It("takes every agent's own line when they land concurrently: 0 conflicts, all edits in the final file", func() {
 		n := knobs.Writers
@@ -117,7 +109,7 @@ var _ = Describe("A shared registry file", Serial, func() {
 			go func() {
 				defer wg.Done()
 				<-gate
-				c, err := registryAgent(bin, store, base.String(), n, w)
+				c, err := registryAgent(swarmopsBin, store, base.String(), n, w)
 				mu.Lock()
 				defer mu.Unlock()
 				conflicts += c

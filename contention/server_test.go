@@ -16,7 +16,6 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	"github.com/onsi/gomega/gexec"
 
 	"github.com/swarmops/swarmops/core"
 )
@@ -40,15 +39,9 @@ func startServer(bin, store string) *exec.Cmd {
 // (SWARMOPS_SERVER=required): the same invariants must hold, and the
 // server's one commit pipeline is what the agents share.
 var _ = Describe("CLI level through a server (swarmops serve)", Ordered, ContinueOnFailure, Serial, func() {
-	var bin string
-	BeforeAll(func() {
-		var err error
-		bin, err = gexec.Build("github.com/swarmops/swarmops/cmd/swarmops")
-		Expect(err).NotTo(HaveOccurred())
-	})
 
 	serve := func(f *fixture) {
-		srv := startServer(bin, f.dir)
+		srv := startServer(swarmopsBin, f.dir)
 		DeferCleanup(func() {
 			srv.Process.Signal(syscall.SIGTERM)
 			Expect(srv.Wait()).To(Succeed(), "serve stops cleanly on SIGTERM")
@@ -58,7 +51,7 @@ var _ = Describe("CLI level through a server (swarmops serve)", Ordered, Continu
 	It("keeps every agent's private chain intact", func() {
 		f := newFixture()
 		serve(f)
-		r := f.runCLIEnv(bin, knobs.Writers, knobs.CLIPerWriter, ModeChain, []string{"SWARMOPS_SERVER=required"})
+		r := f.runCLIEnv(swarmopsBin, knobs.Writers, knobs.CLIPerWriter, ModeChain, []string{"SWARMOPS_SERVER=required"})
 		f.checkChains(r, knobs.Writers, knobs.CLIPerWriter)
 		report(fmt.Sprintf("CLI through a server, private chains, %d × %d", knobs.Writers, knobs.CLIPerWriter), r)
 		Expect(r.summary.Busy).To(Equal(0), "E_BUSY through the server")
@@ -67,7 +60,7 @@ var _ = Describe("CLI level through a server (swarmops serve)", Ordered, Continu
 	It("lands racing changes onto main, each exactly once", func() {
 		f := newFixture()
 		serve(f)
-		r := f.runCLIEnv(bin, knobs.Writers, knobs.CLIPerWriter, modeLand, []string{"SWARMOPS_SERVER=required"})
+		r := f.runCLIEnv(swarmopsBin, knobs.Writers, knobs.CLIPerWriter, modeLand, []string{"SWARMOPS_SERVER=required"})
 		f.checkLands(r, knobs.Writers, knobs.CLIPerWriter)
 		report(fmt.Sprintf("CLI through a server, land races onto main, %d × %d", knobs.Writers, knobs.CLIPerWriter), r)
 		Expect(r.summary.Busy).To(Equal(0), "E_BUSY from land races through the server")
@@ -78,7 +71,7 @@ var _ = Describe("CLI level through a server (swarmops serve)", Ordered, Continu
 		count := knobs.CLIPerWriter * 3
 		var (
 			mu      sync.Mutex
-			srv     = startServer(bin, f.dir)
+			srv     = startServer(swarmopsBin, f.dir)
 			stop    = make(chan struct{})
 			kills   atomic.Int64
 			stopped = make(chan struct{})
@@ -98,7 +91,7 @@ var _ = Describe("CLI level through a server (swarmops serve)", Ordered, Continu
 				srv.Wait()
 				kills.Add(1)
 				time.Sleep(time.Duration(rng.Intn(50)) * time.Millisecond)
-				srv = startServer(bin, f.dir)
+				srv = startServer(swarmopsBin, f.dir)
 				mu.Unlock()
 			}
 		}()
@@ -110,7 +103,7 @@ var _ = Describe("CLI level through a server (swarmops serve)", Ordered, Continu
 			go func() {
 				defer wg.Done()
 				defer GinkgoRecover()
-				acked[w] = stormAgent(bin, f.dir, w, count, f.base, &unavailable)
+				acked[w] = stormAgent(swarmopsBin, f.dir, w, count, f.base, &unavailable)
 			}()
 		}
 		wg.Wait()
