@@ -303,7 +303,6 @@ func (im *importer) treeChanges(sha string) ([]core.Change, error) {
 	if err != nil {
 		return nil, err
 	}
-	blobs := map[string][]byte{}
 	var changes []core.Change
 	for _, rec := range strings.Split(strings.TrimSuffix(string(out), "\x00"), "\x00") {
 		if rec == "" {
@@ -314,7 +313,7 @@ func (im *importer) treeChanges(sha string) ([]core.Change, error) {
 		if !ok || len(f) != 3 {
 			return nil, fmt.Errorf("%w: %w: git ls-tree: unexpected record %q", core.ErrIO, ErrGitFailed, rec)
 		}
-		c, keep, err := im.put(sha, path, f[0], f[2], blobs)
+		c, keep, err := im.put(sha, path, f[0], f[2])
 		if err != nil {
 			return nil, err
 		}
@@ -337,7 +336,6 @@ func (im *importer) diffChanges(parent, sha string) ([]core.Change, error) {
 		}
 		recs = strings.Split(strings.TrimSuffix(string(out), "\x00"), "\x00")
 	}
-	blobs := map[string][]byte{}
 	var dels, puts []core.Change
 	for i := 0; i+1 < len(recs); i += 2 {
 		f := strings.Fields(strings.TrimPrefix(recs[i], ":"))
@@ -355,7 +353,7 @@ func (im *importer) diffChanges(parent, sha string) ([]core.Change, error) {
 			}
 			continue
 		}
-		c, keep, err := im.put(sha, path, newMode, newSha, blobs)
+		c, keep, err := im.put(sha, path, newMode, newSha)
 		if err != nil {
 			return nil, err
 		}
@@ -395,7 +393,7 @@ func checkNoDirToFile(sha string, dels, puts []core.Change) error {
 // put makes the change that sets path to blob bsha with git mode mode,
 // reading each blob once per commit; keep is false for a submodule, which
 // is skipped and remembered.
-func (im *importer) put(commit, path, mode, bsha string, blobs map[string][]byte) (c core.Change, keep bool, err error) {
+func (im *importer) put(commit, path, mode, bsha string) (c core.Change, keep bool, err error) {
 	var m objects.Mode
 	switch mode {
 	case "100644":
@@ -413,12 +411,8 @@ func (im *importer) put(commit, path, mode, bsha string, blobs map[string][]byte
 	if err := worktree.ValidatePath(path); err != nil {
 		return c, false, fmt.Errorf("%w: %w: git commit %s: %w", core.ErrInvalid, ErrUnrepresentable, commit, err)
 	}
-	data, ok := blobs[bsha]
-	if !ok {
-		if data, err = im.cat.read(bsha, "blob"); err != nil {
-			return c, false, err
-		}
-		blobs[bsha] = data
-	}
-	return core.Change{Path: path, Data: data, Mode: m}, true, nil
+	// The commit reads the content when it needs it, and holds it only
+	// until its chunk is written: a whole tree is never in memory.
+	open := func() ([]byte, error) { return im.cat.read(bsha, "blob") }
+	return core.Change{Path: path, Mode: m, Open: open}, true, nil
 }
