@@ -61,6 +61,8 @@ func usagef(format string, a ...any) error { return &usageError{fmt.Sprintf(form
 type options struct {
 	sweep, quick, selfTest, subprocess, list bool
 	generated                                bool
+	sched, schedCrash                        bool
+	schedSeeds, schedAgents, schedOps        int
 	depth, agents, sample                    int
 	genStats                                 *crashsweep.GenStats // what --generated enumerated
 	trace                                    bool
@@ -102,6 +104,7 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	fs.IntVar(&o.stride, "stride", 1, "check every Nth crash point (3 in --quick)")
 	fs.IntVar(&o.faultStride, "fault-stride", 1, "inject at every Nth matching call (6 in --quick)")
 	generatedFlags(fs, o)
+	schedFlags(fs, o)
 	fs.StringVar(&o.binary, "binary", "", "with --subprocess: the swarmops binary (default: go build ./cmd/swarmops)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: crashsim (--quick | --sweep | --self-test | --subprocess | --at N) [flags]")
@@ -119,13 +122,16 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 		return nil, usagef("unexpected argument %q", fs.Arg(0))
 	}
 	modes := 0
-	for _, m := range []bool{o.sweep, o.quick, o.selfTest, o.subprocess, o.list, o.trace} {
+	for _, m := range []bool{o.sweep, o.quick, o.selfTest, o.subprocess, o.list, o.trace, o.sched} {
 		if m {
 			modes++
 		}
 	}
 	if modes > 1 {
-		return nil, usagef("give one of --sweep, --quick, --self-test, --subprocess, --list")
+		return nil, usagef("give one of --sweep, --quick, --self-test, --subprocess, --list, --sched")
+	}
+	if err := checkSched(o); err != nil {
+		return nil, err
 	}
 	if o.recoverAt < 0 || (o.recoverAt > 0 && o.at == 0) {
 		return nil, usagef("--recover-at needs --at and a positive call number")
@@ -134,7 +140,7 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 		return nil, err
 	}
 	if modes == 0 && o.at == 0 && o.fault == "" && o.flip == 0 && !o.generated {
-		return nil, usagef("nothing to do: give --quick, --sweep, --self-test, --subprocess, --list, --trace, or --at N / --fault RULE / --flip K to reproduce one point")
+		return nil, usagef("nothing to do: give --quick, --sweep, --self-test, --subprocess, --list, --trace, --sched, or --at N / --fault RULE / --flip K to reproduce one point")
 	}
 	if o.flips < 0 || o.flip < 0 {
 		return nil, usagef("--flips and --flip must not be negative")
@@ -223,6 +229,9 @@ func loadScenarios(o *options) ([]*scenarios.Scenario, error) {
 // execute runs what the options ask for: a listing, a trace, a sweep in
 // subprocesses, the self-test, or the in-process sweep.
 func execute(ctx context.Context, o *options, stdout, stderr io.Writer) (int, error) {
+	if o.sched {
+		return schedMode(o, stdout)
+	}
 	scs, err := loadScenarios(o)
 	if err != nil {
 		return 0, err
@@ -244,7 +253,28 @@ func execute(ctx context.Context, o *options, stdout, stderr io.Writer) (int, er
 	case o.selfTest:
 		return selfTest(ctx, scs, cfg, o, stdout, stderr)
 	}
-	return sweep(ctx, scs, cfg, o, stdout, stderr)
+	code, err := sweep(ctx, scs, cfg, o, stdout, stderr)
+	if err != nil || !o.quick {
+		return code, err
+	}
+	// --quick also runs a sample of scheduler seeds.
+	n := quickSchedSeeds
+	if o.set["sched-seeds"] {
+		n = o.schedSeeds
+	}
+	if n == 0 {
+		return code, nil
+	}
+	sum, err := runSched(o, n, cfg.Weaken, false)
+	if err != nil {
+		return 0, err
+	}
+	if sum.first != nil {
+		printSchedFailure(stdout, sum.first, sum.firstCfg)
+		code = exitViolation
+	}
+	fmt.Fprintln(stdout, schedLine(sum, o))
+	return code, nil
 }
 
 // sweepConfig builds the sweep's configuration from the options: the quick

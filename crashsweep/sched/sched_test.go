@@ -1,0 +1,74 @@
+package sched
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+)
+
+func traceText(r *Result) string {
+	var b strings.Builder
+	for _, e := range r.Trace {
+		fmt.Fprintln(&b, e)
+	}
+	for _, f := range r.Findings {
+		fmt.Fprintln(&b, f)
+	}
+	return b.String()
+}
+
+func TestSeedsHold(t *testing.T) {
+	for seed := int64(1); seed <= 40; seed++ {
+		r, err := Run(Config{Seed: seed, Crash: seed%2 == 0})
+		if err != nil {
+			t.Fatalf("seed %d: %v", seed, err)
+		}
+		for _, f := range r.Findings {
+			t.Errorf("seed %d: %s", seed, f)
+		}
+		t.Logf("seed %d: %d steps", seed, len(r.Trace))
+	}
+}
+
+// TestReplay runs one seed ten times: the trace and the findings must be
+// the same every time.
+func TestReplay(t *testing.T) {
+	for _, c := range []Config{{Seed: 7}, {Seed: 11, Crash: true}} {
+		first := ""
+		for i := 0; i < 10; i++ {
+			r, err := Run(c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := traceText(r)
+			if i == 0 {
+				first = got
+				continue
+			}
+			if got != first {
+				t.Fatalf("%s: run %d differs from run 1", ReplayCommand(c), i+1)
+			}
+		}
+	}
+}
+
+func TestStats(t *testing.T) {
+	tickets, conflicts, timeouts := 0, 0, 0
+	for seed := int64(1); seed <= 50; seed++ {
+		r, _ := Run(Config{Seed: seed})
+		for _, e := range r.Trace {
+			if _, ok := ticketNum(e.Path); ok && e.Call == "lock" {
+				tickets++
+			}
+			if e.Call == "lock-timeout" {
+				timeouts++
+			}
+		}
+		for _, op := range r.Ops {
+			if op.Err != nil {
+				conflicts++
+			}
+		}
+	}
+	t.Logf("ticket locks %d conflicts %d timeouts %d", tickets, conflicts, timeouts)
+}
