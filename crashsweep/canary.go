@@ -26,7 +26,18 @@ var Canaries = []Canary{
 	{"early-durable", testknobs.EarlyDurable, "publish the durable offset before the sync"},
 	{"skip-reflog-sync", testknobs.SkipReflogSync, "name a reflog chunk (older moves and their origins) in the checkpoint before it is durable"},
 	{"drop-protections", testknobs.DropProtections, "write checkpoints without the protected ref patterns"},
+	{"cas-if-exists", testknobs.CASIfExists, "a ref compare-and-swap checks the expected value only when the ref exists"},
+	{"land-no-ff", testknobs.LandNoFastForward, "Land merges where it should fast-forward"},
+	{"queue-skip-waiter", testknobs.QueueSkipWaiter, "a writer-queue waiter ignores the ticket just ahead of it, so a hand-off skips a waiter"},
 }
+
+// CanaryWorkloads are generated workloads the self-test sweeps besides
+// its sample: the canaries cas-if-exists and land-no-ff break only what
+// generated workloads reach (an undo that deletes main before a
+// compare-and-swap expecting the base; a land that must fast-forward
+// before a compare-and-swap on main), and a sample of four draws them
+// too rarely.
+var CanaryWorkloads = []string{"gen-adv1-undo-cas1x", "gen-adv1-land1-cas2"}
 
 // CanaryName returns the name of a single canary ("" for none).
 func CanaryName(w testknobs.Weakening) string {

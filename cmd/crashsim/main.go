@@ -239,6 +239,9 @@ func execute(ctx context.Context, o *options, stdout, stderr io.Writer) (int, er
 	if scs, err = addSample(scs, o, stdout); err != nil {
 		return 0, err
 	}
+	if scs, err = addCanaryWorkloads(scs, o); err != nil {
+		return 0, err
+	}
 	cfg, err := sweepConfig(o)
 	if err != nil {
 		return 0, err
@@ -479,8 +482,24 @@ func selfTest(ctx context.Context, scs []*scenarios.Scenario, cfg crashsweep.Con
 		Repro     string                `json:"reproduce,omitempty"`
 	}
 	var out []jsonResult
+	sc := newSchedCatcher(o)
 	for _, r := range res {
 		jr := jsonResult{Canary: r.Canary.Name, Caught: r.Caught}
+		if !r.Caught {
+			// The sweep missed it: the scheduler's interleavings may not.
+			sr, c, err := sc.catch(r.Canary.Weaken)
+			if err != nil {
+				return 0, err
+			}
+			if sr != nil {
+				f := sr.Findings[0]
+				jr.Caught, jr.Claim, jr.Repro = true, f.Claim, schedRepro(c)
+				fmt.Fprintf(stdout, "canary %-16s caught by %-4s in scheduler seed %d\n    %s\n    reproduce: %s\n",
+					r.Canary.Name, f.Claim, sr.Seed, f, jr.Repro)
+				out = append(out, jr)
+				continue
+			}
+		}
 		if r.Caught {
 			v := r.Violation
 			jr.Claim, jr.Violation, jr.Repro = v.Claim, v, repro(v)

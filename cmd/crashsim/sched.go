@@ -90,11 +90,7 @@ func printSchedFailure(w io.Writer, r *sched.Result, c sched.Config) {
 	for _, e := range r.Trace[from:min(len(r.Trace), from+12)] {
 		fmt.Fprintln(w, "    "+e.String())
 	}
-	line := sched.ReplayCommand(c)
-	if n := crashsweep.CanaryName(c.Weaken); n != "" {
-		line += " --canary " + n
-	}
-	fmt.Fprintf(w, "  reproduce: %s\n", line)
+	fmt.Fprintf(w, "  reproduce: %s\n", schedRepro(c))
 }
 
 func schedLine(sum *schedSummary, o *options) string {
@@ -129,4 +125,51 @@ func canaryOf(o *options) (testknobs.Weakening, error) {
 		return 0, nil
 	}
 	return crashsweep.ParseCanary(o.canary)
+}
+
+// schedRepro is the line that replays c, canary included.
+func schedRepro(c sched.Config) string {
+	line := sched.ReplayCommand(c)
+	if n := crashsweep.CanaryName(c.Weaken); n != "" {
+		line += " --canary " + n
+	}
+	return line
+}
+
+// selfTestSchedSeeds is how many scheduler seeds the self-test tries on a
+// canary the sweep missed (a correct store runs about 150 a second).
+const selfTestSchedSeeds = 200
+
+// schedCatcher finds a scheduler seed that fails with a canary and holds
+// without it; the correct store's runs are made once, when first needed.
+type schedCatcher struct {
+	o        *options
+	baseline map[int64]bool // seed -> the correct store failed it
+}
+
+func newSchedCatcher(o *options) *schedCatcher { return &schedCatcher{o: o} }
+
+func (sc *schedCatcher) catch(w testknobs.Weakening) (*sched.Result, sched.Config, error) {
+	if sc.baseline == nil {
+		sc.baseline = map[int64]bool{}
+		for i := 0; i < selfTestSchedSeeds; i++ {
+			seed := sc.o.seed + int64(i)
+			r, err := sched.Run(schedConfig(sc.o, seed, 0))
+			if err != nil {
+				return nil, sched.Config{}, err
+			}
+			sc.baseline[seed] = r.Failed()
+		}
+	}
+	for i := 0; i < selfTestSchedSeeds; i++ {
+		c := schedConfig(sc.o, sc.o.seed+int64(i), w)
+		r, err := sched.Run(c)
+		if err != nil {
+			return nil, sched.Config{}, err
+		}
+		if r.Failed() && !sc.baseline[c.Seed] {
+			return r, c, nil
+		}
+	}
+	return nil, sched.Config{}, nil
 }

@@ -29,18 +29,19 @@ func (f Finding) String() string {
 // exclusion of the writer lock (never two agents between taking LOCK and
 // releasing it) and first-come, first-served service of the writer queue
 // (C8: an agent that takes LOCK from a ticket has no live ticket ahead of
-// it). The scheduler holds its mutex around every method.
+// it whose owner has not had the lock yet). The scheduler holds its mutex around every method.
 type observer struct {
 	step     func() int
 	writer   int         // the agent holding LOCK, 0: none
 	guard    int         // the agent holding the queue's GUARD
 	tickets  map[int]int // ticket number -> agent, while its file exists
 	ticketOf map[int]int // agent -> its live ticket number
+	served   map[int]bool // live tickets whose owner has taken LOCK
 	findings []Finding
 }
 
 func newObserver() *observer {
-	return &observer{tickets: map[int]int{}, ticketOf: map[int]int{}}
+	return &observer{tickets: map[int]int{}, ticketOf: map[int]int{}, served: map[int]bool{}}
 }
 
 func (o *observer) find(claim, format string, a ...any) {
@@ -71,6 +72,7 @@ func (o *observer) call(agent int, op faultfs.Op, p string) {
 	if n, ok := ticketNum(p); ok {
 		if owner, live := o.tickets[n]; live {
 			delete(o.tickets, n)
+			delete(o.served, n)
 			if o.ticketOf[owner] == n {
 				delete(o.ticketOf, owner)
 			}
@@ -86,9 +88,10 @@ func (o *observer) locked(agent int, name string, timeout time.Duration) {
 		}
 		o.writer = agent
 		if mine, ok := o.ticketOf[agent]; ok {
+			o.served[mine] = true
 			var ahead []string
 			for n, owner := range o.tickets {
-				if n < mine && owner != agent {
+				if n < mine && owner != agent && !o.served[n] {
 					ahead = append(ahead, fmt.Sprintf("t%d (agent %d)", n, owner))
 				}
 			}

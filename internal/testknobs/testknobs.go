@@ -24,6 +24,9 @@ const (
 	FalseFresh                            // write every frame as fresh, even one whose changeset the store holds
 	SkipReflogSync                        // name a reflog chunk in the checkpoint before it is durable
 	DropProtections                       // write checkpoints without the protected ref patterns
+	QueueSkipWaiter                       // a writer-queue waiter ignores the ticket just ahead of it
+	CASIfExists                           // a ref compare-and-swap checks the expected value only when the ref exists
+	LandNoFastForward                     // Land merges where it should fast-forward
 )
 
 // attach sets the canaries of a *core.Options; core registers it.
