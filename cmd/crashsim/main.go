@@ -31,6 +31,7 @@ import (
 	"github.com/schollz/progressbar/v3"
 
 	"github.com/swarmops/swarmops/crashsweep"
+	"github.com/swarmops/swarmops/crashsweep/sched"
 	"github.com/swarmops/swarmops/faultfs"
 	"github.com/swarmops/swarmops/scenarios"
 )
@@ -198,7 +199,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintln(stderr, "crashsim:", err)
 		var ue *usageError
-		if errors.As(err, &ue) || errors.Is(err, scenarios.ErrInvalid) || errors.Is(err, crashsweep.ErrConfig) {
+		if errors.As(err, &ue) || errors.Is(err, scenarios.ErrInvalid) || errors.Is(err, crashsweep.ErrConfig) || errors.Is(err, sched.ErrConfig) {
 			return exitUsage
 		}
 		return exitViolation

@@ -56,6 +56,11 @@ var ErrStuck = errors.New("sched: an agent blocked outside the filesystem")
 // stuckAfter is the watchdog.
 const stuckAfter = 60 * time.Second
 
+// maxSteps bounds a run: a store that loops (a wait for something that
+// never comes, with the filesystem calls of each try) never finishes.
+// A correct run of 3 agents × 4 ops takes under 1,000 steps.
+const maxSteps = 200_000
+
 // scheduler is the state of one run. Only the agent it let run touches
 // the agents' fields; mu makes that visible to the race detector.
 type scheduler struct {
@@ -175,6 +180,10 @@ func (s *scheduler) loop() error {
 			cands = []*agent{first}
 		}
 		a := cands[s.rng.Intn(len(cands))]
+		if s.step == maxSteps {
+			s.mu.Unlock()
+			return fmt.Errorf("%w: no end after %d steps", ErrStuck, maxSteps)
+		}
 		s.step++
 		s.vnow += time.Millisecond
 		if s.crashAt > 0 && s.step >= s.crashAt {
@@ -184,10 +193,16 @@ func (s *scheduler) loop() error {
 		ev.Step = s.step
 		s.trace = append(s.trace, ev)
 		s.mu.Unlock()
-		a.run <- struct{}{}
+		watchdog := time.NewTimer(stuckAfter)
+		select {
+		case a.run <- struct{}{}:
+		case <-watchdog.C:
+			return fmt.Errorf("%w: agent %d is not parked at step %d (%s)", ErrStuck, a.id, ev.Step, ev)
+		}
 		select {
 		case <-s.yield:
-		case <-time.After(stuckAfter):
+			watchdog.Stop()
+		case <-watchdog.C:
 			return fmt.Errorf("%w: agent %d after step %d (%s)", ErrStuck, a.id, ev.Step, ev)
 		}
 	}
