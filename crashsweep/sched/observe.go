@@ -32,10 +32,10 @@ func (f Finding) String() string {
 // it whose owner has not had the lock yet). The scheduler holds its mutex around every method.
 type observer struct {
 	step     func() int
-	writer   int         // the agent holding LOCK, 0: none
-	guard    int         // the agent holding the queue's GUARD
-	tickets  map[int]int // ticket number -> agent, while its file exists
-	ticketOf map[int]int // agent -> its live ticket number
+	writer   int          // the agent holding LOCK, 0: none
+	guard    int          // the agent holding the queue's GUARD
+	tickets  map[int]int  // ticket number -> agent, while its file exists
+	ticketOf map[int]int  // agent -> its live ticket number
 	served   map[int]bool // live tickets whose owner has taken LOCK
 	findings []Finding
 }

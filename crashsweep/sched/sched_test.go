@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/swarmops/swarmops/crashsweep"
 	"github.com/swarmops/swarmops/internal/testknobs"
 )
 
@@ -53,6 +54,34 @@ func TestReplay(t *testing.T) {
 			if got != first {
 				t.Fatalf("%s: run %d differs from run 1", ReplayCommand(c), i+1)
 			}
+		}
+	}
+}
+
+// TestSchedCanariesAreCaught: each canary no sweep catches fails some of
+// seeds 1 to 200, and those seeds hold on the correct store.
+func TestSchedCanariesAreCaught(t *testing.T) {
+	for _, c := range crashsweep.Canaries {
+		if !c.Sched {
+			continue
+		}
+		caught := false
+		for seed := int64(1); seed <= 200 && !caught; seed++ {
+			r, err := Run(Config{Seed: seed, Weaken: c.Weaken})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !r.Failed() {
+				continue
+			}
+			base, err := Run(Config{Seed: seed})
+			if err != nil {
+				t.Fatal(err)
+			}
+			caught = !base.Failed()
+		}
+		if !caught {
+			t.Errorf("canary %s: no seed of 1 to 200 fails with it and holds without it", c.Name)
 		}
 	}
 }
