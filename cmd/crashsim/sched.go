@@ -14,14 +14,14 @@ import (
 // schedFlags defines the flags of the deterministic scheduler.
 func schedFlags(fs *flag.FlagSet, o *options) {
 	fs.BoolVar(&o.sched, "sched", false, "run concurrent agents under the seeded deterministic scheduler, seeds --seed to --seed+--sched-seeds-1")
-	fs.IntVar(&o.schedSeeds, "sched-seeds", 1, "with --sched: how many seeds; --quick runs this many too (default 1; 24 in --quick)")
+	fs.IntVar(&o.schedSeeds, "sched-seeds", 1, "with --sched: how many seeds; --quick runs this many too (default 1; 100 in --quick)")
 	fs.IntVar(&o.schedAgents, "sched-agents", 3, "with --sched: agents, each its own store on the shared filesystem (1-8)")
 	fs.IntVar(&o.schedOps, "sched-ops", 4, "with --sched: operations per agent (1-64)")
 	fs.BoolVar(&o.schedCrash, "sched-crash", false, "with --sched: crash every agent at a step drawn from the seed, then check a strict power-loss clone too")
 }
 
 // quickSchedSeeds is how many scheduler seeds --quick runs.
-const quickSchedSeeds = 24
+const quickSchedSeeds = 100
 
 func checkSched(o *options) error {
 	if !o.sched && !o.quick && (o.set["sched-seeds"] || o.set["sched-agents"] || o.set["sched-ops"] || o.set["sched-crash"]) {
