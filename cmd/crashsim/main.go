@@ -132,13 +132,11 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	if modes > 1 {
 		return nil, usagef("give one of --sweep, --quick, --self-test, --subprocess, --list, --sched")
 	}
-	if err := checkSched(o); err != nil {
-		return nil, err
-	}
+
 	if o.recoverAt < 0 || (o.recoverAt > 0 && o.at == 0) {
 		return nil, usagef("--recover-at needs --at and a positive call number")
 	}
-	if err := checkGenerated(o); err != nil {
+	if err := errors.Join(checkGenerated(o), checkSched(o)); err != nil {
 		return nil, err
 	}
 	if modes == 0 && o.at == 0 && o.fault == "" && o.flip == 0 && !o.generated {

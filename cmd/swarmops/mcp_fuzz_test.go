@@ -18,6 +18,23 @@ import (
 var mcpFuzzTools = []string{"cat", "checkout", "commit", "diff", "land", "log", "ls", "op_log",
 	"ref_get", "ref_list", "ref_set", "resolve", "show", "status", "undo", "update", "watch"}
 
+// mcpFuzzSeeds are FuzzMCPArguments's seed corpus: a tool (by index in
+// mcpFuzzTools) and its arguments.
+var mcpFuzzSeeds = []struct {
+	tool byte
+	args string
+}{
+	{2, `{"changes":"put a = \"x\"\n","advance":"main","parents":["main"]}`},
+	{4, `{"change":"--force","onto":"main","max_attempts":3}`},
+	{10, `{"name":"main","new":"abc","expect":"def"}`},
+	{11, `{"paths":["a","-x"],"all":true}`},
+	{5, `{"rev":"main","n":-1}`},
+	{1, `{"rev":"main","dir":"/nonexistent","force":"yes"}`},
+	{0, `{"rev":1,"path":null}`},
+	{2, `{"parents":"main"}`},
+	{7, `{}`}, {9, `null`}, {3, `[]`}, {12, `"x"`}, {6, `{"rev":"\u0000"}`}, {4, `{`}, {8, ``},
+}
+
 // FuzzMCPArguments sends arbitrary bytes as the JSON arguments of each MCP
 // tool. The server decodes and validates them against the tool's input
 // schema: a call must end in a tool result or a typed JSON-RPC error,
@@ -26,20 +43,7 @@ var mcpFuzzTools = []string{"cat", "checkout", "commit", "diff", "land", "log", 
 // The runner is a fake that records the command line, so no input reaches
 // a store or the filesystem.
 func FuzzMCPArguments(f *testing.F) {
-	for _, s := range []struct {
-		tool byte
-		args string
-	}{
-		{2, `{"changes":"put a = \"x\"\n","advance":"main","parents":["main"]}`},
-		{4, `{"change":"--force","onto":"main","max_attempts":3}`},
-		{10, `{"name":"main","new":"abc","expect":"def"}`},
-		{11, `{"paths":["a","-x"],"all":true}`},
-		{5, `{"rev":"main","n":-1}`},
-		{1, `{"rev":"main","dir":"/nonexistent","force":"yes"}`},
-		{0, `{"rev":1,"path":null}`},
-		{2, `{"parents":"main"}`},
-		{7, `{}`}, {9, `null`}, {3, `[]`}, {12, `"x"`}, {6, `{"rev":"\u0000"}`}, {4, `{`}, {8, ``},
-	} {
+	for _, s := range mcpFuzzSeeds {
 		f.Add(s.tool, []byte(s.args))
 	}
 	var (

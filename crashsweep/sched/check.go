@@ -59,34 +59,7 @@ func checkStore(fs vfs.FS, c *Config, ops []*Op, what string) []Finding {
 		bad("C1", "reading the operation log: %v", err)
 		return out
 	}
-	byName := map[string]*Op{}
-	for _, op := range ops {
-		byName[op.Name] = op
-	}
-	pos := map[*Op]int{}
-	held := map[string]map[core.ID]bool{}
-	last := map[string]core.ID{}
-	for i, m := range moves {
-		if prev, ok := last[m.Ref]; (ok || m.Old != (core.ID{})) && m.Old != prev {
-			bad("linearizable", "move %d of %s (by %s) starts from %s, but the ref was %s", i, m.Ref, m.Agent, short(m.Old), short(prev))
-		}
-		last[m.Ref] = m.New
-		if held[m.Ref] == nil {
-			held[m.Ref] = map[core.ID]bool{}
-		}
-		held[m.Ref][m.New] = true
-		op := byName[m.Agent]
-		if op == nil {
-			continue
-		}
-		pos[op] = i
-		switch {
-		case errors.Is(op.Err, core.ErrConflict):
-			bad("linearizable", "%s reported a conflict, but its move of %s is in the log", op.Name, m.Ref)
-		case op.Expect && m.Old != op.Old:
-			bad("linearizable", "%s expected %s at %s, its move starts from %s", op.Name, short(op.Old), m.Ref, short(m.Old))
-		}
-	}
+	pos, held, last := walkLog(moves, ops, bad)
 	for _, op := range ops {
 		var ce *core.ConflictError
 		if errors.As(op.Err, &ce) && !ce.Current.IsZero() && !held[ce.Ref][ce.Current] {
@@ -134,4 +107,39 @@ func short(id core.ID) string {
 		return "(absent)"
 	}
 	return id.String()[:12]
+}
+
+// walkLog checks the log's chains and each move against the operation
+// that made it, and returns each operation's place in the log, the values
+// each ref held, and each ref's last value.
+func walkLog(moves []core.RefMove, ops []*Op, bad func(claim, format string, a ...any)) (map[*Op]int, map[string]map[core.ID]bool, map[string]core.ID) {
+	byName := map[string]*Op{}
+	for _, op := range ops {
+		byName[op.Name] = op
+	}
+	pos := map[*Op]int{}
+	held := map[string]map[core.ID]bool{}
+	last := map[string]core.ID{}
+	for i, m := range moves {
+		if prev, ok := last[m.Ref]; (ok || m.Old != (core.ID{})) && m.Old != prev {
+			bad("linearizable", "move %d of %s (by %s) starts from %s, but the ref was %s", i, m.Ref, m.Agent, short(m.Old), short(prev))
+		}
+		last[m.Ref] = m.New
+		if held[m.Ref] == nil {
+			held[m.Ref] = map[core.ID]bool{}
+		}
+		held[m.Ref][m.New] = true
+		op := byName[m.Agent]
+		if op == nil {
+			continue
+		}
+		pos[op] = i
+		switch {
+		case errors.Is(op.Err, core.ErrConflict):
+			bad("linearizable", "%s reported a conflict, but its move of %s is in the log", op.Name, m.Ref)
+		case op.Expect && m.Old != op.Old:
+			bad("linearizable", "%s expected %s at %s, its move starts from %s", op.Name, short(op.Old), m.Ref, short(m.Old))
+		}
+	}
+	return pos, held, last
 }
