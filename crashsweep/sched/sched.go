@@ -56,10 +56,11 @@ var ErrStuck = errors.New("sched: an agent blocked outside the filesystem")
 // stuckAfter is the watchdog.
 const stuckAfter = 60 * time.Second
 
-// maxSteps bounds a run: a store that loops (a wait for something that
-// never comes, with the filesystem calls of each try) never finishes.
-// A correct run of 3 agents × 4 ops takes under 1,000 steps.
-const maxSteps = 200_000
+// stepsPerOp bounds a run at this many steps per operation: a store that
+// loops (a wait for something that never comes, with the filesystem
+// calls of each try) never finishes. A correct operation takes about 55
+// steps with 3 agents (seeds 1 to 200: 132,477 steps for 2,400 ops).
+const stepsPerOp = 500
 
 // scheduler is the state of one run. Only the agent it let run touches
 // the agents' fields; mu makes that visible to the race detector.
@@ -71,6 +72,7 @@ type scheduler struct {
 	step     int
 	vnow     time.Duration
 	lockWait time.Duration
+	maxSteps int
 	trace    []Event
 	obs      *observer
 	// crashAt, when positive, is the step at which every later call fails
@@ -89,8 +91,9 @@ type agent struct {
 	expired  bool          // its lock wait timed out
 }
 
-func newScheduler(seed int64, n int, lockWait time.Duration) *scheduler {
-	s := &scheduler{rng: rand.New(rand.NewSource(seed)), yield: make(chan struct{}), lockWait: lockWait, obs: newObserver()}
+func newScheduler(seed int64, n, ops int, lockWait time.Duration) *scheduler {
+	s := &scheduler{rng: rand.New(rand.NewSource(seed)), yield: make(chan struct{}), lockWait: lockWait,
+		maxSteps: stepsPerOp * n * ops, obs: newObserver()}
 	for i := 0; i < n; i++ {
 		s.agents = append(s.agents, &agent{id: i + 1, run: make(chan struct{}), pending: Event{Agent: i + 1, Call: "start"}})
 	}
@@ -180,9 +183,9 @@ func (s *scheduler) loop() error {
 			cands = []*agent{first}
 		}
 		a := cands[s.rng.Intn(len(cands))]
-		if s.step == maxSteps {
+		if s.step == s.maxSteps {
 			s.mu.Unlock()
-			return fmt.Errorf("%w: no end after %d steps", ErrStuck, maxSteps)
+			return fmt.Errorf("%w: no end after %d steps", ErrStuck, s.maxSteps)
 		}
 		s.step++
 		s.vnow += time.Millisecond

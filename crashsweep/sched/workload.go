@@ -157,7 +157,7 @@ func Run(c Config) (*Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sched: setup: %w", err)
 	}
-	s := newScheduler(c.Seed, c.Agents, c.LockWait)
+	s := newScheduler(c.Seed, c.Agents, c.Ops, c.LockWait)
 	s.obs.step = func() int { return s.step }
 	rng := rand.New(rand.NewSource(c.Seed ^ 0x5eed))
 	res := &Result{Seed: c.Seed}
