@@ -169,7 +169,7 @@ func (s *Store) checkLocked(t *txn.Txn, need []ID, end state.Rec) (kind byte, re
 	if err := p.Refs.CheckProtected(t.Origin.Op, t.Moves); err != nil {
 		return 0, errs.Ref(err), nil
 	}
-	if err := p.Refs.Check(t.Moves); err != nil {
+	if err := p.Refs.CheckIf(t.Moves, s.opts.weaken&testknobs.CASIfExists != 0); err != nil {
 		return 0, errs.Ref(err), nil
 	}
 	kind = txn.FrameFresh

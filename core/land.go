@@ -135,7 +135,7 @@ func (l *lander) run() error {
 			l.res.NoOp, l.res.Changeset = true, l.head
 			return nil
 		}
-		ff := len(l.cs.Parents) > 0 && l.cs.Parents[0] == l.head
+		ff := len(l.cs.Parents) > 0 && l.cs.Parents[0] == l.head && l.s.opts.weaken&testknobs.LandNoFastForward == 0
 		if ff {
 			err = l.fastForward(attempt)
 		} else {

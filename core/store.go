@@ -121,13 +121,14 @@ func newStore(dir string, o Options, id journal.StoreID) *Store {
 	s.view.reader = journal.NewReader(s.jcfg)
 	s.state = state.New(o.FS, path.Join(dir, "state"), s.key)
 	s.writer = writelock.New(writelock.Config{FS: o.FS, Dir: dir, Timeout: o.LockTimeout, RetryPlace: o.RetryPlace,
-		CatchUp: s.catchUpUnlocked, Closed: &s.closed})
+		CatchUp: s.catchUpUnlocked, Closed: &s.closed, SkipWaiter: o.weaken&testknobs.QueueSkipWaiter != 0})
 	s.compactor = compact.New(compact.Config{FS: o.FS, Dir: dir, Store: id, LockTimeout: o.LockTimeout, Install: s.installRuns})
 	s.sched = ckpt.NewScheduler(ckpt.SchedulerConfig{Inline: o.InlineCheckpoint, Background: s.background,
 		Due: s.checkpointDue, Known: s.ckptNext, Write: func() error { return s.checkpointNow(false) },
 		Compact: s.compactor.Loop})
 	s.pipe = pipeline.New(pipeline.Config{Env: (*pipeEnv)(s), Lock: s.writer,
-		AckBeforeSync: o.weaken&testknobs.AckBeforeSync != 0, Background: s.background})
+		AckBeforeSync: o.weaken&testknobs.AckBeforeSync != 0, Background: s.background,
+		CASIfExists: o.weaken&testknobs.CASIfExists != 0})
 	s.csc = cscache.New(o.CacheBytes)
 	if o.CacheBytes > 0 {
 		s.blk = index.NewBlockCache(o.CacheBytes)

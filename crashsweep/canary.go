@@ -14,19 +14,33 @@ type Canary struct {
 	Name   string
 	Weaken testknobs.Weakening
 	Why    string
+	// Sched marks a canary no sweep catches: only the interleavings of
+	// the deterministic scheduler (crashsweep/sched) reach what it breaks.
+	Sched bool
 }
 
 // Canaries lists the weakenings of internal/testknobs the sweep must
 // catch, by the name crashsim uses.
 var Canaries = []Canary{
-	{"skip-datasync", testknobs.SkipDatasync, "never fdatasync the journal"},
-	{"ack-before-sync", testknobs.AckBeforeSync, "acknowledge a commit before its sync"},
-	{"skip-dirsync", testknobs.SkipDirSync, "skip the directory sync when a segment or loose object is created"},
-	{"skip-checksum", testknobs.SkipChecksum, "do not verify checksums on read or recovery"},
-	{"early-durable", testknobs.EarlyDurable, "publish the durable offset before the sync"},
-	{"skip-reflog-sync", testknobs.SkipReflogSync, "name a reflog chunk (older moves and their origins) in the checkpoint before it is durable"},
-	{"drop-protections", testknobs.DropProtections, "write checkpoints without the protected ref patterns"},
+	{Name: "skip-datasync", Weaken: testknobs.SkipDatasync, Why: "never fdatasync the journal"},
+	{Name: "ack-before-sync", Weaken: testknobs.AckBeforeSync, Why: "acknowledge a commit before its sync"},
+	{Name: "skip-dirsync", Weaken: testknobs.SkipDirSync, Why: "skip the directory sync when a segment or loose object is created"},
+	{Name: "skip-checksum", Weaken: testknobs.SkipChecksum, Why: "do not verify checksums on read or recovery"},
+	{Name: "early-durable", Weaken: testknobs.EarlyDurable, Why: "publish the durable offset before the sync"},
+	{Name: "skip-reflog-sync", Weaken: testknobs.SkipReflogSync, Why: "name a reflog chunk (older moves and their origins) in the checkpoint before it is durable"},
+	{Name: "drop-protections", Weaken: testknobs.DropProtections, Why: "write checkpoints without the protected ref patterns"},
+	{Name: "cas-if-exists", Weaken: testknobs.CASIfExists, Why: "a ref compare-and-swap checks the expected value only when the ref exists"},
+	{Name: "land-no-ff", Weaken: testknobs.LandNoFastForward, Why: "Land merges where it should fast-forward"},
+	{Name: "queue-skip-waiter", Weaken: testknobs.QueueSkipWaiter, Why: "a writer-queue waiter ignores the ticket just ahead of it, so a hand-off skips a waiter", Sched: true},
 }
+
+// CanaryWorkloads are generated workloads the self-test sweeps besides
+// its sample: the canaries cas-if-exists and land-no-ff break only what
+// generated workloads reach (an undo that deletes main before a
+// compare-and-swap expecting the base; a land that must fast-forward
+// before a compare-and-swap on main), and a sample of four draws them
+// too rarely.
+var CanaryWorkloads = []string{"gen-adv1-undo-cas1x", "gen-adv1-land1-cas2"}
 
 // CanaryName returns the name of a single canary ("" for none).
 func CanaryName(w testknobs.Weakening) string {

@@ -19,6 +19,9 @@
 //     reaching the inner FS, freezing its state: an in-process crash.
 //   - CrashExit (CrashAtFromEnv) ends the process at call n with
 //     CrashExitStatus: a crash of a subprocess, as SIGKILL would do it.
+//   - Hook calls a caller's function before every call, the seam of the
+//     deterministic scheduler (crashsweep/sched), which parks the calling
+//     agent there.
 //
 // # The persistence model of MemFS
 //

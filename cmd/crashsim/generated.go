@@ -104,6 +104,27 @@ func addSample(scs []*scenarios.Scenario, o *options, stdout io.Writer) ([]*scen
 	return append(scs, gen...), nil
 }
 
+// addCanaryWorkloads adds crashsweep.CanaryWorkloads to the scenarios of
+// --self-test, unless a scenario glob, a scenario directory or
+// --generated chose the scenarios.
+func addCanaryWorkloads(scs []*scenarios.Scenario, o *options) ([]*scenarios.Scenario, error) {
+	if !o.selfTest || o.generated || o.scenarioDir != "" || o.set["scenario"] {
+		return scs, nil
+	}
+	for _, name := range crashsweep.CanaryWorkloads {
+		w, err := crashsweep.ParseWorkload(name)
+		if err != nil {
+			return nil, err
+		}
+		sc, err := w.Scenario()
+		if err != nil {
+			return nil, err
+		}
+		scs = append(scs, sc)
+	}
+	return scs, nil
+}
+
 // generatedSummary is the line --generated prints before the summary:
 // workloads × points × models, what the enumeration left out, and the
 // time.

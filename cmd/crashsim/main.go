@@ -8,6 +8,7 @@
 //	crashsim --self-test             every canary must be caught
 //	crashsim --generated --depth 3   every generated workload of up to 3 ops, every point, every model
 //	crashsim --subprocess            the real swarmops binary with SWARMOPS_TEST_CRASH_AT
+//	crashsim --sched --seed 11       concurrent agents under the seeded deterministic scheduler
 //	crashsim --scenario commit --at 37 --model strict --seed 1    reproduce one point
 //
 // Exit status: 0 every claim held, 1 a violation (or an undetected canary),
@@ -31,6 +32,7 @@ import (
 	"github.com/schollz/progressbar/v3"
 
 	"github.com/swarmops/swarmops/crashsweep"
+	"github.com/swarmops/swarmops/crashsweep/sched"
 	"github.com/swarmops/swarmops/faultfs"
 	"github.com/swarmops/swarmops/scenarios"
 )
@@ -61,6 +63,8 @@ func usagef(format string, a ...any) error { return &usageError{fmt.Sprintf(form
 type options struct {
 	sweep, quick, selfTest, subprocess, list bool
 	generated                                bool
+	sched, schedCrash                        bool
+	schedSeeds, schedAgents, schedOps        int
 	depth, agents, sample                    int
 	genStats                                 *crashsweep.GenStats // what --generated enumerated
 	trace                                    bool
@@ -102,6 +106,7 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	fs.IntVar(&o.stride, "stride", 1, "check every Nth crash point (3 in --quick)")
 	fs.IntVar(&o.faultStride, "fault-stride", 1, "inject at every Nth matching call (6 in --quick)")
 	generatedFlags(fs, o)
+	schedFlags(fs, o)
 	fs.StringVar(&o.binary, "binary", "", "with --subprocess: the swarmops binary (default: go build ./cmd/swarmops)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: crashsim (--quick | --sweep | --self-test | --subprocess | --at N) [flags]")
@@ -119,22 +124,23 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 		return nil, usagef("unexpected argument %q", fs.Arg(0))
 	}
 	modes := 0
-	for _, m := range []bool{o.sweep, o.quick, o.selfTest, o.subprocess, o.list, o.trace} {
+	for _, m := range []bool{o.sweep, o.quick, o.selfTest, o.subprocess, o.list, o.trace, o.sched} {
 		if m {
 			modes++
 		}
 	}
 	if modes > 1 {
-		return nil, usagef("give one of --sweep, --quick, --self-test, --subprocess, --list")
+		return nil, usagef("give one of --sweep, --quick, --self-test, --subprocess, --list, --sched")
 	}
+
 	if o.recoverAt < 0 || (o.recoverAt > 0 && o.at == 0) {
 		return nil, usagef("--recover-at needs --at and a positive call number")
 	}
-	if err := checkGenerated(o); err != nil {
+	if err := errors.Join(checkGenerated(o), checkSched(o)); err != nil {
 		return nil, err
 	}
 	if modes == 0 && o.at == 0 && o.fault == "" && o.flip == 0 && !o.generated {
-		return nil, usagef("nothing to do: give --quick, --sweep, --self-test, --subprocess, --list, --trace, or --at N / --fault RULE / --flip K to reproduce one point")
+		return nil, usagef("nothing to do: give --quick, --sweep, --self-test, --subprocess, --list, --trace, --sched, or --at N / --fault RULE / --flip K to reproduce one point")
 	}
 	if o.flips < 0 || o.flip < 0 {
 		return nil, usagef("--flips and --flip must not be negative")
@@ -192,7 +198,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintln(stderr, "crashsim:", err)
 		var ue *usageError
-		if errors.As(err, &ue) || errors.Is(err, scenarios.ErrInvalid) || errors.Is(err, crashsweep.ErrConfig) {
+		if errors.As(err, &ue) || errors.Is(err, scenarios.ErrInvalid) || errors.Is(err, crashsweep.ErrConfig) || errors.Is(err, sched.ErrConfig) {
 			return exitUsage
 		}
 		return exitViolation
@@ -223,11 +229,17 @@ func loadScenarios(o *options) ([]*scenarios.Scenario, error) {
 // execute runs what the options ask for: a listing, a trace, a sweep in
 // subprocesses, the self-test, or the in-process sweep.
 func execute(ctx context.Context, o *options, stdout, stderr io.Writer) (int, error) {
+	if o.sched {
+		return schedMode(o, stdout)
+	}
 	scs, err := loadScenarios(o)
 	if err != nil {
 		return 0, err
 	}
 	if scs, err = addSample(scs, o, stdout); err != nil {
+		return 0, err
+	}
+	if scs, err = addCanaryWorkloads(scs, o); err != nil {
 		return 0, err
 	}
 	cfg, err := sweepConfig(o)
@@ -244,7 +256,28 @@ func execute(ctx context.Context, o *options, stdout, stderr io.Writer) (int, er
 	case o.selfTest:
 		return selfTest(ctx, scs, cfg, o, stdout, stderr)
 	}
-	return sweep(ctx, scs, cfg, o, stdout, stderr)
+	code, err := sweep(ctx, scs, cfg, o, stdout, stderr)
+	if err != nil || !o.quick {
+		return code, err
+	}
+	// --quick also runs a sample of scheduler seeds.
+	n := quickSchedSeeds
+	if o.set["sched-seeds"] {
+		n = o.schedSeeds
+	}
+	if n == 0 {
+		return code, nil
+	}
+	sum, err := runSched(o, n, cfg.Weaken, false)
+	if err != nil {
+		return 0, err
+	}
+	if sum.first != nil {
+		printSchedFailure(stdout, sum.first, sum.firstCfg)
+		code = exitViolation
+	}
+	fmt.Fprintln(stdout, schedLine(sum, o))
+	return code, nil
 }
 
 // sweepConfig builds the sweep's configuration from the options: the quick
@@ -449,8 +482,24 @@ func selfTest(ctx context.Context, scs []*scenarios.Scenario, cfg crashsweep.Con
 		Repro     string                `json:"reproduce,omitempty"`
 	}
 	var out []jsonResult
+	sc := newSchedCatcher(o)
 	for _, r := range res {
 		jr := jsonResult{Canary: r.Canary.Name, Caught: r.Caught}
+		if !r.Caught {
+			// The sweep missed it: the scheduler's interleavings may not.
+			sr, c, err := sc.catch(r.Canary.Weaken)
+			if err != nil {
+				return 0, err
+			}
+			if sr != nil {
+				f := sr.Findings[0]
+				jr.Caught, jr.Claim, jr.Repro = true, f.Claim, schedRepro(c)
+				fmt.Fprintf(stdout, "canary %-16s caught by %-4s in scheduler seed %d\n    %s\n    reproduce: %s\n",
+					r.Canary.Name, f.Claim, sr.Seed, f, jr.Repro)
+				out = append(out, jr)
+				continue
+			}
+		}
 		if r.Caught {
 			v := r.Violation
 			jr.Claim, jr.Violation, jr.Repro = v.Claim, v, repro(v)

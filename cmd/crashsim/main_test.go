@@ -51,6 +51,10 @@ func TestBadInputExitsTwo(t *testing.T) {
 		{[]string{}, "nothing to do"},
 		{[]string{"--quick", "--sweep"}, "give one of"},
 		{[]string{"--quick", "stray"}, `unexpected argument "stray"`},
+		{[]string{"--sched", "--sched-seeds", "0"}, "--sched-seeds 0"},
+		{[]string{"--sched", "--sched-agents", "9"}, "--sched-agents 9"},
+		{[]string{"--sweep", "--sched-ops", "3"}, "need --sched or --quick"},
+		{[]string{"--sched", "--canary", "ack-before-sync"}, "ack-before-sync syncs on a goroutine"},
 	}
 	for _, c := range cases {
 		code, out := runCLI(t, c.args...)
@@ -136,4 +140,26 @@ func TestSubprocessSweepPasses(t *testing.T) {
 		t.Fatalf("exit %d:\n%s", code, out)
 	}
 	t.Log(out[strings.LastIndex(strings.TrimSpace(out), "\n")+1:])
+}
+
+// TestSchedReplaysAFailingSeed: a scheduler seed that fails prints the
+// line that replays it, and that line fails the same way.
+func TestSchedReplaysAFailingSeed(t *testing.T) {
+	code, out := runCLI(t, "--sched", "--seed", "1", "--sched-seeds", "40", "--canary", "queue-skip-waiter")
+	if code != exitViolation {
+		t.Fatalf("exit %d, want %d\n%s", code, exitViolation, out)
+	}
+	_, line, ok := strings.Cut(out, "reproduce: go run ./cmd/crashsim ")
+	line, _, _ = strings.Cut(line, "\n")
+	first, _, _ := strings.Cut(out, "\n")
+	if !ok || !strings.HasPrefix(first, "VIOLATION fifo") {
+		t.Fatalf("no fifo violation with a reproduction line:\n%s", out)
+	}
+	code, again := runCLI(t, strings.Fields(line)...)
+	if code != exitViolation || !strings.HasPrefix(again, first) {
+		t.Fatalf("crashsim %s: exit %d, want the violation %q again:\n%s", line, code, first, again)
+	}
+	if code, out := runCLI(t, "--sched", "--seed", "1", "--sched-seeds", "20"); code != exitOK {
+		t.Fatalf("the correct store: exit %d\n%s", code, out)
+	}
 }

@@ -142,7 +142,13 @@ func (t *Table) Get(name string, seq uint64) objects.ID {
 // Check verifies every move's expectation against the latest values and
 // that no name appears twice. It returns a *Conflict for the first failed
 // expectation.
-func (t *Table) Check(moves []Move) error {
+func (t *Table) Check(moves []Move) error { return t.CheckIf(moves, false) }
+
+// CheckIf is Check; ifExists is the test-only canary
+// testknobs.CASIfExists, which checks an expectation only when the ref
+// exists, so a compare-and-swap of a deleted ref succeeds whatever it
+// expected.
+func (t *Table) CheckIf(moves []Move, ifExists bool) error {
 	seen := map[string]bool{}
 	for _, m := range moves {
 		if err := ValidateName(m.Name); err != nil {
@@ -152,7 +158,7 @@ func (t *Table) Check(moves []Move) error {
 			return fmt.Errorf("%w: %q moved twice in one transaction", ErrInvalidName, m.Name)
 		}
 		seen[m.Name] = true
-		if cur := t.Get(m.Name, ^uint64(0)); cur != m.Old {
+		if cur := t.Get(m.Name, ^uint64(0)); cur != m.Old && !(ifExists && cur.IsZero()) {
 			return &Conflict{Ref: m.Name, Expected: m.Old, Current: cur}
 		}
 		if m.Since != 0 {

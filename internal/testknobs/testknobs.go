@@ -16,14 +16,17 @@ type Weakening uint32
 
 // The canaries.
 const (
-	SkipDatasync    Weakening = 1 << iota // never fdatasync the journal
-	AckBeforeSync                         // acknowledge, then sync
-	SkipDirSync                           // skip SyncDir when a segment or loose object is created
-	SkipChecksum                          // do not verify checksums on read or recovery
-	EarlyDurable                          // publish the durable offset before the sync
-	FalseFresh                            // write every frame as fresh, even one whose changeset the store holds
-	SkipReflogSync                        // name a reflog chunk in the checkpoint before it is durable
-	DropProtections                       // write checkpoints without the protected ref patterns
+	SkipDatasync      Weakening = 1 << iota // never fdatasync the journal
+	AckBeforeSync                           // acknowledge, then sync
+	SkipDirSync                             // skip SyncDir when a segment or loose object is created
+	SkipChecksum                            // do not verify checksums on read or recovery
+	EarlyDurable                            // publish the durable offset before the sync
+	FalseFresh                              // write every frame as fresh, even one whose changeset the store holds
+	SkipReflogSync                          // name a reflog chunk in the checkpoint before it is durable
+	DropProtections                         // write checkpoints without the protected ref patterns
+	QueueSkipWaiter                         // a writer-queue waiter ignores the ticket just ahead of it
+	CASIfExists                             // a ref compare-and-swap checks the expected value only when the ref exists
+	LandNoFastForward                       // Land merges where it should fast-forward
 )
 
 // attach sets the canaries of a *core.Options; core registers it.

@@ -69,6 +69,11 @@ type Queue struct {
 
 	mu sync.Mutex
 	nf afero.File // NEXT, kept open; nil after an error
+
+	// SkipWaiter is a test-only canary (testknobs.QueueSkipWaiter): a
+	// waiter ignores the ticket just ahead of it, so a hand-off can skip
+	// a waiter. Set before the queue is used.
+	SkipWaiter bool
 }
 
 // New returns the queue in dir. The directory is created on first use.
@@ -152,6 +157,7 @@ func (t *Ticket) Wait(deadline time.Time, progress func() (leave bool)) error {
 		}
 	}
 	t.below, t.listed = nil, false
+	below = q.ahead(below)
 	for len(below) > 0 {
 		i := len(below) - 1
 		if progress != nil && i >= Lookahead {
@@ -182,6 +188,7 @@ func (t *Ticket) Wait(deadline time.Time, progress func() (leave bool)) error {
 			t.Leave()
 			return err
 		}
+		below = q.ahead(below)
 	}
 	// At its turn, once more: a turn the waiter no longer needs is not
 	// served (HEAD stays), so the queue is not Idle for a writer that
@@ -194,6 +201,15 @@ func (t *Ticket) Wait(deadline time.Time, progress func() (leave bool)) error {
 		return err
 	}
 	return nil
+}
+
+// ahead is the tickets a waiter waits for: those below it, or, under
+// the SkipWaiter canary, all but the one just ahead.
+func (q *Queue) ahead(below []string) []string {
+	if q.SkipWaiter && len(below) > 0 {
+		return below[:len(below)-1]
+	}
+	return below
 }
 
 // Idle reports whether every ticket ever taken has been served: NEXT is one

@@ -64,6 +64,8 @@ type Config struct {
 	// the store waits for when it closes.
 	AckBeforeSync bool
 	Background    func(fn func())
+	// CASIfExists is the test-only canary of refs.Table.CheckIf.
+	CASIfExists bool
 }
 
 // Pipeline is the commit pipeline of one store handle. It is safe for
@@ -72,6 +74,7 @@ type Pipeline struct {
 	env           Env
 	lock          *writelock.Lock
 	ackBeforeSync bool
+	casIfExists   bool
 	background    func(fn func())
 
 	// queue holds the transactions waiting for a batch, and whether one
@@ -93,7 +96,7 @@ type Pipeline struct {
 
 // New returns a pipeline.
 func New(c Config) *Pipeline {
-	return &Pipeline{env: c.Env, lock: c.Lock, ackBeforeSync: c.AckBeforeSync, background: c.Background}
+	return &Pipeline{env: c.Env, lock: c.Lock, ackBeforeSync: c.AckBeforeSync, background: c.Background, casIfExists: c.CASIfExists}
 }
 
 // Request is one transaction in the pipeline.
@@ -211,7 +214,7 @@ func (p *Pipeline) earlyConflicts(batch []*Request, st *state.Both) (live int, e
 			continue
 		}
 		var c *refs.Conflict
-		if err := rt.Check(r.Txn.Moves); errors.As(err, &c) {
+		if err := rt.CheckIf(r.Txn.Moves, p.casIfExists); errors.As(err, &c) {
 			r.early, r.err = true, errs.Ref(err)
 			r.seq, r.epoch = end.NextSeq-1, end.Epoch
 			live--

@@ -42,6 +42,9 @@ type Config struct {
 	CatchUp func() error
 	// Closed is set once the store closes: no place is kept after that.
 	Closed *atomic.Bool
+	// SkipWaiter is the test-only canary testknobs.QueueSkipWaiter
+	// (lockq.Queue.SkipWaiter).
+	SkipWaiter bool
 }
 
 // Lock is one store handle's writer lock. It is safe for concurrent use.
@@ -78,9 +81,11 @@ type Lock struct {
 
 // New returns the writer lock of the store in c.Dir.
 func New(c Config) *Lock {
-	return &Lock{fs: c.FS, dir: c.Dir, lockPath: path.Join(c.Dir, LockName),
+	l := &Lock{fs: c.FS, dir: c.Dir, lockPath: path.Join(c.Dir, LockName),
 		queue: lockq.New(c.FS, path.Join(c.Dir, QueueDir)), timeout: c.Timeout,
 		retryPlace: c.RetryPlace, catchUp: c.CatchUp, closed: c.Closed}
+	l.queue.SkipWaiter = c.SkipWaiter
+	return l
 }
 
 // Held reports whether a goroutine of this process keeps the lock (Hold).
