@@ -24,6 +24,7 @@ const (
 	FalseFresh                            // write every frame as fresh, even one whose changeset the store holds
 	SkipReflogSync                        // name a reflog chunk in the checkpoint before it is durable
 	DropProtections                       // write checkpoints without the protected ref patterns
+	GCIgnoresLeases                       // gc keeps nothing for live leases
 )
 
 // attach sets the canaries of a *core.Options; core registers it.
