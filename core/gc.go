@@ -8,8 +8,9 @@ import (
 
 	"github.com/swarmops/swarmops/core/index"
 	"github.com/swarmops/swarmops/core/internal/ckpt"
-	"github.com/swarmops/swarmops/core/internal/compact"
 	"github.com/swarmops/swarmops/core/internal/errs"
+	"github.com/swarmops/swarmops/core/internal/txn"
+	"github.com/swarmops/swarmops/core/journal"
 	"github.com/swarmops/swarmops/internal/testknobs"
 )
 
@@ -35,6 +36,10 @@ type GCReport struct {
 	LooseRemoved    int
 }
 
+// GCLockName is the garbage collection lock's file name in the store
+// directory: one collection runs at a time.
+const GCLockName = "GCLOCK"
+
 // gcCopyBytes bounds the objects one copy-forward frame carries: each is
 // one turn of the writer lock, no longer than a commit of that size.
 const gcCopyBytes = 1 << 20
@@ -45,7 +50,7 @@ const gcCopyBytes = 1 << 20
 // unreachable objects, and unreachable loose objects. It runs beside
 // writers: see docs/storage.md, "Garbage collection", for the protocol
 // and docs/durability.md for what it keeps. One GC runs at a time (it
-// holds the compaction lock); ErrBusy if that is not had within
+// holds GCLOCK); ErrBusy if that is not had within
 // LockTimeout.
 func (s *Store) GC(opts GCOptions) (*GCReport, error) {
 	if err := s.usable(); err != nil {
@@ -54,14 +59,14 @@ func (s *Store) GC(opts GCOptions) (*GCReport, error) {
 	if opts.Retention < 0 {
 		return nil, fmt.Errorf("%w: gc retention %v", ErrInvalid, opts.Retention)
 	}
-	ml, err := s.fs.Lock(s.lockPath(compact.LockName), s.opts.LockTimeout)
+	gl, err := s.fs.Lock(s.lockPath(GCLockName), s.opts.LockTimeout)
 	if err != nil {
 		if errors.Is(err, ErrBusy) {
-			return nil, fmt.Errorf("compaction lock of %s not taken within %v: %w", s.dir, s.opts.LockTimeout, err)
+			return nil, fmt.Errorf("gc lock of %s not taken within %v: %w", s.dir, s.opts.LockTimeout, err)
 		}
-		return nil, errs.IO("merge lock", err)
+		return nil, errs.IO("gc lock", err)
 	}
-	defer ml.Unlock()
+	defer gl.Unlock()
 	g := &gc{s: s, opts: opts, rep: &GCReport{}, live: map[ID]bool{}}
 	if err := g.run(); err != nil {
 		return nil, err
@@ -77,10 +82,22 @@ type gc struct {
 	live map[ID]bool
 	// cut is the first segment kept: every earlier one is reclaimed.
 	cut uint64
+	// x0 is the index of the checkpoint gc starts with: its records are
+	// the candidates (every later record is of a frame after the mark
+	// began, and kept). It stays open, and the reclaimed segments stay,
+	// until the sweep, so that what a late commit names can be found.
+	x0 *index.View
+	r  *journal.Reader
 	// copies maps each copied object to its old record and the seq of the
 	// frame that copies it.
-	copies    map[ID]gcCopy
-	deadLoose []ID
+	copies map[ID]gcCopy
+	// dropped is true once the rewritten index is installed: an object
+	// marked live after that which only x0 holds is resurrected.
+	dropped   bool
+	resurrect []txn.Obj
+	// scanPos and scanSeq are where the next rescan of the journal starts.
+	scanPos journal.Pos
+	scanSeq uint64
 }
 
 type gcCopy struct {
@@ -89,50 +106,71 @@ type gcCopy struct {
 	obj index.ObjRecord
 }
 
+// run is the collection, in the order its safety needs: each step is
+// durable before the next depends on it (docs/storage.md, "Garbage
+// collection").
 func (g *gc) run() error {
 	s := g.s
 	// 1. A checkpoint: every durable frame is in the runs, and the
 	// segments before its position are never replayed again.
-	if busy, err := s.checkpointWithin(s.opts.LockTimeout, true); busy || err != nil {
-		if busy {
-			return fmt.Errorf("checkpoint lock of %s not taken within %v: %w", s.dir, s.opts.LockTimeout, err)
-		}
+	if err := g.checkpoint(); err != nil {
 		return err
 	}
 	c0, err := ckpt.Read(s.fs, s.dir)
 	if err != nil {
 		return err
 	}
-	defer c0.Proj.Idx.Close()
 	g.cut = c0.Pos.Seg
-	// 2. Mark from a snapshot taken after it.
+	x := c0.Proj.Idx.Detach()
+	c0.Proj.Idx.Close()
+	defer x.Close()
+	g.x0 = x.View()
+	g.r = journal.NewReader(s.jcfg)
+	defer g.r.Close()
+	// 2. Mark from a snapshot taken after it, then from every frame
+	// appended since, until the copies are done.
 	sn, err := s.Snapshot()
 	if err != nil {
 		return err
 	}
+	g.scanPos, g.scanSeq = sn.pos, sn.seq+1
 	if err := g.mark(sn); err != nil {
 		return err
 	}
-	g.rep.Live = len(g.live)
 	// 3. Copy the live objects of the reclaimed segments forward.
-	x := c0.Proj.Idx.Detach()
-	defer x.Close()
-	if err := g.copyForward(x.View()); err != nil {
+	if err := g.rescan(); err != nil {
+		return err
+	}
+	if err := g.copyForward(); err != nil {
 		return err
 	}
 	// 4. A checkpoint covering the copies, then one whose runs name the
-	// copies and no longer name what was dropped.
-	if busy, err := s.checkpointWithin(s.opts.LockTimeout, true); busy || err != nil {
-		if busy {
-			return fmt.Errorf("checkpoint lock of %s not taken within %v: %w", s.dir, s.opts.LockTimeout, err)
-		}
+	// copies and not what is reclaimed.
+	if err := g.checkpoint(); err != nil {
+		return err
+	}
+	if err := g.rescan(); err != nil {
 		return err
 	}
 	if err := g.rewrite(c0); err != nil {
 		return err
 	}
-	// 5. Only then delete what nothing names.
+	// 5. The last rescan and the generation step, in one turn of the
+	// writer lock; then nothing names what is reclaimed.
+	if err := g.finish(); err != nil {
+		return err
+	}
+	g.rep.Live = len(g.live)
 	return g.sweep()
+}
+
+func (g *gc) checkpoint() error {
+	s := g.s
+	busy, err := s.checkpointWithin(s.opts.LockTimeout, true)
+	if busy {
+		return fmt.Errorf("checkpoint lock of %s not taken within %v: %w", s.dir, s.opts.LockTimeout, err)
+	}
+	return err
 }
 
 // mark fills g.live with everything the roots reach.
@@ -168,12 +206,12 @@ func (g *gc) mark(sn *Snapshot) error {
 		return err
 	}
 	for _, id := range roots {
-		if err := g.walkChangeset(sn, id); err != nil {
+		if err := g.walkChangeset(id); err != nil {
 			return err
 		}
 	}
 	for _, id := range leased {
-		if err := g.walkAny(sn, id); err != nil {
+		if err := g.walkAny(id); err != nil {
 			return err
 		}
 	}
@@ -188,8 +226,8 @@ func (g *gc) leaseRoots() ([]ID, error) {
 		return nil, err
 	}
 	if len(bad) > 0 {
-		// A lease being written is renamed in whole, so a bad one is
-		// damage, not a write in progress: refuse rather than guess.
+		// A lease is renamed into place whole, so a bad one is damage,
+		// not a write in progress: refuse rather than guess.
 		return nil, errs.Corrupt(path.Join(s.dir, LeaseDir, bad[0]), 0, "lease file does not decode")
 	}
 	now := s.opts.Now()
@@ -210,71 +248,4 @@ func (g *gc) leaseRoots() ([]ID, error) {
 	}
 	g.rep.LeasedRoots = len(roots)
 	return roots, nil
-}
-
-// walkAny marks id, whatever its kind: a lease may name a changeset, a
-// tree or a blob. An id the store does not hold is skipped: a lease may
-// name work not yet committed.
-func (g *gc) walkAny(sn *Snapshot, id ID) error {
-	if g.live[id] {
-		return nil
-	}
-	if _, err := sn.Changeset(id); err == nil {
-		return g.walkChangeset(sn, id)
-	}
-	if _, err := sn.Tree(id); err == nil {
-		return g.walkTree(sn, id)
-	}
-	if _, err := sn.Blob(id); err == nil {
-		g.live[id] = true
-		return nil
-	} else if !errors.Is(err, ErrNotFound) {
-		return err
-	}
-	return nil
-}
-
-// walkChangeset marks a changeset, its tree and its ancestry.
-func (g *gc) walkChangeset(sn *Snapshot, id ID) error {
-	stack := []ID{id}
-	for len(stack) > 0 {
-		id := stack[len(stack)-1]
-		stack = stack[:len(stack)-1]
-		if g.live[id] {
-			continue
-		}
-		cs, err := sn.Changeset(id)
-		if err != nil {
-			return err
-		}
-		g.live[id] = true
-		if err := g.walkTree(sn, cs.Root); err != nil {
-			return err
-		}
-		stack = append(stack, cs.Parents...)
-	}
-	return nil
-}
-
-// walkTree marks a tree and everything under it, stopping at trees
-// already marked.
-func (g *gc) walkTree(sn *Snapshot, id ID) error {
-	if g.live[id] {
-		return nil
-	}
-	t, err := sn.Tree(id)
-	if err != nil {
-		return err
-	}
-	g.live[id] = true
-	for _, e := range t.Entries {
-		if e.Mode.IsDir() {
-			if err := g.walkTree(sn, e.ID); err != nil {
-				return err
-			}
-			continue
-		}
-		g.live[e.ID] = true
-	}
-	return nil
 }

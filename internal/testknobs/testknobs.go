@@ -25,6 +25,7 @@ const (
 	SkipReflogSync                        // name a reflog chunk in the checkpoint before it is durable
 	DropProtections                       // write checkpoints without the protected ref patterns
 	GCIgnoresLeases                       // gc keeps nothing for live leases
+	GCSkipsRebuild                        // a commit built before a gc's index was installed is appended as built
 )
 
 // attach sets the canaries of a *core.Options; core registers it.

@@ -108,6 +108,9 @@ type Txn struct {
 	// BuiltEpoch is the epoch of the projection the objects were deduplicated
 	// against (not encoded).
 	BuiltEpoch uint64
+	// BuiltGC is the garbage collection generation of that projection
+	// (not encoded): see core's gc.
+	BuiltGC uint32
 }
 
 const flagLoose = 1
