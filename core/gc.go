@@ -137,6 +137,9 @@ func (g *gc) run() error {
 	if err := g.mark(sn); err != nil {
 		return err
 	}
+	if h := testknobs.GCAfterMark; h != nil {
+		h()
+	}
 	// 3. Copy the live objects of the reclaimed segments forward.
 	if err := g.rescan(); err != nil {
 		return err
@@ -157,6 +160,9 @@ func (g *gc) run() error {
 	}
 	// 5. The last rescan and the generation step, in one turn of the
 	// writer lock; then nothing names what is reclaimed.
+	if h := testknobs.GCBeforeFinish; h != nil {
+		h()
+	}
 	if err := g.finish(); err != nil {
 		return err
 	}

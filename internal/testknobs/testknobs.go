@@ -52,3 +52,9 @@ func Weaken[O any](opts *O, w Weakening) {
 // SWARMOPS_TEST_LAND_PAUSE). It is set before any Land runs and never
 // while one runs.
 var LandBeforeCommit func(attempt int)
+
+// GCAfterMark and GCBeforeFinish, when not nil, are called by core's GC
+// after its first mark and before its last rescan (the generation step),
+// so that a test can put a commit in those windows. They are set before
+// any GC runs and never while one runs.
+var GCAfterMark, GCBeforeFinish func()
