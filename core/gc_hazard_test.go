@@ -33,7 +33,7 @@ func deadStore(t *testing.T, w testknobs.Weakening) (string, core.Options, []byt
 	if err != nil {
 		t.Fatal(err)
 	}
-	gcHistory(t, s, 1, 60) // ref b0
+	gcHistory(t, s, 1, 200) // ref b0: three segments
 	if err := s.UpdateRefs(core.RefUpdate{Name: "dead", Old: dead}); err != nil {
 		t.Fatal(err)
 	}
@@ -248,5 +248,24 @@ func TestGCRebuildsACommitBuiltAgainstTheOldIndex(t *testing.T) {
 			}
 			deepClean(t, s)
 		})
+	}
+}
+
+// TestDeadStoreReclaimsASegment pins that deadStore's x lies in a segment
+// gc removes, so the hazard tests above exercise the copy and the
+// segment removal, not only the index rewrite.
+func TestDeadStoreReclaimsASegment(t *testing.T) {
+	dir, o, _, _ := deadStore(t, 0)
+	s, err := core.Open(dir, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	rep, err := s.GC(core.GCOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.SegmentsRemoved == 0 || rep.Copied == 0 {
+		t.Fatalf("gc of the dead store reclaimed no segment: %+v", rep)
 	}
 }
