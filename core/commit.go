@@ -58,7 +58,7 @@ func (s *Store) Commit(req CommitRequest) (ID, error) {
 // errRebuild says another process's recovery changed the journal while the
 // commit was being built: objects the builder left out as already stored
 // may have been cut, so the commit is built again.
-var errRebuild = fmt.Errorf("%w: the store was recovered or garbage collected by another process during the commit", ErrIO)
+var errRebuild = fmt.Errorf("%w: the store was recovered or garbage collected by another process during the commit, three times; run it again", ErrBusy)
 
 func (s *Store) commitOnce(req CommitRequest) (ID, error) {
 	// Build outside the writer lock: read the parents, build trees, hash.
