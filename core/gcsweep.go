@@ -229,6 +229,9 @@ func (g *gc) install(cur *ckpt.Checkpoint, extra index.Batch, keep func(ID, inde
 		return err
 	}
 	g.dropped = true
+	// The changesets this process's snapshots cached may be ones the new
+	// index dropped.
+	s.csc.Clear()
 	for _, n := range cur.Runs {
 		_ = s.fs.Remove(path.Join(s.dir, ckpt.IndexDir, n))
 	}

@@ -26,6 +26,7 @@ var Canaries = []Canary{
 	{"early-durable", testknobs.EarlyDurable, "publish the durable offset before the sync"},
 	{"skip-reflog-sync", testknobs.SkipReflogSync, "name a reflog chunk (older moves and their origins) in the checkpoint before it is durable"},
 	{"drop-protections", testknobs.DropProtections, "write checkpoints without the protected ref patterns"},
+	{"gc-ignores-leases", testknobs.GCIgnoresLeases, "gc keeps nothing for live leases (deletes a leased changeset)"},
 }
 
 // CanaryName returns the name of a single canary ("" for none).

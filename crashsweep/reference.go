@@ -2,7 +2,9 @@ package crashsweep
 
 import (
 	"fmt"
+	"maps"
 	"runtime/debug"
+	"slices"
 	"strings"
 
 	"github.com/swarmops/swarmops/core"
@@ -47,9 +49,11 @@ func makeReference(sc *scenarios.Scenario, weaken testknobs.Weakening) (*referen
 	if !got.equal(cur) {
 		return nil, &claimError{scenarios.C1, fmt.Errorf("every operation was acknowledged, but a fresh snapshot after the run shows %s; the operations give %s (%s)", got, cur, got.diff(cur))}
 	}
-	if ref.content, err = readContent(sn, ref.known); err != nil {
+	present := slices.DeleteFunc(slices.Clone(ref.known), func(id core.ID) bool { _, gone := r.collected[id]; return gone })
+	if ref.content, err = readContent(sn, present); err != nil {
 		return nil, err
 	}
+	maps.Copy(ref.content, r.collected)
 	if err := ref.checkMerged(); err != nil {
 		return nil, err
 	}

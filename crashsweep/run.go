@@ -50,6 +50,7 @@ type effect struct {
 	del          []string
 	origin       core.Origin
 	protect      map[string]bool // pattern: protected (true) or cleared
+	drop         []core.ID       // changesets a gc removes: those no ref or lease reaches
 }
 
 // run executes a scenario once against fs. It stops at the first operation
@@ -69,6 +70,10 @@ type run struct {
 	// while the reference run itself executes: then the ones made so far).
 	known []core.ID
 	now   time.Time
+	// collected holds the content of the changesets gc steps dropped,
+	// read before each collection: a crash before its checkpoint leaves
+	// them present, and the oracle reads them then.
+	collected map[core.ID]map[string][32]byte
 	// check is called with every error an operation returns (Injecting.Check).
 	check func(error)
 	// stopped is the first unexpected error; the run is over.
@@ -305,6 +310,8 @@ func (r *run) do(op *opRecord) error {
 		return err
 	case scenarios.KindRead:
 		return r.doRead(op)
+	case scenarios.KindGC:
+		return r.doGC(op)
 	case scenarios.KindCheckpoint:
 		s, err := r.store(st.Writer)
 		if err != nil {

@@ -63,6 +63,9 @@ const (
 	// also makes the index merges (compaction) that are due.
 	KindCheckpoint Kind = "checkpoint"
 	KindProtect    Kind = "protect"
+	// KindGC is a garbage collection (Store.GC, retention 0), after
+	// leases on Leases.
+	KindGC Kind = "gc"
 	KindRace       Kind = "race"
 	KindRepeat     Kind = "repeat"
 	KindRecover    Kind = "recover"
@@ -192,6 +195,9 @@ type Step struct {
 	// or cleared when Off.
 	Pattern string
 	Off     bool
+
+	// gc: changesets held by a lease during the collection.
+	Leases []Rev
 
 	Outcome Outcome
 
