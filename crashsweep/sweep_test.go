@@ -101,8 +101,8 @@ func TestSelfTestCatchesEveryCanary(t *testing.T) {
 		t.Skip("the self-test takes about a minute; -short skips it")
 	}
 	// The checkpoint and commit scenarios catch the durability canaries;
-	// protect catches drop-protections.
-	res, _, err := SelfTest(context.Background(), append(pick(t, "c[ho]*"), pick(t, "protect")...), QuickConfig())
+	// protect catches drop-protections, gc gc-ignores-leases.
+	res, _, err := SelfTest(context.Background(), append(pick(t, "c[ho]*"), append(pick(t, "protect"), pick(t, "gc")...)...), QuickConfig())
 	if err != nil {
 		t.Fatal(err)
 	}

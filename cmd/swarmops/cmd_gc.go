@@ -1,7 +1,10 @@
 package main
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
+	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -59,4 +62,19 @@ kept and reclaimed, and the leases that kept objects.`,
 	}
 	cmd.Flags().DurationVar(&retention, "retention", defaultRetention, "keep what reflog moves newer than this name")
 	return cmd
+}
+
+// treeLeaseTTL is how long a checkout or an update holds its base from
+// garbage collection; the next update renews it.
+const treeLeaseTTL = 24 * time.Hour
+
+// leaseTree writes (or renews) the lease of the work tree in dir on its
+// base id, named after the tree's absolute path.
+func (a *app) leaseTree(s *core.Store, dir string, id core.ID) error {
+	abs, err := filepath.Abs(a.path(dir))
+	if err != nil {
+		return err
+	}
+	sum := sha256.Sum256([]byte(abs))
+	return s.Lease("tree-"+hex.EncodeToString(sum[:8]), []core.ID{id}, treeLeaseTTL)
 }
