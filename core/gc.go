@@ -31,7 +31,7 @@ type GCReport struct {
 	LeasesExpired   int      // expired leases removed
 	Copied          int      // live objects copied forward out of reclaimed segments
 	CopiedBytes     int64
-	RecordsDropped  int // index records of unreachable objects dropped
+	RecordsDropped  int // index records of unreachable objects dropped (a record of a run repeating one counts again)
 	SegmentsRemoved int
 	LooseRemoved    int
 }

@@ -192,11 +192,11 @@ func (g *gc) rewrite(c0 *ckpt.Checkpoint) error {
 		g.revive(o.ID, o.Kind, o.Loc, data)
 	}
 	keep := func(id ID, l index.Loc) bool {
-		ok := !g.reclaimed(l) && !dead[id]
-		if !ok {
-			g.rep.RecordsDropped++
+		if dead[id] {
+			g.rep.RecordsDropped++ // a live one in a reclaimed segment is replaced by its copy
+			return false
 		}
-		return ok
+		return !g.reclaimed(l)
 	}
 	if err := writeCollected(s.fs, s.dir, c0.NextSeq); err != nil {
 		return err
