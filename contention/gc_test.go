@@ -67,7 +67,9 @@ func (g *gcAgent) work(rounds int, wt string) {
 		if create {
 			args = append(args, "--create")
 		}
-		env := g.run(fmt.Sprintf("put %s/f%d = \"agent %d item %d\\n\"\n", ref, i, g.w, i), args...)
+		// The content cycles, so a commit after a dropped ref names blobs
+		// of the dropped history by id: the race gc must not lose.
+		env := g.run(fmt.Sprintf("put %s/f = \"agent %d value %d\\n\"\nput %s/n%d = \"%d\\n\"\n", ref, g.w, i%3, ref, i%4, i), args...)
 		if !env.OK {
 			// The parent was collected (its ref moved on and it was not
 			// leased) or the ref moved: start again from main.
