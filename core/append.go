@@ -87,7 +87,7 @@ func (s *Store) appendLocked(t *txn.Txn, payload []byte, digests journal.Digests
 	// which is the projection's until the end below is written.
 	s.view.mu.Unlock()
 	frame := journal.EncodeFrameDigests(s.key, kind, seq, dur.NextSeq-1, payload, digests)
-	at, err := s.appender.w.Append(end.Pos, seq, frame)
+	at, err := s.appender.w.AppendRoll(end.Pos, seq, frame, t.Roll)
 	if err != nil {
 		s.appender.w.Close()
 		return 0, 0, errs.IO(fmt.Sprintf("append frame %d to %s", seq, journal.SegName(at.Seg)), err)

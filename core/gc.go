@@ -111,8 +111,11 @@ type gcCopy struct {
 // collection").
 func (g *gc) run() error {
 	s := g.s
-	// 1. A checkpoint: every durable frame is in the runs, and the
-	// segments before its position are never replayed again.
+	// 1. A frame in a new segment, then a checkpoint: every durable frame
+	// is in the runs, and every segment before the new one is reclaimed.
+	if err := s.pipe.Commit(&txn.Txn{Time: s.opts.Now().UTC(), Roll: true}, nil); err != nil {
+		return err
+	}
 	if err := g.checkpoint(); err != nil {
 		return err
 	}

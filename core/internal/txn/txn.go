@@ -111,6 +111,9 @@ type Txn struct {
 	// BuiltGC is the garbage collection generation of that projection
 	// (not encoded): see core's gc.
 	BuiltGC uint32
+	// Roll starts a new journal segment for the frame (not encoded):
+	// garbage collection's first frame.
+	Roll bool
 }
 
 const flagLoose = 1
