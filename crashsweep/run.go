@@ -70,10 +70,6 @@ type run struct {
 	// while the reference run itself executes: then the ones made so far).
 	known []core.ID
 	now   time.Time
-	// collected holds the content of the changesets gc steps dropped,
-	// read before each collection: a crash before its checkpoint leaves
-	// them present, and the oracle reads them then.
-	collected map[core.ID]map[string][32]byte
 	// check is called with every error an operation returns (Injecting.Check).
 	check func(error)
 	// stopped is the first unexpected error; the run is over.

@@ -2,7 +2,6 @@ package crashsweep
 
 import (
 	"errors"
-	"maps"
 	"time"
 
 	"github.com/swarmops/swarmops/core"
@@ -40,20 +39,6 @@ func (r *run) doGC(op *opRecord) error {
 	if err != nil {
 		return err
 	}
-	if r.known == nil { // the reference run: keep what the oracle reads of them
-		sn, err := s.Snapshot()
-		if err != nil {
-			return err
-		}
-		c, err := readContent(sn, drop)
-		if err != nil {
-			return err
-		}
-		if r.collected == nil {
-			r.collected = map[core.ID]map[string][32]byte{}
-		}
-		maps.Copy(r.collected, c)
-	}
 	if _, err := s.GC(core.GCOptions{}); err != nil {
 		return err
 	}
@@ -89,11 +74,12 @@ func (r *run) unreachable(s *core.Store, roots []core.ID) ([]core.ID, error) {
 		}
 		roots = append(roots, cs.Parents...)
 	}
-	known := r.known
-	if known == nil {
-		for _, o := range r.ops {
-			known = append(known, o.effect.changesets...)
-		}
+	// The changesets made so far, in the reference run and in a crashed
+	// one alike: the lookups below are filesystem calls, and a crash
+	// point numbers the same call in every run.
+	var known []core.ID
+	for _, o := range r.ops {
+		known = append(known, o.effect.changesets...)
 	}
 	var drop []core.ID
 	for _, id := range known {
