@@ -321,15 +321,21 @@ func (g *gc) sweep() error {
 		}
 		g.rep.SegmentsRemoved++
 	}
-	return g.x0.ForEachObject(func(o index.ObjRecord) error {
-		if !o.Loc.Loose || g.live[o.ID] {
-			return nil
+	var dead []ID
+	if err := g.x0.ForEachObject(func(o index.ObjRecord) error {
+		if o.Loc.Loose && !g.live[o.ID] {
+			dead = append(dead, o.ID)
 		}
-		_, file := loose.Path(s.dir, o.ID)
+		return nil
+	}); err != nil {
+		return errs.Index("gc: read index runs", err)
+	}
+	for _, id := range dead {
+		_, file := loose.Path(s.dir, id)
 		if err := s.fs.Remove(file); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return errs.IO("gc: remove loose object", err)
 		}
 		g.rep.LooseRemoved++
-		return nil
-	})
+	}
+	return nil
 }
