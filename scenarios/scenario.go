@@ -65,12 +65,12 @@ const (
 	KindProtect    Kind = "protect"
 	// KindGC is a garbage collection (Store.GC, retention 0), after
 	// leases on Leases.
-	KindGC Kind = "gc"
-	KindRace       Kind = "race"
-	KindRepeat     Kind = "repeat"
-	KindRecover    Kind = "recover"
-	KindReopen     Kind = "reopen"
-	KindRead       Kind = "read"
+	KindGC      Kind = "gc"
+	KindRace    Kind = "race"
+	KindRepeat  Kind = "repeat"
+	KindRecover Kind = "recover"
+	KindReopen  Kind = "reopen"
+	KindRead    Kind = "read"
 )
 
 // Outcome is what a step must return in an uncrashed, fault-free run. A
