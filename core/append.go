@@ -87,7 +87,7 @@ func (s *Store) appendLocked(t *txn.Txn, payload []byte, digests journal.Digests
 	// which is the projection's until the end below is written.
 	s.view.mu.Unlock()
 	frame := journal.EncodeFrameDigests(s.key, kind, seq, dur.NextSeq-1, payload, digests)
-	at, err := s.appender.w.Append(end.Pos, seq, frame)
+	at, err := s.appender.w.AppendRoll(end.Pos, seq, frame, t.Roll)
 	if err != nil {
 		s.appender.w.Close()
 		return 0, 0, errs.IO(fmt.Sprintf("append frame %d to %s", seq, journal.SegName(at.Seg)), err)
@@ -100,7 +100,7 @@ func (s *Store) appendLocked(t *txn.Txn, payload []byte, digests journal.Digests
 	}
 	fr := &journal.Frame{Kind: kind, Seq: seq, Watermark: dur.NextSeq - 1, Payload: payload, Len: len(payload), Head: digests.Head,
 		Pos: at, Size: int64(len(frame))}
-	newEnd := state.Rec{Epoch: end.Epoch, Pos: fr.End(), NextSeq: seq + 1, Boot: s.boot}
+	newEnd := state.Rec{Epoch: end.Epoch, Pos: fr.End(), NextSeq: seq + 1, Boot: s.boot, GC: end.GC}
 	if err := s.state.Write(state.End, newEnd); err != nil {
 		return 0, 0, err
 	}
@@ -147,7 +147,18 @@ func (s *Store) checkLocked(t *txn.Txn, need []ID, end state.Rec) (kind byte, re
 			return 0, nil, err
 		}
 	}
-	if len(t.Objs) > 0 && s.view.epoch != t.BuiltEpoch {
+	if end.GC != s.view.gc {
+		// A garbage collection installed an index without what it
+		// reclaimed: the projection rereads the checkpoint, so this
+		// check and the next build see only what the store keeps.
+		if err := s.reload(end.Epoch, end.NextSeq); err != nil {
+			return 0, nil, err
+		}
+		s.view.gc = end.GC
+	}
+	if len(t.Objs) > 0 && (s.view.epoch != t.BuiltEpoch || (s.view.gc != t.BuiltGC && s.opts.weaken&testknobs.GCSkipsRebuild == 0)) {
+		// The builder left objects out as already stored; a recovery may
+		// have cut them, or a garbage collection reclaimed them.
 		return 0, nil, errRebuild
 	}
 	if err := s.catchUp(end.NextSeq); err != nil {

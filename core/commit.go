@@ -58,12 +58,12 @@ func (s *Store) Commit(req CommitRequest) (ID, error) {
 // errRebuild says another process's recovery changed the journal while the
 // commit was being built: objects the builder left out as already stored
 // may have been cut, so the commit is built again.
-var errRebuild = fmt.Errorf("%w: the store was recovered by another process during the commit", ErrIO)
+var errRebuild = fmt.Errorf("%w: the store was recovered or garbage collected by another process during the commit, three times; run it again", ErrBusy)
 
 func (s *Store) commitOnce(req CommitRequest) (ID, error) {
 	// Build outside the writer lock: read the parents, build trees, hash.
 	s.view.mu.Lock()
-	epoch := s.view.epoch
+	epoch, gcGen := s.view.epoch, s.view.gc
 	s.view.mu.Unlock()
 	b := treebuild.New((*writerView)(s), s.opts.InlineThreshold)
 	when := s.opts.Now
@@ -84,7 +84,7 @@ func (s *Store) commitOnce(req CommitRequest) (ID, error) {
 		if err := loose.Write(s.fs, s.dir, lo, skipDirSync); err != nil {
 			return err
 		}
-		return s.pipe.Commit(&txn.Txn{Time: s.opts.Now().UTC(), Objs: objs, BuiltEpoch: epoch}, nil)
+		return s.pipe.Commit(&txn.Txn{Time: s.opts.Now().UTC(), Objs: objs, BuiltEpoch: epoch, BuiltGC: gcGen}, nil)
 	})
 	id, t, err := b.Build(req.Parents, len(req.Changes), change, req.Agent, req.Message, when)
 	if err != nil {
@@ -101,7 +101,7 @@ func (s *Store) commitOnce(req CommitRequest) (ID, error) {
 	if err := loose.Write(s.fs, s.dir, b.Loose(), skipDirSync); err != nil {
 		return ID{}, err
 	}
-	tx := &txn.Txn{Time: t, Objs: b.Objects(), Moves: moves, Origin: commitOrigin(req), BuiltEpoch: epoch}
+	tx := &txn.Txn{Time: t, Objs: b.Objects(), Moves: moves, Origin: commitOrigin(req), BuiltEpoch: epoch, BuiltGC: gcGen}
 	if err := s.pipe.Commit(tx, req.Parents); err != nil {
 		return ID{}, err
 	}

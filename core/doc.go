@@ -112,6 +112,7 @@
 // every process on the store; the mutexes are one handle's.
 //
 //	rank        lock                 guards
+//	GC          GCLOCK               garbage collection (one process)
 //	Land        Store lands.by[ref]  this handle's lands onto one ref, one at a time
 //	Guard       lockq/GUARD          taking a ticket (held microseconds)
 //	Ticket      lockq/t<number>      a place in the writer queue

@@ -239,7 +239,7 @@ func (s *Store) load() error {
 		return err
 	}
 	s.view.mu.Lock()
-	s.view.epoch = end.Epoch
+	s.view.epoch, s.view.gc = end.Epoch, end.GC
 	err = s.catchUp(end.NextSeq)
 	s.view.mu.Unlock()
 	if err != nil || dur.NextSeq >= end.NextSeq {

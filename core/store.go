@@ -69,6 +69,9 @@ type Store struct {
 		proj   *proj.Proj
 		reader *journal.Reader
 		epoch  uint64
+		// gc is the garbage collection generation (state.Rec.GC) the
+		// projection's index belongs to.
+		gc uint32
 		// mark publishes the epoch and end of proj for Snapshot, which
 		// takes no mutex when proj already holds the durable prefix
 		// (see markLocked). It is written under mu, read without it.

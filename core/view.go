@@ -178,6 +178,9 @@ func (s *Store) readObjectSeq(id ID, k objects.Kind, maxSeq uint64, catchUp bool
 		}
 	} else {
 		if err := s.view.reader.ReadAt(l.Seg, l.Off, data); err != nil {
+			if moved, ok, merr := s.readMoved(id, k, err); ok || merr != nil {
+				return moved, l.Seq, merr
+			}
 			return nil, 0, errs.IO("read "+id.String(), err)
 		}
 	}

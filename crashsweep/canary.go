@@ -32,6 +32,7 @@ var Canaries = []Canary{
 	{Name: "cas-if-exists", Weaken: testknobs.CASIfExists, Why: "a ref compare-and-swap checks the expected value only when the ref exists"},
 	{Name: "land-no-ff", Weaken: testknobs.LandNoFastForward, Why: "Land merges where it should fast-forward"},
 	{Name: "queue-skip-waiter", Weaken: testknobs.QueueSkipWaiter, Why: "a writer-queue waiter ignores the ticket just ahead of it, so a hand-off skips a waiter", Sched: true},
+	{Name: "gc-ignores-leases", Weaken: testknobs.GCIgnoresLeases, Why: "gc keeps nothing for live leases (deletes a leased changeset)"},
 }
 
 // CanaryWorkloads are generated workloads the self-test sweeps besides

@@ -79,6 +79,9 @@ func (s *state) apply(e effect) *state {
 	for _, id := range e.changesets {
 		n.cs[id] = true
 	}
+	for _, id := range e.drop {
+		delete(n.cs, id)
+	}
 	// The moves of one frame, by ref name, as the operation log lists them.
 	for _, k := range slices.Sorted(maps.Keys(e.set)) {
 		n.moves = append(n.moves, moveLine(k, n.refs[k], e.set[k], e.origin))

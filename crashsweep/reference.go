@@ -3,6 +3,7 @@ package crashsweep
 import (
 	"fmt"
 	"runtime/debug"
+	"slices"
 	"strings"
 
 	"github.com/swarmops/swarmops/core"
@@ -101,7 +102,33 @@ func (ref *reference) deriveStates(r *run) *state {
 			}
 		}
 	}
+	ref.forgetCollected(r)
 	return cur
+}
+
+// forgetCollected takes the changesets a gc step removed out of every state
+// and out of what readers probe. A collection's removals become durable
+// with the directory sync after its checkpoint's rename; a reader opening
+// in between sees them, and a power loss then brings the garbage back,
+// unreachable, for the next collection. The oracle does not hold their
+// presence to C1–C4; every other changeset it holds as before, so a
+// collection that removes one that is reachable or leased is caught.
+func (ref *reference) forgetCollected(r *run) {
+	gone := map[core.ID]bool{}
+	for _, op := range r.ops {
+		for _, id := range op.effect.drop {
+			gone[id] = true
+		}
+	}
+	if len(gone) == 0 {
+		return
+	}
+	for _, st := range ref.states {
+		for id := range gone {
+			delete(st.cs, id)
+		}
+	}
+	ref.known = slices.DeleteFunc(ref.known, func(id core.ID) bool { return gone[id] })
 }
 
 // readContent reads the hash of every file of every known changeset.

@@ -50,6 +50,7 @@ type effect struct {
 	del          []string
 	origin       core.Origin
 	protect      map[string]bool // pattern: protected (true) or cleared
+	drop         []core.ID       // changesets a gc removes: those no ref or lease reaches
 }
 
 // run executes a scenario once against fs. It stops at the first operation
@@ -305,6 +306,8 @@ func (r *run) do(op *opRecord) error {
 		return err
 	case scenarios.KindRead:
 		return r.doRead(op)
+	case scenarios.KindGC:
+		return r.doGC(op)
 	case scenarios.KindCheckpoint:
 		s, err := r.store(st.Writer)
 		if err != nil {

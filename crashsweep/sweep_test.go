@@ -101,9 +101,10 @@ func TestSelfTestCatchesEveryCanary(t *testing.T) {
 		t.Skip("the self-test takes about a minute; -short skips it")
 	}
 	// The checkpoint and commit scenarios catch the durability canaries;
-	// protect catches drop-protections, CanaryWorkloads cas-if-exists and
-	// land-no-ff. The scheduler's canaries are missed.
-	scs := append(pick(t, "c[ho]*"), pick(t, "protect")...)
+	// protect catches drop-protections, gc gc-ignores-leases,
+	// CanaryWorkloads cas-if-exists and land-no-ff. The scheduler's
+	// canaries are missed.
+	scs := append(pick(t, "c[ho]*"), append(pick(t, "protect"), pick(t, "gc")...)...)
 	for _, name := range CanaryWorkloads {
 		w, err := ParseWorkload(name)
 		if err != nil {

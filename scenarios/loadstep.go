@@ -23,7 +23,7 @@ func (l *loader) steps(nodes []*yaml.Node, depth int) ([]Step, error) {
 
 var stepKinds = []string{
 	string(KindInit), string(KindCommit), string(KindRefCreate), string(KindRefSet), string(KindRefDelete),
-	string(KindLand), string(KindUndo), string(KindProtect), string(KindCheckpoint), string(KindRace), string(KindRepeat), string(KindRecover), string(KindReopen), string(KindRead),
+	string(KindLand), string(KindUndo), string(KindProtect), string(KindGC), string(KindCheckpoint), string(KindRace), string(KindRepeat), string(KindRecover), string(KindReopen), string(KindRead),
 }
 
 // step parses a one-key mapping {kind: body}. Each kind's body is parsed by
@@ -61,6 +61,8 @@ func (l *loader) step(n *yaml.Node, depth int, inRace bool) (*Step, error) {
 		err = l.undoStep(st, k, body)
 	case KindProtect:
 		err = l.protectStep(st, k, body)
+	case KindGC:
+		err = l.gcStep(st, k, body)
 	case KindRace:
 		err = l.raceStep(st, k, body, depth, inRace)
 	case KindRepeat:
@@ -505,4 +507,30 @@ func (l *loader) files(n *yaml.Node) ([]File, error) {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
 	return out, nil
+}
+
+// gcStep parses a gc step: the changesets leased during it.
+func (l *loader) gcStep(st *Step, k, body *yaml.Node) error {
+	f, err := l.fields(body, k.Value, "leases", "writer")
+	if err != nil {
+		return err
+	}
+	if err := l.writer(st, f); err != nil {
+		return err
+	}
+	v := f["leases"]
+	if v == nil {
+		return nil
+	}
+	if v.Kind != yaml.SequenceNode {
+		return l.errf(v, "gc: leases must be a list of revisions")
+	}
+	for _, n := range v.Content {
+		r, err := l.rev(n, "leases", false)
+		if err != nil {
+			return err
+		}
+		st.Leases = append(st.Leases, r)
+	}
+	return nil
 }

@@ -63,11 +63,14 @@ const (
 	// also makes the index merges (compaction) that are due.
 	KindCheckpoint Kind = "checkpoint"
 	KindProtect    Kind = "protect"
-	KindRace       Kind = "race"
-	KindRepeat     Kind = "repeat"
-	KindRecover    Kind = "recover"
-	KindReopen     Kind = "reopen"
-	KindRead       Kind = "read"
+	// KindGC is a garbage collection (Store.GC, retention 0), after
+	// leases on Leases.
+	KindGC      Kind = "gc"
+	KindRace    Kind = "race"
+	KindRepeat  Kind = "repeat"
+	KindRecover Kind = "recover"
+	KindReopen  Kind = "reopen"
+	KindRead    Kind = "read"
 )
 
 // Outcome is what a step must return in an uncrashed, fault-free run. A
@@ -192,6 +195,9 @@ type Step struct {
 	// or cleared when Off.
 	Pattern string
 	Off     bool
+
+	// gc: changesets held by a lease during the collection.
+	Leases []Rev
 
 	Outcome Outcome
 

@@ -55,6 +55,10 @@ reports as changed.`,
 					opts.Ref = args[0] // the tree follows it: update's default
 				}
 				a.limitTreeMemory()
+				// The base is held from garbage collection before it is read.
+				if err := a.leaseTree(s, dir, id); err != nil {
+					return err
+				}
 				res, err := worktree.Checkout(sn, id, a.path(dir), opts)
 				if err != nil {
 					return treeErr("checkout", dir, err)

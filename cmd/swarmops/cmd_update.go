@@ -76,6 +76,9 @@ outside DIR; --sync makes them durable before the command returns.`,
 				if t, err = worktree.Open(dir, opts); err != nil {
 					return treeErr("update", dir, err)
 				}
+				if err := a.leaseTree(s, dir, id); err != nil {
+					return err
+				}
 				res, err := t.Update(sn, id, rev)
 				if err != nil {
 					return treeErr("update", dir, err)

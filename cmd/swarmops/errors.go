@@ -34,7 +34,7 @@ var (
 	kindUsage      = errorKind{"E_USAGE", 2, false, "bad command line, flag, environment value, path, revision syntax or change list"}
 	kindNotFound   = errorKind{"E_NOT_FOUND", 3, false, "a revision, ref, path or object does not exist"}
 	kindConflict   = errorKind{"E_CONFLICT", 4, false, "a ref compare-and-swap failed (\"current\" holds the value) or a land or merge conflicted (\"paths\", \"hunks\")"}
-	kindBusy       = errorKind{"E_BUSY", 5, true, "the writer lock was not free within --lock-timeout, or land lost every race; run it again"}
+	kindBusy       = errorKind{"E_BUSY", 5, true, "the writer lock was not free within --lock-timeout, land lost every race, or a commit was built again three times after other processes' recoveries or garbage collections; run it again"}
 	kindCorrupt    = errorKind{"E_CORRUPT", 6, false, "a checksum or structural check failed; the store refuses to guess (run verify, recover)"}
 	kindIO         = errorKind{"E_IO", 7, false, "an I/O error from the filesystem"}
 	kindNoSpace    = errorKind{"E_NO_SPACE", 8, false, "the filesystem is full; nothing was acknowledged"}

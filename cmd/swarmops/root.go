@@ -15,7 +15,7 @@ import (
 // Each command lives in a cmd_*.go file of its group; adding one is that
 // file, its name here and one line in commandTable.
 var commandOrder = []string{"init", "commit", "land", "ref", "log", "show", "cat", "ls", "diff", "checkout",
-	"status", "update", "resolve", "info", "verify", "recover", "serve", "mcp", "hook", "export", "import", "op", "undo", "watch"}
+	"status", "update", "resolve", "info", "verify", "recover", "gc", "serve", "mcp", "hook", "export", "import", "op", "undo", "watch"}
 
 // commandTable maps each top-level command's name to its constructor.
 // It is filled by init: the constructors reach rootCmd, which reads it.
@@ -27,7 +27,7 @@ func init() {
 		"log": (*app).logCmd, "show": (*app).showCmd, "cat": (*app).catCmd, "ls": (*app).lsCmd,
 		"diff": (*app).diffCmd, "checkout": (*app).checkoutCmd, "status": (*app).statusCmd, "update": (*app).updateCmd,
 		"resolve": (*app).resolveCmd, "info": (*app).infoCmd,
-		"verify": (*app).verifyCmd, "recover": (*app).recoverCmd, "serve": (*app).serveCmd, "mcp": (*app).mcpCmd,
+		"verify": (*app).verifyCmd, "recover": (*app).recoverCmd, "gc": (*app).gcCmd, "serve": (*app).serveCmd, "mcp": (*app).mcpCmd,
 		"hook": (*app).hookCmd, "export": (*app).exportCmd, "import": (*app).importCmd, "op": (*app).opCmd,
 		"undo": (*app).undoCmd, "watch": (*app).watchCmd,
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"strconv"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -76,8 +77,20 @@ func (a *app) options() (core.Options, error) {
 		return o, err
 	}
 	o.FS = fsys
+	if v := a.getenv(segmentSizeEnv); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 4096 || n > 1<<40 {
+			return o, usagef("%s=%q: want a segment size in bytes, 4096 to 2^40", segmentSizeEnv, v)
+		}
+		o.SegmentSize = n
+	}
 	return o, nil
 }
+
+// segmentSizeEnv sets the journal segment size a command's writes roll
+// over at (tests only: a small size makes gc reclaim segments in a test's
+// small history).
+const segmentSizeEnv = "SWARMOPS_TEST_SEGMENT_SIZE"
 
 // crashFS returns the filesystem crash tests ask for (nil: the OS), made
 // once per command so the store's calls and the work tree's share one

@@ -106,9 +106,17 @@ func zeroFill(f afero.File, from, to int64) error {
 // over into a new segment when they do not fit. It returns where the frame
 // was written. The frame is not durable until Sync covers its segment.
 func (w *Writer) Append(end Pos, seq uint64, frame []byte) (Pos, error) {
+	return w.AppendRoll(end, seq, frame, false)
+}
+
+// AppendRoll is Append that, with roll, starts a new segment for the frame
+// even when it fits in the current one (unless that is empty): garbage
+// collection rolls over so that every earlier frame lies in segments it
+// can reclaim. A reader follows the rollover as any other (Reader.Next).
+func (w *Writer) AppendRoll(end Pos, seq uint64, frame []byte, roll bool) (Pos, error) {
 	n := int64(len(frame))
 	at := end
-	if end.Off > FirstFrame && end.Off+n > w.segSize() {
+	if end.Off > FirstFrame && (roll || end.Off+n > w.segSize()) {
 		at = Pos{end.Seg + 1, FirstFrame}
 		if err := w.CreateSegment(at.Seg, seq, FirstFrame+n); err != nil {
 			return at, err

@@ -27,6 +27,8 @@ const (
 	QueueSkipWaiter                         // a writer-queue waiter ignores the ticket just ahead of it
 	CASIfExists                             // a ref compare-and-swap checks the expected value only when the ref exists
 	LandNoFastForward                       // Land merges where it should fast-forward
+	GCIgnoresLeases                         // gc keeps nothing for live leases
+	GCSkipsRebuild                          // a commit built before a gc's index was installed is appended as built
 )
 
 // attach sets the canaries of a *core.Options; core registers it.
@@ -53,3 +55,9 @@ func Weaken[O any](opts *O, w Weakening) {
 // SWARMOPS_TEST_LAND_PAUSE). It is set before any Land runs and never
 // while one runs.
 var LandBeforeCommit func(attempt int)
+
+// GCAfterMark and GCBeforeFinish, when not nil, are called by core's GC
+// after its first mark and before its last rescan (the generation step),
+// so that a test can put a commit in those windows. They are set before
+// any GC runs and never while one runs.
+var GCAfterMark, GCBeforeFinish func()

@@ -133,6 +133,13 @@ func (c *Compactor) Once() (merged bool, err error) {
 	return true, nil
 }
 
+// Replace installs the run name in place of inputs, a run of consecutive
+// names in the current checkpoint, as a merge is installed; garbage
+// collection installs its rewritten run this way. Caller holds MERGELOCK.
+func (c *Compactor) Replace(inputs []string, name string) (bool, error) {
+	return c.installMerge(inputs, name)
+}
+
 // installMerge replaces inputs, a run of consecutive names in the current
 // checkpoint, by mname, in a checkpoint that is otherwise the current one.
 func (c *Compactor) installMerge(inputs []string, mname string) (bool, error) {

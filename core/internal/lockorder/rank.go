@@ -9,6 +9,7 @@
 // The ranks, outermost first (core's package documentation has the table
 // with what each lock guards):
 //
+//	GC          GCLOCK: one garbage collection
 //	Land        core's per-target land mutex: one land onto a ref at a time
 //	Guard       lockq/GUARD: taken for a few microseconds to take a ticket
 //	Ticket      lockq/t…: a place in the writer queue; a waiter takes the
@@ -49,6 +50,7 @@ type Rank int
 // The ranks, outermost first.
 const (
 	unranked Rank = iota
+	GCRank
 	LandRank
 	GuardRank
 	TicketRank
@@ -84,7 +86,7 @@ func (Projection) Rank() Rank { return ProjectionRank }
 func (Cache) Rank() Rank      { return CacheRank }
 func (Leaf) Rank() Rank       { return LeafRank }
 
-var names = [...]string{"unranked", "Land", "Guard", "Ticket", "Lock", "Hold", "Merge", "Checkpoint", "Sync",
+var names = [...]string{"unranked", "GC", "Land", "Guard", "Ticket", "Lock", "Hold", "Merge", "Checkpoint", "Sync",
 	"SyncHandle", "Projection", "Cache", "Leaf"}
 
 func (r Rank) String() string {
@@ -97,7 +99,7 @@ func (r Rank) String() string {
 // Ranks lists every rank, outermost first.
 func Ranks() []Rank {
 	out := make([]Rank, 0, len(names)-1)
-	for r := LandRank; r <= LeafRank; r++ {
+	for r := GCRank; r <= LeafRank; r++ {
 		out = append(out, r)
 	}
 	return out
@@ -113,6 +115,8 @@ func FileRank(name string) (Rank, bool) {
 		return LockRank, true
 	case "MERGELOCK":
 		return MergeRank, true
+	case "GCLOCK":
+		return GCRank, true
 	case "CKPTLOCK":
 		return CheckpointRank, true
 	case "SYNCLOCK":

@@ -10,7 +10,8 @@
 // Each record (64 bytes):
 //
 //	 0 magic "SWST"  4 kind (1 end, 2 durable)  8 epoch  16 segment  24 offset
-//	32 next seq  40 boot (16 bytes, BLAKE3 of the boot id)  56 flags (u32)
+//	32 next seq  40 boot (16 bytes, BLAKE3 of the boot id)
+//	56 flags (low 8 bits) | gc generation (high 24 bits, end record only)
 //	60 checksum (4 bytes, keyed BLAKE3 of [0,60))
 //
 // Two records, each with a single writer lock, so the writer publishing the
@@ -61,8 +62,16 @@ type Rec struct {
 	Pos     journal.Pos
 	NextSeq uint64
 	Boot    [16]byte
-	Flags   uint32
+	Flags   uint32 // 8 bits
+	// GC is the garbage collection generation (end record): a
+	// collection advances it, under LOCK, once its rewritten index is
+	// installed; a commit built before that is built again (core's gc).
+	// It counts modulo 2^24 and is only ever compared for equality.
+	GC uint32
 }
+
+// GCMask is the range of Rec.GC.
+const GCMask = 1<<24 - 1
 
 // BootHash is what a record keeps of a boot id.
 func BootHash(boot string) (b [16]byte) {
@@ -99,7 +108,7 @@ func Encode(key journal.Key, kind uint32, r Rec) []byte {
 	binary.LittleEndian.PutUint64(b[24:], uint64(r.Pos.Off))
 	binary.LittleEndian.PutUint64(b[32:], r.NextSeq)
 	copy(b[40:56], r.Boot[:])
-	binary.LittleEndian.PutUint32(b[56:], r.Flags)
+	binary.LittleEndian.PutUint32(b[56:], r.Flags&0xff|(r.GC&GCMask)<<8)
 	h := hasher(key)
 	h.h.Write(b[:60])
 	h.h.Sum(b[60:60])
@@ -124,7 +133,8 @@ func decode(key journal.Key, kind uint32, b []byte) (Rec, bool) {
 	r.Pos = journal.Pos{Seg: binary.LittleEndian.Uint64(b[16:]), Off: int64(binary.LittleEndian.Uint64(b[24:]))}
 	r.NextSeq = binary.LittleEndian.Uint64(b[32:])
 	copy(r.Boot[:], b[40:56])
-	r.Flags = binary.LittleEndian.Uint32(b[56:])
+	w := binary.LittleEndian.Uint32(b[56:])
+	r.Flags, r.GC = w&0xff, w>>8
 	if r.Pos.Seg == 0 || r.Pos.Off < journal.FirstFrame || r.NextSeq == 0 {
 		return r, false
 	}

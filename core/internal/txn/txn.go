@@ -108,6 +108,12 @@ type Txn struct {
 	// BuiltEpoch is the epoch of the projection the objects were deduplicated
 	// against (not encoded).
 	BuiltEpoch uint64
+	// BuiltGC is the garbage collection generation of that projection
+	// (not encoded): see core's gc.
+	BuiltGC uint32
+	// Roll starts a new journal segment for the frame (not encoded):
+	// garbage collection's first frame.
+	Roll bool
 }
 
 const flagLoose = 1

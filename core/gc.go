@@ -1,0 +1,260 @@
+package core
+
+import (
+	"errors"
+	"fmt"
+	"path"
+	"time"
+
+	"github.com/swarmops/swarmops/core/index"
+	"github.com/swarmops/swarmops/core/internal/ckpt"
+	"github.com/swarmops/swarmops/core/internal/errs"
+	"github.com/swarmops/swarmops/core/internal/txn"
+	"github.com/swarmops/swarmops/core/journal"
+	"github.com/swarmops/swarmops/internal/testknobs"
+)
+
+// GCOptions tunes a garbage collection.
+type GCOptions struct {
+	// Retention keeps every changeset a ref moved from or to within this
+	// long of now (the reflog's retention window). Negative is ErrInvalid.
+	Retention time.Duration
+}
+
+// GCReport is what a garbage collection kept and reclaimed.
+type GCReport struct {
+	Live            int      // objects reachable from the roots
+	Refs            int      // refs that were roots
+	ReflogRoots     int      // changesets kept for reflog moves inside the retention
+	Leases          []string // live leases, whose roots were kept
+	LeasedRoots     int      // changesets and objects named by live leases
+	LeasesExpired   int      // expired leases removed
+	Copied          int      // live objects copied forward out of reclaimed segments
+	CopiedBytes     int64
+	RecordsDropped  int // index records of unreachable objects dropped (a record of a run repeating one counts again)
+	SegmentsRemoved int
+	LooseRemoved    int
+}
+
+// GCLockName is the garbage collection lock's file name in the store
+// directory: one collection runs at a time.
+const GCLockName = "GCLOCK"
+
+// gcCopyBytes bounds the objects one copy-forward frame carries: each is
+// one turn of the writer lock, no longer than a commit of that size.
+const gcCopyBytes = 1 << 20
+
+// GC removes what no ref, no reflog move inside opts.Retention and no live
+// lease reaches, and reclaims its space on disk: the journal segments
+// wholly before the checkpoint it starts with, the index records naming
+// unreachable objects, and unreachable loose objects. It runs beside
+// writers: see docs/storage.md, "Garbage collection", for the protocol
+// and docs/durability.md for what it keeps. One GC runs at a time (it
+// holds GCLOCK); ErrBusy if that is not had within
+// LockTimeout.
+func (s *Store) GC(opts GCOptions) (*GCReport, error) {
+	if err := s.usable(); err != nil {
+		return nil, err
+	}
+	if opts.Retention < 0 {
+		return nil, fmt.Errorf("%w: gc retention %v", ErrInvalid, opts.Retention)
+	}
+	gl, err := s.fs.Lock(s.lockPath(GCLockName), s.opts.LockTimeout)
+	if err != nil {
+		if errors.Is(err, ErrBusy) {
+			return nil, fmt.Errorf("gc lock of %s not taken within %v: %w", s.dir, s.opts.LockTimeout, err)
+		}
+		return nil, errs.IO("gc lock", err)
+	}
+	defer gl.Unlock()
+	g := &gc{s: s, opts: opts, rep: &GCReport{}, live: map[ID]bool{}}
+	if err := g.run(); err != nil {
+		return nil, err
+	}
+	return g.rep, nil
+}
+
+// gc is one garbage collection's state.
+type gc struct {
+	s    *Store
+	opts GCOptions
+	rep  *GCReport
+	live map[ID]bool
+	// cut is the first segment kept: every earlier one is reclaimed.
+	cut uint64
+	// x0 is the index of the checkpoint gc starts with: its records are
+	// the candidates (every later record is of a frame after the mark
+	// began, and kept). It stays open, and the reclaimed segments stay,
+	// until the sweep, so that what a late commit names can be found.
+	x0 *index.View
+	r  *journal.Reader
+	// copies maps each copied object to its old record and the seq of the
+	// frame that copies it.
+	copies map[ID]gcCopy
+	// dropped is true once the rewritten index is installed: an object
+	// marked live after that which only x0 holds is resurrected.
+	dropped   bool
+	resurrect []txn.Obj
+	// scanPos and scanSeq are where the next rescan of the journal starts.
+	scanPos journal.Pos
+	scanSeq uint64
+}
+
+type gcCopy struct {
+	seq uint64
+	cs  *index.CSRecord // set for a changeset
+	obj index.ObjRecord
+}
+
+// run is the collection, in the order its safety needs: each step is
+// durable before the next depends on it (docs/storage.md, "Garbage
+// collection").
+func (g *gc) run() error {
+	s := g.s
+	// 1. A frame in a new segment, then a checkpoint: every durable frame
+	// is in the runs, and every segment before the new one is reclaimed.
+	if err := s.pipe.Commit(&txn.Txn{Time: s.opts.Now().UTC(), Roll: true}, nil); err != nil {
+		return err
+	}
+	if err := g.checkpoint(); err != nil {
+		return err
+	}
+	c0, err := ckpt.Read(s.fs, s.dir)
+	if err != nil {
+		return err
+	}
+	g.cut = c0.Pos.Seg
+	x := c0.Proj.Idx.Detach()
+	c0.Proj.Idx.Close()
+	defer x.Close()
+	g.x0 = x.View()
+	g.r = journal.NewReader(s.jcfg)
+	defer g.r.Close()
+	// 2. Mark from a snapshot taken after it, then from every frame
+	// appended since, until the copies are done.
+	sn, err := s.Snapshot()
+	if err != nil {
+		return err
+	}
+	g.scanPos, g.scanSeq = sn.pos, sn.seq+1
+	if err := g.mark(sn); err != nil {
+		return err
+	}
+	if h := testknobs.GCAfterMark; h != nil {
+		h()
+	}
+	// 3. Copy the live objects of the reclaimed segments forward.
+	if err := g.rescan(); err != nil {
+		return err
+	}
+	if err := g.copyForward(); err != nil {
+		return err
+	}
+	// 4. A checkpoint covering the copies, then one whose runs name the
+	// copies and not what is reclaimed.
+	if err := g.checkpoint(); err != nil {
+		return err
+	}
+	if err := g.rescan(); err != nil {
+		return err
+	}
+	if err := g.rewrite(c0); err != nil {
+		return err
+	}
+	// 5. The last rescan and the generation step, in one turn of the
+	// writer lock; then nothing names what is reclaimed.
+	if h := testknobs.GCBeforeFinish; h != nil {
+		h()
+	}
+	if err := g.finish(); err != nil {
+		return err
+	}
+	g.rep.Live = len(g.live)
+	return g.sweep()
+}
+
+func (g *gc) checkpoint() error {
+	s := g.s
+	busy, err := s.checkpointWithin(s.opts.LockTimeout, true)
+	if busy {
+		return fmt.Errorf("checkpoint lock of %s not taken within %v: %w", s.dir, s.opts.LockTimeout, err)
+	}
+	return err
+}
+
+// mark fills g.live with everything the roots reach.
+func (g *gc) mark(sn *Snapshot) error {
+	s := g.s
+	refs, err := sn.Refs()
+	if err != nil {
+		return err
+	}
+	var roots []ID
+	for _, r := range refs {
+		roots = append(roots, r.ID)
+	}
+	g.rep.Refs = len(refs)
+	moves, err := sn.Moves(MoveQuery{})
+	if err != nil {
+		return err
+	}
+	since := s.opts.Now().Add(-g.opts.Retention)
+	for _, m := range moves {
+		if m.Time.Before(since) {
+			continue
+		}
+		for _, id := range []ID{m.Old, m.New} {
+			if !id.IsZero() {
+				roots = append(roots, id)
+				g.rep.ReflogRoots++
+			}
+		}
+	}
+	leased, err := g.leaseRoots()
+	if err != nil {
+		return err
+	}
+	for _, id := range roots {
+		if err := g.walkChangeset(id); err != nil {
+			return err
+		}
+	}
+	for _, id := range leased {
+		if err := g.walkAny(id); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// leaseRoots returns the roots of the live leases and removes expired ones.
+func (g *gc) leaseRoots() ([]ID, error) {
+	s := g.s
+	leases, bad, err := s.Leases()
+	if err != nil {
+		return nil, err
+	}
+	if len(bad) > 0 {
+		// A lease is renamed into place whole, so a bad one is damage,
+		// not a write in progress: refuse rather than guess.
+		return nil, errs.Corrupt(path.Join(s.dir, LeaseDir, bad[0]), 0, "lease file does not decode")
+	}
+	now := s.opts.Now()
+	var roots []ID
+	for _, l := range leases {
+		if !l.Expiry.After(now) {
+			if err := s.ReleaseLease(l.Name); err != nil {
+				return nil, err
+			}
+			g.rep.LeasesExpired++
+			continue
+		}
+		if s.opts.weaken&testknobs.GCIgnoresLeases != 0 {
+			continue
+		}
+		g.rep.Leases = append(g.rep.Leases, l.Name)
+		roots = append(roots, l.Roots...)
+	}
+	g.rep.LeasedRoots = len(roots)
+	return roots, nil
+}
