@@ -12,6 +12,12 @@ type runner struct {
 	target string
 	o      Options
 	checks int
+	// seen holds the result of each tree checked in this run, by root
+	// tree id. The check is taken to be a function of the tree: bisection
+	// meets the same tree again (the second half of a failing batch,
+	// stacked onto the first half just landed, is the batch's tree) and
+	// needs no second run for it.
+	seen map[core.ID]checkResult
 }
 
 // run decides every entry pending when it starts, as one batch.
@@ -51,7 +57,7 @@ func (r *runner) batch(es []entry) error {
 			if sn, err = r.s.Snapshot(); err != nil {
 				return err
 			}
-			if res, err = r.runCheck(sn, tip); err != nil {
+			if res, err = r.check(sn, tip); err != nil {
 				return err
 			}
 		}
@@ -73,6 +79,26 @@ func (r *runner) batch(es []entry) error {
 		}
 		return r.batch(es[mid:])
 	}
+}
+
+// check is the check's result on tip's tree: run once per tree.
+func (r *runner) check(sn *core.Snapshot, tip core.ID) (checkResult, error) {
+	cs, err := sn.Changeset(tip)
+	if err != nil {
+		return checkResult{}, err
+	}
+	if res, ok := r.seen[cs.Root]; ok {
+		return res, nil
+	}
+	res, err := r.runCheck(sn, tip)
+	if err != nil {
+		return res, err
+	}
+	if r.seen == nil {
+		r.seen = map[core.ID]checkResult{}
+	}
+	r.seen[cs.Root] = res
+	return res, nil
 }
 
 // stack merges es in order onto head (nothing published) and returns the
