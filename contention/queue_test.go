@@ -94,14 +94,17 @@ func gatedLand(bin, store, change, check string) (gatedResult, error) {
 }
 
 // gatedStore makes a store whose main holds one file and returns main.
-func gatedStore(store string) string {
+func gatedStore(store string) (string, error) {
 	st, err := core.Create(store, core.Options{})
-	Expect(err).NotTo(HaveOccurred())
+	if err != nil {
+		return "", err
+	}
 	base, err := st.Commit(core.CommitRequest{Changes: []core.Change{{Path: "README", Data: []byte("project\n")}},
 		Agent: "spec", Message: "base", Advance: "main"})
-	Expect(err).NotTo(HaveOccurred())
-	Expect(st.Close()).To(Succeed())
-	return base.String()
+	if cerr := st.Close(); err == nil {
+		err = cerr
+	}
+	return base.String(), err
 }
 
 // landAll lands changes concurrently (together) or one after another,
@@ -135,10 +138,10 @@ var _ = Describe("Gated lands (land --check)", Serial, func() {
 		bad := map[int]bool{1: true, n - 2: true}
 		root := GinkgoT().TempDir()
 		store, log := filepath.Join(root, "store"), filepath.Join(root, "passed.log")
-		base := gatedStore(store)
+		base, err := gatedStore(store)
+		Expect(err).NotTo(HaveOccurred())
 		changes := make([]string, n)
 		for w := 0; w < n; w++ {
-			var err error
 			changes[w], err = gatedCommit(swarmopsBin, store, base, w, bad[w])
 			Expect(err).NotTo(HaveOccurred())
 		}

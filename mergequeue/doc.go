@@ -18,12 +18,13 @@
 // checks out the tip in a scratch directory, runs the check there, and
 // on exit status 0 publishes in ONE UpdateRefs frame: the target moves
 // from the head it merged onto to the tip, and every entry of the batch
-// moves from queue/ to queue-done/. A failing batch is split in halves,
-// each run the same way onto the target's head of the moment, until the
-// change that breaks the check stands alone: it is ejected (its entry
-// moves to queue-done/ with the check's output) and the rest land. A
-// change that conflicts while stacked is ejected at once with the
-// conflict.
+// moves from queue/ to queue-done/. When the tip fails, a binary search
+// over the prefixes of the stack finds the first change whose prefix
+// fails: the prefix before it is published as above, the change is
+// ejected (its entry moves to queue-done/ with that check's output), and
+// the changes after it are stacked onto the new head and checked as a
+// batch again. A change that conflicts while stacked is ejected at once
+// with the conflict.
 //
 // Crash safety follows from the one frame: the target only ever moves to
 // a tip whose tree a check passed, together with the removal of the

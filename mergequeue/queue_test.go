@@ -150,7 +150,8 @@ func TestAFailingCheckEjectsTheChangeWithItsOutput(t *testing.T) {
 
 // TestABatchIsBisectedToTheBreakingChanges queues eight changes, two of
 // them failing the check, as eight agents would before one of them runs
-// the queue: one batch, bisected, lands the six and ejects the two.
+// the queue: one batch, searched for its breakers, lands the six and
+// ejects the two.
 func TestABatchIsBisectedToTheBreakingChanges(t *testing.T) {
 	f := newFixture(t)
 	var ids []core.ID
@@ -190,11 +191,51 @@ func TestABatchIsBisectedToTheBreakingChanges(t *testing.T) {
 	if got := strings.Join(f.files(), " "); got != want {
 		t.Fatalf("main holds %s, want %s", got, want)
 	}
-	// Bisection finds k breakers among n in at most 1 + 2k·log2(n)
-	// checks; a tree met twice is checked once, which brings this case
-	// from 11 down to 9.
-	if last.Checks > 9 {
-		t.Errorf("%d checks for a batch of 8 with 2 breakers, want at most 9", last.Checks)
+	// The prefix search finds k breakers among n in about
+	// k·(log2(n)+1) + 1 checks: here 8.
+	if last.Checks > 8 {
+		t.Errorf("%d checks for a batch of 8 with 2 breakers, want at most 8", last.Checks)
+	}
+	f.assertOnlyCheckedTrees()
+}
+
+// TestOneBreakerAmongSixteenCostsALogarithmicSearch: the batch's check,
+// then log2(16) = 4 checks of prefixes, and nothing left to check after
+// the breaker, the last of the batch.
+func TestOneBreakerAmongSixteenCostsALogarithmicSearch(t *testing.T) {
+	f := newFixture(t)
+	var last *Outcome
+	var ns []uint64
+	for i := 0; i < 16; i++ {
+		files := []string{fmt.Sprintf("f%02d.txt", i), "x\n"}
+		if i == 15 {
+			files = append(files, "BAD", "x\n")
+		}
+		c := f.change(files...)
+		if i < 15 {
+			n, err := enqueue(f.s, c, "main")
+			if err != nil {
+				t.Fatal(err)
+			}
+			ns = append(ns, n)
+			continue
+		}
+		var err error
+		last, err = Land(f.s, c, "main", f.opts())
+		if !errors.Is(err, ErrCheckFailed) {
+			t.Fatalf("the breaker's land: %v", err)
+		}
+	}
+	for _, n := range ns {
+		if out, err := collect(f.s, "main", n); err != nil || !out.Landed {
+			t.Fatalf("entry %d: %+v, %v", n, out, err)
+		}
+	}
+	if last.Checks != 5 {
+		t.Fatalf("%d checks, want 5", last.Checks)
+	}
+	if got := len(f.files()); got != 16 {
+		t.Fatalf("main holds %d files, want 16", got)
 	}
 	f.assertOnlyCheckedTrees()
 }

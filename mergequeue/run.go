@@ -12,12 +12,6 @@ type runner struct {
 	target string
 	o      Options
 	checks int
-	// seen holds the result of each tree checked in this run, by root
-	// tree id. The check is taken to be a function of the tree: bisection
-	// meets the same tree again (the second half of a failing batch,
-	// stacked onto the first half just landed, is the batch's tree) and
-	// needs no second run for it.
-	seen map[core.ID]checkResult
 }
 
 // run decides every entry pending when it starts, as one batch.
@@ -33,13 +27,17 @@ func (r *runner) run() error {
 	return r.batch(es)
 }
 
-// batch stacks es onto the target's head, checks the tip, and publishes
-// it; a failing batch of more than one entry is bisected, each half run
-// onto the head of the moment, and a failing single entry is ejected.
-// When the target moved under the batch (a land outside the queue), the
-// batch is stacked and checked again onto the new head.
+// batch stacks es onto the target's head and checks the tip; a tip that
+// passes is published. When it fails, a binary search over the prefixes
+// of the stack (each prefix's tip is a merge stack already made) finds
+// the first entry whose prefix fails: the prefix before it passed and is
+// published, the entry is ejected with that failing check's output, and
+// the entries after it are stacked and checked again as a batch. k
+// breakers among n cost about k·(log2(n)+1) + 1 checks. When the target
+// moved under the batch (a land outside the queue), the batch is stacked
+// and checked again onto the new head.
 func (r *runner) batch(es []entry) error {
-	for {
+	for len(es) > 0 {
 		sn, err := r.s.Snapshot()
 		if err != nil {
 			return err
@@ -48,57 +46,64 @@ func (r *runner) batch(es []entry) error {
 		if err != nil {
 			return err
 		}
-		tip, es, err := r.stack(head, es)
-		if err != nil || len(es) == 0 {
+		var tip core.ID
+		if tip, es, err = r.stack(head, es); err != nil || len(es) == 0 {
 			return err
 		}
-		res := checkResult{pass: true}
-		if tip != head {
-			if sn, err = r.s.Snapshot(); err != nil {
-				return err
-			}
-			if res, err = r.check(sn, tip); err != nil {
-				return err
-			}
+		if sn, err = r.s.Snapshot(); err != nil {
+			return err
 		}
-		switch {
-		case res.pass:
+		res, err := r.checkTip(sn, head, tip)
+		if err != nil {
+			return err
+		}
+		if res.pass {
 			err = r.publish(head, tip, es)
 			if _, lost := lostRace(err, r.target); lost {
 				continue
 			}
 			return err
-		case len(es) == 1:
-			o := r.outcome(es[0])
-			o.Reason, o.Exit, o.TimedOut, o.Output = "check", res.exit, res.timedOut, res.output
-			return r.decide(nil, o)
 		}
-		mid := len(es) / 2
-		if err := r.batch(es[:mid]); err != nil {
+		// Prefix lo passes (lo 0: the head, taken to pass); prefix hi fails.
+		lo, hi := 0, len(es)
+		for hi-lo > 1 {
+			mid := (lo + hi) / 2
+			r2, err := r.checkTip(sn, head, es[mid-1].merged)
+			if err != nil {
+				return err
+			}
+			if r2.pass {
+				lo = mid
+			} else {
+				hi, res = mid, r2
+			}
+		}
+		if lo > 0 {
+			err := r.publish(head, es[lo-1].merged, es[:lo])
+			if _, lost := lostRace(err, r.target); lost {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+		}
+		o := r.outcome(es[hi-1])
+		o.Reason, o.Exit, o.TimedOut, o.Output = "check", res.exit, res.timedOut, res.output
+		if err := r.decide(nil, o); err != nil {
 			return err
 		}
-		return r.batch(es[mid:])
+		es = es[hi:]
 	}
+	return nil
 }
 
-// check is the check's result on tip's tree: run once per tree.
-func (r *runner) check(sn *core.Snapshot, tip core.ID) (checkResult, error) {
-	cs, err := sn.Changeset(tip)
-	if err != nil {
-		return checkResult{}, err
+// checkTip is the check's result on tip: a pass, with no check run, when
+// tip is the head (every entry a no-op).
+func (r *runner) checkTip(sn *core.Snapshot, head, tip core.ID) (checkResult, error) {
+	if tip == head {
+		return checkResult{pass: true}, nil
 	}
-	if res, ok := r.seen[cs.Root]; ok {
-		return res, nil
-	}
-	res, err := r.runCheck(sn, tip)
-	if err != nil {
-		return res, err
-	}
-	if r.seen == nil {
-		r.seen = map[core.ID]checkResult{}
-	}
-	r.seen[cs.Root] = res
-	return res, nil
+	return r.runCheck(sn, tip)
 }
 
 // stack merges es in order onto head (nothing published) and returns the

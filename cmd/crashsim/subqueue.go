@@ -17,7 +17,7 @@ import (
 
 // The merge-queue part of the subprocess sweep crashes `swarmops land
 // --check` while it runs a batch of four queued lands onto main, one of
-// which fails the check: the batch fails, is bisected, three land and one
+// which fails the check: the batch fails, is searched, three land and one
 // is ejected. Three entries are queued by `ref create queue/main/N` (an
 // entry is an ordinary ref: what an agent that queued and then died
 // leaves), the fourth by the crashed command itself. The check logs every

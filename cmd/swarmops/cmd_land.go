@@ -36,8 +36,8 @@ With --check CMD the land goes through REF's merge queue and REF moves
 only to a tree CMD passed on: CMD runs with sh -c in a scratch work tree
 holding the merged tree (exit 0 passes; --check-timeout bounds it). Lands
 queued together from any number of processes are stacked and checked as
-one batch; a failing batch is bisected, and the change that fails alone
-is ejected: E_CHECK_FAILED with "exit_status", "timed_out" and "output"
+one batch; in a failing batch a binary search finds the first change
+that makes it fail, which is ejected: E_CHECK_FAILED with "exit_status", "timed_out" and "output"
 (its last 64 KiB). A change that conflicts with what is ahead of it in
 the batch is E_CONFLICT. A land that passes reports "batch" (how many
 landed in the frame that landed it) and "checks" (how many checks the
