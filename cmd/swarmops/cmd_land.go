@@ -10,17 +10,8 @@ import (
 	"github.com/swarmops/swarmops/mergequeue"
 )
 
-// landCmd is `swarmops land`: apply a change onto a ref's head and move the ref.
-func (a *app) landCmd() *cobra.Command {
-	var (
-		onto, agent, msg string
-		check, timeout   string
-		maxAttempts      int
-	)
-	cmd := &cobra.Command{
-		Use:   "land CHANGE --onto REF",
-		Short: "Merge CHANGE's changes onto the head of REF (3-way, idempotent)",
-		Long: `Land CHANGE onto REF. If REF's first-parent history already holds CHANGE's
+// landLong is land's help.
+const landLong = `Land CHANGE onto REF. If REF's first-parent history already holds CHANGE's
 delta hash, nothing happens ("noop": true). If REF's head is CHANGE's first
 parent, REF is fast-forwarded to CHANGE. Otherwise CHANGE is merged three
 ways onto the head against their nearest common ancestor and one changeset
@@ -41,8 +32,36 @@ that makes it fail, which is ejected: E_CHECK_FAILED with "exit_status", "timed_
 (its last 64 KiB). A change that conflicts with what is ahead of it in
 the batch is E_CONFLICT. A land that passes reports "batch" (how many
 landed in the frame that landed it) and "checks" (how many checks the
-batch's runner had run by then).`,
-		Args: cobra.ExactArgs(1),
+batch's runner had run by then).`
+
+// gateOptions are land --check's options, nil without --check; a
+// malformed timeout, or a timeout without a check, is E_USAGE.
+func gateOptions(cmd *cobra.Command, check, timeout, agent string) (*mergequeue.Options, error) {
+	if check == "" {
+		if cmd.Flags().Changed("check") || cmd.Flags().Changed("check-timeout") {
+			return nil, usagef("--check: want a command (--check-timeout needs --check)")
+		}
+		return nil, nil
+	}
+	d, err := time.ParseDuration(timeout)
+	if err != nil || d < 0 {
+		return nil, usagef("--check-timeout %q: want a duration such as 90s or 10m (0: none)", timeout)
+	}
+	return &mergequeue.Options{Check: check, Timeout: d, Agent: agent}, nil
+}
+
+// landCmd is `swarmops land`: apply a change onto a ref's head and move the ref.
+func (a *app) landCmd() *cobra.Command {
+	var (
+		onto, agent, msg string
+		check, timeout   string
+		maxAttempts      int
+	)
+	cmd := &cobra.Command{
+		Use:   "land CHANGE --onto REF",
+		Short: "Merge CHANGE's changes onto the head of REF (3-way, idempotent)",
+		Long:  landLong,
+		Args:  cobra.ExactArgs(1),
 		RunE: runE(func(cmd *cobra.Command, args []string) error {
 			if onto == "" {
 				return usagef("land: --onto REF is required")
@@ -53,15 +72,9 @@ batch's runner had run by then).`,
 			if maxAttempts < 0 {
 				return usagef("--max-attempts %d: want 0 (default) or more", maxAttempts)
 			}
-			var gate *mergequeue.Options
-			if check != "" {
-				d, err := time.ParseDuration(timeout)
-				if err != nil || d < 0 {
-					return usagef("--check-timeout %q: want a duration such as 90s or 10m (0: none)", timeout)
-				}
-				gate = &mergequeue.Options{Check: check, Timeout: d, Agent: agent}
-			} else if cmd.Flags().Changed("check") || cmd.Flags().Changed("check-timeout") {
-				return usagef("--check: want a command (--check-timeout needs --check)")
+			gate, err := gateOptions(cmd, check, timeout, agent)
+			if err != nil {
+				return err
 			}
 			if err := landPauseHook(a.getenv); err != nil {
 				return err
