@@ -314,3 +314,22 @@ func TestTheOutputKeptIsItsTail(t *testing.T) {
 		t.Fatalf("tail %q", got)
 	}
 }
+
+func TestAnEntryBelongsToItsTargetOnly(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		n    uint64
+		ok   bool
+	}{
+		{"queue/main/00000000000000000007", 7, true},
+		{"queue/main/x/00000000000000000007", 0, false}, // target main/x's entry
+		{"queue/main/7", 0, false},
+		{"queue/mainline/00000000000000000007", 0, false},
+		{"queue-done/main/00000000000000000007", 0, false},
+	} {
+		n, ok := entryNumber(c.name, PendingPrefix, "main")
+		if n != c.n || ok != c.ok {
+			t.Errorf("entryNumber(%q) = %d, %v; want %d, %v", c.name, n, ok, c.n, c.ok)
+		}
+	}
+}
