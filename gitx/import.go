@@ -101,6 +101,11 @@ func Import(s *core.Store, dir string, o ImportOptions) (*ImportResult, error) {
 	}
 	defer im.cat.close()
 	for i, c := range commits {
+		if i%diffBatch == 0 {
+			if err := im.diffAhead(commits[i:min(i+diffBatch, len(commits))]); err != nil {
+				return nil, err
+			}
+		}
 		if res.New, err = im.commit(c[0], c[1:]); err != nil {
 			return nil, err
 		}
@@ -164,6 +169,58 @@ type importer struct {
 	cat     *catFile
 	ids     map[string]core.ID // git commit -> changeset imported
 	skipped map[string]bool
+	// diffs holds, for the next commits to import, their diff-tree
+	// records against their first parent (diffAhead).
+	diffs map[string][]string
+}
+
+// diffBatch is how many commits one `git diff-tree --stdin` diffs: one
+// process per commit cost about 25 ms each (most of an import of a long
+// history of small commits), and a batch bounds the records held.
+const diffBatch = 512
+
+// diffAhead asks one `git diff-tree --stdin` for the changes of every
+// commit of batch that has parents, against its first parent, and keeps
+// each commit's records for diffChanges.
+func (im *importer) diffAhead(batch [][]string) error {
+	var in bytes.Buffer
+	var want []string
+	for _, c := range batch {
+		if len(c) > 1 {
+			fmt.Fprintf(&in, "%s %s\n", c[0], c[1])
+			want = append(want, c[0])
+		}
+	}
+	if len(want) == 0 {
+		return nil
+	}
+	out, err := im.r.run(in.Bytes(), "diff-tree", "--stdin", "--always", "-r", "-z", "--no-renames", "--no-ext-diff")
+	if err != nil {
+		return err
+	}
+	im.diffs = make(map[string][]string, len(want))
+	toks := strings.Split(strings.TrimSuffix(string(out), "\x00"), "\x00")
+	n := -1
+	for i := 0; i < len(toks); i++ {
+		t := toks[i]
+		if !strings.HasPrefix(t, ":") {
+			// A commit's header: the commits come in the order asked.
+			if n++; n >= len(want) || strings.TrimSpace(t) != want[n] {
+				return fmt.Errorf("%w: %w: git diff-tree --stdin: header %q, want commit %d of %d", core.ErrIO, ErrGitFailed, t, n+1, len(want))
+			}
+			im.diffs[want[n]] = []string{}
+			continue
+		}
+		if n < 0 || i+1 >= len(toks) {
+			return fmt.Errorf("%w: %w: git diff-tree --stdin: record %q without a commit or a path", core.ErrIO, ErrGitFailed, t)
+		}
+		im.diffs[want[n]] = append(im.diffs[want[n]], t, toks[i+1])
+		i++
+	}
+	if n != len(want)-1 {
+		return fmt.Errorf("%w: %w: git diff-tree --stdin: %d commits answered of %d", core.ErrIO, ErrGitFailed, n+1, len(want))
+	}
+	return nil
 }
 
 // commit imports git commit sha with the given parents (already imported;
@@ -246,7 +303,6 @@ func (im *importer) treeChanges(sha string) ([]core.Change, error) {
 	if err != nil {
 		return nil, err
 	}
-	blobs := map[string][]byte{}
 	var changes []core.Change
 	for _, rec := range strings.Split(strings.TrimSuffix(string(out), "\x00"), "\x00") {
 		if rec == "" {
@@ -257,7 +313,7 @@ func (im *importer) treeChanges(sha string) ([]core.Change, error) {
 		if !ok || len(f) != 3 {
 			return nil, fmt.Errorf("%w: %w: git ls-tree: unexpected record %q", core.ErrIO, ErrGitFailed, rec)
 		}
-		c, keep, err := im.put(sha, path, f[0], f[2], blobs)
+		c, keep, err := im.put(sha, path, f[0], f[2])
 		if err != nil {
 			return nil, err
 		}
@@ -271,13 +327,16 @@ func (im *importer) treeChanges(sha string) ([]core.Change, error) {
 // diffChanges lists what commit sha changes against its first parent,
 // deletions first.
 func (im *importer) diffChanges(parent, sha string) ([]core.Change, error) {
-	out, err := im.r.run(nil, "diff-tree", "-r", "-z", "--no-renames", "--no-ext-diff", parent, sha)
-	if err != nil {
-		return nil, err
+	recs, ok := im.diffs[sha]
+	delete(im.diffs, sha)
+	if !ok {
+		out, err := im.r.run(nil, "diff-tree", "-r", "-z", "--no-renames", "--no-ext-diff", parent, sha)
+		if err != nil {
+			return nil, err
+		}
+		recs = strings.Split(strings.TrimSuffix(string(out), "\x00"), "\x00")
 	}
-	blobs := map[string][]byte{}
 	var dels, puts []core.Change
-	recs := strings.Split(strings.TrimSuffix(string(out), "\x00"), "\x00")
 	for i := 0; i+1 < len(recs); i += 2 {
 		f := strings.Fields(strings.TrimPrefix(recs[i], ":"))
 		path := recs[i+1]
@@ -294,7 +353,7 @@ func (im *importer) diffChanges(parent, sha string) ([]core.Change, error) {
 			}
 			continue
 		}
-		c, keep, err := im.put(sha, path, newMode, newSha, blobs)
+		c, keep, err := im.put(sha, path, newMode, newSha)
 		if err != nil {
 			return nil, err
 		}
@@ -334,7 +393,7 @@ func checkNoDirToFile(sha string, dels, puts []core.Change) error {
 // put makes the change that sets path to blob bsha with git mode mode,
 // reading each blob once per commit; keep is false for a submodule, which
 // is skipped and remembered.
-func (im *importer) put(commit, path, mode, bsha string, blobs map[string][]byte) (c core.Change, keep bool, err error) {
+func (im *importer) put(commit, path, mode, bsha string) (c core.Change, keep bool, err error) {
 	var m objects.Mode
 	switch mode {
 	case "100644":
@@ -352,12 +411,8 @@ func (im *importer) put(commit, path, mode, bsha string, blobs map[string][]byte
 	if err := worktree.ValidatePath(path); err != nil {
 		return c, false, fmt.Errorf("%w: %w: git commit %s: %w", core.ErrInvalid, ErrUnrepresentable, commit, err)
 	}
-	data, ok := blobs[bsha]
-	if !ok {
-		if data, err = im.cat.read(bsha, "blob"); err != nil {
-			return c, false, err
-		}
-		blobs[bsha] = data
-	}
-	return core.Change{Path: path, Data: data, Mode: m}, true, nil
+	// The commit reads the content when it needs it, and holds it only
+	// until its chunk is written: a whole tree is never in memory.
+	open := func() ([]byte, error) { return im.cat.read(bsha, "blob") }
+	return core.Change{Path: path, Mode: m, Open: open}, true, nil
 }

@@ -373,3 +373,47 @@ func TestImportOfADirectoryReplacedByAFileIsRefusedNamingTheCommit(t *testing.T)
 		t.Fatal("the tip's tree is not imported")
 	}
 }
+
+// TestImportOfAHistoryLongerThanADiffBatch imports a history that spans
+// three `git diff-tree --stdin` batches, with empty commits, deletions,
+// mode changes and a merge among them, and checks every commit's tree and
+// parents against git's.
+func TestImportOfAHistoryLongerThanADiffBatch(t *testing.T) {
+	requireGit(t)
+	g := newGitRepo(t)
+	g.write("base", "base\n", 0o644)
+	g.commit("root")
+	var s strings.Builder
+	n := 2*diffBatch + 7
+	for i := 1; i <= n; i++ {
+		fmt.Fprintf(&s, "commit refs/heads/main\nmark :%d\ncommitter a <a@x> %d +0000\ndata 4\nc%03d\n", i, 1700000000+i, i%1000)
+		if i == 1 {
+			s.WriteString("from refs/heads/main^0\n")
+		}
+		if i == diffBatch+1 {
+			// A merge with an earlier commit, at the first commit of the
+			// second batch.
+			fmt.Fprintf(&s, "merge :%d\n", i-5)
+		}
+		switch {
+		case i%97 == 0: // an empty commit
+		case i%13 == 0:
+			fmt.Fprintf(&s, "D f%d\n", (i-1)%7)
+		case i%11 == 0:
+			fmt.Fprintf(&s, "M 100755 inline f%d\ndata 3\nx%d\n", i%7, i%10)
+		default:
+			fmt.Fprintf(&s, "M 100644 inline f%d\ndata %d\nline %d\n", i%7, len(fmt.Sprintf("line %d\n", i)), i)
+		}
+	}
+	g.git(s.String(), "fast-import", "--quiet")
+	st := memStore(t)
+	res := mustImport(t, st, g.dir, ImportOptions{Rev: "main", History: true})
+	if res.Changesets != n+1 {
+		t.Fatalf("imported %d changesets, want %d", res.Changesets, n+1)
+	}
+	out := mustExport(t, snap(t, st), filepath.Join(t.TempDir(), "out.git"), ExportOptions{})
+	want, got := shapes(t, filepath.Join(g.dir, ".git"), "main"), shapes(t, out.GitDir, out.Refs[0].Commit)
+	if strings.Join(want, "\n") != strings.Join(got, "\n") {
+		t.Fatalf("exported history differs from git's (%d and %d commits)", len(got), len(want))
+	}
+}

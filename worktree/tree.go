@@ -3,7 +3,6 @@ package worktree
 import (
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -198,7 +197,13 @@ func (t *Tree) readIndex() error {
 		return err
 	}
 	defer f.Close()
-	data, err := io.ReadAll(f)
+	// Read at the stat's size: the index is the biggest buffer a status
+	// allocates, and every fresh heap page is a page fault.
+	size := int64(-1)
+	if fi, err := f.Stat(); err == nil {
+		size = fi.Size()
+	}
+	data, err := readAll(f, size)
 	if err != nil {
 		return err
 	}

@@ -355,8 +355,8 @@ func (a *app) commitTree(sn *core.Snapshot, dir string, opts worktree.Options, c
 	return t, ps, nil
 }
 
-// treeMemoryLimit is the Go runtime's soft memory limit for a commit or
-// checkout of a directory: the live heap stays near a commit's chunk
+// treeMemoryLimit is the Go runtime's soft memory limit for a commit,
+// checkout or git import of a tree: the live heap stays near a commit's chunk
 // (core.Options.CommitChunkBytes) and the zstd encoder's 8 MiB whatever the
 // tree's size, and the limit keeps the collector from letting garbage
 // double it. Importing Go's src peaked at 63-65 MB of RSS without it and

@@ -205,7 +205,7 @@ func (b *bench) prepareTree() error {
 func (b *bench) measure() error {
 	workflow := false
 	for _, s := range b.c.Steps {
-		workflow = workflow || s != "agents"
+		workflow = workflow || (s != "agents" && s != "history")
 	}
 	for r := 0; workflow && r < b.c.Runs; r++ {
 		for _, sys := range order(workflowSystems, r) {
@@ -220,6 +220,13 @@ func (b *bench) measure() error {
 			if err != nil {
 				return fmt.Errorf("run %d, %s: %w", r, sys, err)
 			}
+		}
+	}
+	for r := 0; b.c.has("history") && r < b.c.Runs; r++ {
+		b.rep.Envs = append(b.rep.Envs, RunEnv{r, "history", turnEnv(b.work)})
+		logf("run %d: history", r)
+		if err := b.history(r); err != nil {
+			return fmt.Errorf("run %d, history: %w", r, err)
 		}
 	}
 	if b.c.has("agents") {
@@ -288,6 +295,8 @@ func stepGroup(step string) string {
 		return "edit"
 	case "size-gc":
 		return "size"
+	case "import-history", "export", "export-incr", "gc":
+		return "history"
 	}
 	if strings.HasPrefix(step, "agents") {
 		return "agents"

@@ -10,7 +10,7 @@ import (
 )
 
 // Steps are the measurements --steps can choose, in the order they run.
-var Steps = []string{"import", "size", "checkout", "reads", "switch", "status", "edit", "agents"}
+var Steps = []string{"import", "size", "checkout", "reads", "switch", "status", "edit", "agents", "history"}
 
 // Flavours are the ways a swarmops agent commits in the agents step: a
 // change list on stdin (no work tree), or a snapshot of its own work tree.

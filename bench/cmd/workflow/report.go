@@ -170,6 +170,7 @@ func markdown(r *Report) string {
 	w.readsTable()
 	w.sizeTable()
 	w.agentsTable()
+	w.historyTable()
 	w.targets()
 	w.notes()
 	return w.b.String()
