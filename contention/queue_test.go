@@ -161,6 +161,7 @@ var _ = Describe("Gated lands (land --check)", Serial, func() {
 		}
 		sort.Ints(batches)
 		AddReportEntry("gated lands", fmt.Sprintf("%d agents, 2 ejected, batch sizes of the landed %v, wall %v", n, batches, wall.Round(time.Millisecond)))
+		Expect(batches[len(batches)-1]).To(BeNumerically(">", 1), "no frame landed more than one agent's change: the queue did not batch across processes")
 
 		st, err := core.Open(store, core.Options{})
 		Expect(err).NotTo(HaveOccurred())
