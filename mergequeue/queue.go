@@ -37,7 +37,8 @@ type Options struct {
 // landed (Outcome.Landed, the target holds it), or ejected (a
 // *CheckFailedError, or a *core.MergeConflictError for a change that
 // conflicted, with the Outcome). It runs the queue itself whenever no
-// other process does (see the package documentation). Errors running the
+// other process does (see the package documentation), checking every
+// pending entry with o's check: the lands of one target should share it. Errors running the
 // queue (the check could not start, I/O) leave the entry queued for the
 // next runner and are returned as they are.
 func Land(s *core.Store, change core.ID, target string, o Options) (*Outcome, error) {

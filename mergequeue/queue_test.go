@@ -333,3 +333,41 @@ func TestAnEntryBelongsToItsTargetOnly(t *testing.T) {
 		}
 	}
 }
+
+// TestConcurrentLandsOnOneHandleAgree: goroutines sharing a store handle
+// (as a server's requests do) queue at once; each learns its own outcome.
+func TestConcurrentLandsOnOneHandleAgree(t *testing.T) {
+	f := newFixture(t)
+	const n = 6
+	ids := make([]core.ID, n)
+	for i := range ids {
+		files := []string{fmt.Sprintf("f%d.txt", i), "x\n"}
+		if i == 3 {
+			files = append(files, "BAD", "x\n")
+		}
+		ids[i] = f.change(files...)
+	}
+	errs := make(chan error, n)
+	for i := range ids {
+		go func() {
+			out, err := Land(f.s, ids[i], "main", f.opts())
+			switch {
+			case i == 3 && !errors.Is(err, ErrCheckFailed):
+				errs <- fmt.Errorf("the breaker: %+v, %v", out, err)
+			case i != 3 && (err != nil || !out.Landed):
+				errs <- fmt.Errorf("change %d: %+v, %v", i, out, err)
+			default:
+				errs <- nil
+			}
+		}()
+	}
+	for range ids {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+	if got := len(f.files()); got != n {
+		t.Fatalf("main holds %d files, want %d", got, n)
+	}
+	f.assertOnlyCheckedTrees()
+}
