@@ -32,9 +32,6 @@ type checkResult struct {
 // nothing is ejected for it.
 func (r *runner) runCheck(sn *core.Snapshot, tip core.ID) (checkResult, error) {
 	r.checks++
-	if h := r.o.BeforeCheck; h != nil {
-		h(tip)
-	}
 	scratch, err := os.MkdirTemp(r.o.TempDir, "swarmops-check-")
 	if err != nil {
 		return checkResult{}, err

@@ -95,9 +95,6 @@ type Outcome struct {
 	Hunks map[string][]textmerge.Conflict `json:"hunks,omitempty"`
 }
 
-// Ejected reports whether the land was refused.
-func (o *Outcome) Ejected() bool { return !o.Landed }
-
 // CheckFailedError is a land the check refused: the change alone, onto the
 // target's head, failed the check. Outcome has the exit status and the
 // output tail.

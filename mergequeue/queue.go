@@ -27,10 +27,6 @@ type Options struct {
 	// Poll is how long a waiting land waits for the runner lock before it
 	// looks again whether its entry was decided (0: 100ms).
 	Poll time.Duration
-	// BeforeCheck, BeforePublish (tests only) are called before each
-	// check with the tip it tests, and before each publishing frame.
-	BeforeCheck   func(tip core.ID)
-	BeforePublish func()
 }
 
 // Land queues change for target and returns once the queue decided it:

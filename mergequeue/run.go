@@ -165,9 +165,6 @@ func (r *runner) decide(moves []core.RefUpdate, outs ...*Outcome) error {
 			core.RefUpdate{Name: entryName(PendingPrefix, r.target, o.Entry), Old: o.Change},
 			core.RefUpdate{Name: entryName(DonePrefix, r.target, o.Entry), New: rec})
 	}
-	if h := r.o.BeforePublish; h != nil {
-		h()
-	}
 	return r.s.UpdateRefsAs(core.Origin{Agent: r.o.Agent, Op: core.OpLand}, moves...)
 }
 
