@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/swarmops/swarmops/core"
+	"github.com/swarmops/swarmops/core/objects"
 	"github.com/swarmops/swarmops/core/textmerge"
 )
 
@@ -93,6 +94,40 @@ type Outcome struct {
 	// Paths and Hunks are a conflict's, as core.MergeConflictError has them.
 	Paths []string                        `json:"paths,omitempty"`
 	Hunks map[string][]textmerge.Conflict `json:"hunks,omitempty"`
+}
+
+// outcomeJSON is Outcome's stored form, its ids in hex (`swarmops cat`
+// of an N.json shows them as every other command does).
+type outcomeJSON struct {
+	*outcomeFields
+	Change    string `json:"change"`
+	Changeset string `json:"changeset"`
+	Head      string `json:"head"`
+}
+
+type outcomeFields Outcome
+
+// MarshalJSON writes the ids in hex.
+func (o *Outcome) MarshalJSON() ([]byte, error) {
+	return json.Marshal(outcomeJSON{(*outcomeFields)(o), o.Change.String(), o.Changeset.String(), o.Head.String()})
+}
+
+// UnmarshalJSON reads what MarshalJSON wrote.
+func (o *Outcome) UnmarshalJSON(b []byte) error {
+	w := outcomeJSON{outcomeFields: (*outcomeFields)(o)}
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	var err error
+	for _, f := range []struct {
+		s  string
+		id *core.ID
+	}{{w.Change, &o.Change}, {w.Changeset, &o.Changeset}, {w.Head, &o.Head}} {
+		if *f.id, err = objects.ParseID(f.s); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // CheckFailedError is a land the check refused: the change alone, onto the
