@@ -23,6 +23,9 @@ const (
 	EnvCLIPerWriter = "SWARMOPS_CONTENTION_CLI_PER_WRITER"
 	// EnvSlowPerWriter sizes the specs labelled "slow" (32 × 1,000 unless set).
 	EnvSlowPerWriter = "SWARMOPS_CONTENTION_SLOW_PER_WRITER"
+	// EnvQueueAgents sizes the gated-land spec: that many agent
+	// processes land with a check, two of them failing it (at least 3).
+	EnvQueueAgents = "SWARMOPS_CONTENTION_QUEUE_AGENTS"
 	// EnvLinTimeout bounds each porcupine check; running out is a failure.
 	EnvLinTimeout = "SWARMOPS_CONTENTION_LIN_TIMEOUT"
 )
@@ -36,6 +39,7 @@ type Knobs struct {
 	PerWriter     int           // operations per writer in the default specs
 	CLIPerWriter  int           // operations per agent in the default CLI specs
 	SlowPerWriter int           // operations per writer in the slow specs
+	QueueAgents   int           // agent processes of the gated-land spec
 	Pause         time.Duration // pause between one writer's operations
 	LockTimeout   time.Duration // Options.LockTimeout of every writer
 	LinTimeout    time.Duration // porcupine time budget per ref history
@@ -51,6 +55,7 @@ func DefaultKnobs() Knobs {
 		PerWriter:     10,
 		CLIPerWriter:  2,
 		SlowPerWriter: 1000,
+		QueueAgents:   16,
 		Pause:         0,
 		LockTimeout:   10 * time.Second,
 		LinTimeout:    60 * time.Second,
@@ -73,6 +78,7 @@ func knobsFrom(lookup func(string) (string, bool)) (Knobs, error) {
 		{EnvPerWriter, &k.PerWriter, 1},
 		{EnvCLIPerWriter, &k.CLIPerWriter, 1},
 		{EnvSlowPerWriter, &k.SlowPerWriter, 1},
+		{EnvQueueAgents, &k.QueueAgents, 3},
 	}
 	for _, v := range ints {
 		s, ok := lookup(v.name)

@@ -19,9 +19,9 @@ var _ = Describe("Knobs", func() {
 
 	It("reads every knob from the environment", func() {
 		k, err := knobsFrom(env(EnvWriters, "8", EnvPerWriter, "3", EnvPauseUS, "2000",
-			EnvLockTimeout, "250ms", EnvSlowPerWriter, "50", EnvLinTimeout, "5s", EnvCLIPerWriter, "4"))
+			EnvLockTimeout, "250ms", EnvSlowPerWriter, "50", EnvLinTimeout, "5s", EnvCLIPerWriter, "4", EnvQueueAgents, "5"))
 		Expect(err).NotTo(HaveOccurred())
-		Expect(k).To(Equal(Knobs{Writers: 8, PerWriter: 3, CLIPerWriter: 4, SlowPerWriter: 50,
+		Expect(k).To(Equal(Knobs{Writers: 8, PerWriter: 3, CLIPerWriter: 4, SlowPerWriter: 50, QueueAgents: 5,
 			Pause: 2 * time.Millisecond, LockTimeout: 250 * time.Millisecond, LinTimeout: 5 * time.Second}))
 	})
 
@@ -48,5 +48,6 @@ var _ = Describe("Knobs", func() {
 		Entry("lock timeout zero", EnvLockTimeout, "0s"),
 		Entry("slow per-writer negative", EnvSlowPerWriter, "-1"),
 		Entry("checker timeout garbage", EnvLinTimeout, "soon"),
+		Entry("queue agents too few to fail two", EnvQueueAgents, "2"),
 	)
 })

@@ -113,6 +113,8 @@
 //
 //	rank        lock                 guards
 //	GC          GCLOCK               garbage collection (one process)
+//	(none)      QUEUELOCK.<hash>     one merge-queue runner per target (LockQueue);
+//	            outermost, taken by package mergequeue, never under a store lock
 //	Land        Store lands.by[ref]  this handle's lands onto one ref, one at a time
 //	Guard       lockq/GUARD          taking a ticket (held microseconds)
 //	Ticket      lockq/t<number>      a place in the writer queue

@@ -61,7 +61,7 @@ func (s *Store) Land(change ID, onto string, o LandOptions) (*LandResult, error)
 	m := s.landLock(onto)
 	m.Lock()
 	defer m.Unlock()
-	l, err := s.startLand(change, onto, o)
+	l, err := s.startLand(change, onto, ID{}, o)
 	if err == nil {
 		defer l.releaseTurn()
 		err = l.run()
@@ -92,8 +92,9 @@ type lander struct {
 	release        func()
 }
 
-// startLand reads the change and the target's head.
-func (s *Store) startLand(change ID, onto string, o LandOptions) (*lander, error) {
+// startLand reads the change and the target's head: head when it is not
+// zero, the ref's value otherwise.
+func (s *Store) startLand(change ID, onto string, head ID, o LandOptions) (*lander, error) {
 	l := &lander{s: s, change: change, onto: onto, maxAttempts: o.MaxAttempts, res: &LandResult{},
 		agent: o.Agent, msg: o.Message}
 	if l.maxAttempts <= 0 {
@@ -106,7 +107,12 @@ func (s *Store) startLand(change ID, onto string, o LandOptions) (*lander, error
 	if l.cs, err = l.sn.Changeset(change); err != nil {
 		return nil, err
 	}
-	if l.head, err = l.sn.Ref(onto); err != nil {
+	l.head = head
+	if head.IsZero() {
+		if l.head, err = l.sn.Ref(onto); err != nil {
+			return nil, err
+		}
+	} else if _, err = l.sn.Changeset(head); err != nil {
 		return nil, err
 	}
 	if l.agent == "" {

@@ -192,11 +192,18 @@ func subprocessSweep(ctx context.Context, _ []*scenarios.Scenario, o *options, s
 		return exitViolation, err
 	}
 	fmt.Fprintf(stdout, "subprocess: %-26s crashed at %d of its calls (stride %d)\n", "update (work tree)", steps, stride)
+	steps, vs, err = e.queueSweep(ctx, tmp, stride, int64(workers))
+	violations = append(violations, vs...)
+	points += steps
+	if err != nil {
+		return exitViolation, err
+	}
+	fmt.Fprintf(stdout, "subprocess: %-26s crashed at %d of its calls (stride %d)\n", "land --check (queue)", steps, stride)
 	for _, v := range violations {
 		fmt.Fprintln(stdout, v)
 	}
 	fmt.Fprintf(stdout, "crashsim --subprocess: %d commands, %d crash points, model process (real OS), %d violations (%.1f s)\n",
-		len(cliWorkflow)+1, points, len(violations), time.Since(start).Seconds())
+		len(cliWorkflow)+2, points, len(violations), time.Since(start).Seconds())
 	if len(violations) > 0 {
 		return exitViolation, nil
 	}

@@ -111,11 +111,13 @@ type (
 		Message    string   `json:"message,omitempty" jsonschema:"changeset message"`
 	}
 	landIn struct {
-		Change      string `json:"change" jsonschema:"the changeset (or ref) to land"`
-		Onto        string `json:"onto" jsonschema:"the ref to land it on"`
-		MaxAttempts int    `json:"max_attempts,omitempty" jsonschema:"re-merge attempts after lost races"`
-		Agent       string `json:"agent,omitempty"`
-		Message     string `json:"message,omitempty"`
+		Change       string `json:"change" jsonschema:"the changeset (or ref) to land"`
+		Onto         string `json:"onto" jsonschema:"the ref to land it on"`
+		MaxAttempts  int    `json:"max_attempts,omitempty" jsonschema:"re-merge attempts after lost races"`
+		Agent        string `json:"agent,omitempty"`
+		Message      string `json:"message,omitempty"`
+		Check        string `json:"check,omitempty" jsonschema:"land through the ref's merge queue: the ref moves only to a tree this command (sh -c, in a scratch work tree) passes on; a change that fails it is E_CHECK_FAILED with the output"`
+		CheckTimeout string `json:"check_timeout,omitempty" jsonschema:"bound on each run of the check, a Go duration (default 10m, 0: none)"`
 	}
 	dirIn struct {
 		Dir string `json:"dir,omitempty" jsonschema:"the work tree (default: the one around the working directory)"`
@@ -190,13 +192,15 @@ func newMCPServer(run runner, agent string, global []string) *mcp.Server {
 		c.flags = appendFlag(c.flags, "--allow-empty", in.AllowEmpty)
 		return c
 	})
-	tool(s, run, global, "land", "Land a changeset's changes onto a ref (three-way merge; re-merges after a lost race); text files merge by lines; E_CONFLICT lists the paths and their conflicting hunks", func(in landIn) call {
+	tool(s, run, global, "land", "Land a changeset's changes onto a ref (three-way merge; re-merges after a lost race); text files merge by lines; E_CONFLICT lists the paths and their conflicting hunks; with check, only a tree the check passes on is published (merge queue, batched with concurrent lands)", func(in landIn) call {
 		c := call{cmd: []string{"land"}, flags: []string{"--onto", in.Onto}, pos: []string{in.Change}}
 		if in.MaxAttempts > 0 {
 			c.flags = append(c.flags, "--max-attempts", strconv.Itoa(in.MaxAttempts))
 		}
 		c.flags = appendIf(c.flags, "--agent", orAgent(in.Agent))
 		c.flags = appendIf(c.flags, "-m", in.Message)
+		c.flags = appendIf(c.flags, "--check", in.Check)
+		c.flags = appendIf(c.flags, "--check-timeout", in.CheckTimeout)
 		return c
 	})
 	tool(s, run, global, "status", "What changed in a work tree against its base", func(in dirIn) call {

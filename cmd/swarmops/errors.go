@@ -14,6 +14,7 @@ import (
 	"github.com/swarmops/swarmops/core"
 	"github.com/swarmops/swarmops/core/objects"
 	"github.com/swarmops/swarmops/core/textmerge"
+	"github.com/swarmops/swarmops/mergequeue"
 	"github.com/swarmops/swarmops/worktree"
 )
 
@@ -50,6 +51,7 @@ var (
 	kindUnresolved = errorKind{"E_UNRESOLVED", 18, false, "the work tree has conflicts an update left (\"paths\"), or a file to resolve still holds conflict markers; edit, then resolve"}
 	kindProtected  = errorKind{"E_PROTECTED", 19, false, "the ref is protected (ref protect): only land moves it (\"ref\", \"pattern\")"}
 	kindReadOnly   = errorKind{"E_READ_ONLY", 20, false, "the store cannot be written with this access (a read-only mount, or another user's store); reads work, unless the store needs recovery first, which needs write access"}
+	kindCheckFail  = errorKind{"E_CHECK_FAILED", 21, false, "land --check ejected the change: the check failed on it (\"exit_status\", \"timed_out\", \"output\": the output's tail)"}
 	kindInternal   = errorKind{"E_INTERNAL", 70, false, "a bug: an error the table does not know"}
 	kindCrashed    = errorKind{"E_CRASHED", crashExitStatus, false, "a simulated crash (SWARMOPS_TEST_CRASH_AT); tests only"}
 )
@@ -57,7 +59,7 @@ var (
 // errorTable lists every row, ordered by exit status.
 func errorTable() []errorKind {
 	t := []errorKind{kindUsage, kindNotFound, kindConflict, kindBusy, kindCorrupt, kindIO,
-		kindNoSpace, kindAmbiguous, kindExists, kindNotStore, kindRepaired, kindGone, kindRunning, kindEmpty, kindUnsafe, kindStale, kindUnresolved, kindProtected, kindReadOnly, kindInternal, kindCrashed}
+		kindNoSpace, kindAmbiguous, kindExists, kindNotStore, kindRepaired, kindGone, kindRunning, kindEmpty, kindUnsafe, kindStale, kindUnresolved, kindProtected, kindReadOnly, kindCheckFail, kindInternal, kindCrashed}
 	sort.Slice(t, func(i, j int) bool { return t[i].Exit < t[j].Exit })
 	return t
 }
@@ -126,7 +128,7 @@ var layerNames = []error{core.ErrConflict, core.ErrNotFound, core.ErrAmbiguous, 
 	core.ErrBusy, core.ErrCrashed, core.ErrProtected, core.ErrReadOnly, objects.ErrBadID, objects.ErrBadPath, objects.ErrBadPrefix,
 	objects.ErrMalformed, objects.ErrInvalid, worktree.ErrLocalChanges, worktree.ErrUnsafeTree,
 	worktree.ErrReservedPath, worktree.ErrNotWorkTree, worktree.ErrNotEmpty, worktree.ErrIndexCorrupt,
-	worktree.ErrSpecialFile, worktree.ErrBaseMismatch, worktree.ErrUnresolved, worktree.ErrNotConflicted}
+	worktree.ErrSpecialFile, worktree.ErrBaseMismatch, worktree.ErrUnresolved, worktree.ErrNotConflicted, mergequeue.ErrCheckFailed}
 
 // plainText is err's text with the layer names taken out: "core: not
 // found: " before a detail is dropped, and a bare "core: not found" keeps
@@ -163,10 +165,22 @@ func classify(err error) *cliError {
 		notFound  *notFoundError
 		noStore   *storeError
 		recovery  *core.NeedsRecoveryError
+		ejected   *mergequeue.CheckFailedError
 	)
 	switch {
 	case errors.Is(err, core.ErrCrashed):
 		out.kind = kindCrashed
+	case errors.As(err, &ejected):
+		out.kind = kindCheckFail
+		o := ejected.Outcome
+		out.extra["change"] = o.Change.String()
+		out.extra["onto"] = o.Target
+		out.extra["exit_status"] = o.Exit
+		out.extra["timed_out"] = o.TimedOut
+		out.extra["output"] = o.Output
+		out.subject["checks"] = o.Checks
+	case errors.Is(err, mergequeue.ErrCheckFailed):
+		out.kind = kindCheckFail
 	case errors.Is(err, core.ErrBusy):
 		out.kind = kindBusy
 	case errors.As(err, &protected):

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/swarmops/swarmops/core"
+	"github.com/swarmops/swarmops/mergequeue"
 )
 
 // TestClassifyPlacesEverySentinelInTheTable covers the rows a test cannot
@@ -41,6 +42,8 @@ func TestClassifyPlacesEverySentinelInTheTable(t *testing.T) {
 		{core.ErrReadOnly, kindReadOnly},
 		{&core.NeedsRecoveryError{Dir: "s", Reason: "r", Err: core.ErrReadOnly}, kindReadOnly},
 		{core.ErrCrashed, kindCrashed},
+		{mergequeue.ErrCheckFailed, kindCheckFail},
+		{&mergequeue.CheckFailedError{Outcome: &mergequeue.Outcome{Target: "main", Exit: 1}}, kindCheckFail},
 		{fmt.Errorf("write: %w", fmt.Errorf("%w: busy too", core.ErrCrashed)), kindCrashed},
 		{fmt.Errorf("plain"), kindInternal},
 	}

@@ -178,3 +178,27 @@ func TestMCPUpdateAndResolveTools(t *testing.T) {
 		t.Fatalf("commit after resolving: %v", env)
 	}
 }
+
+func TestMCPLandWithACheckEjectsWhatFailsIt(t *testing.T) {
+	cs, _ := mcpSession(t)
+	env, ok := callTool(t, cs, "commit", map[string]any{"changes": "put f.txt = \"base\\n\"\n", "advance": "main", "message": "base"})
+	if !ok {
+		t.Fatalf("commit: %v", env)
+	}
+	base := env["data"].(map[string]any)["id"].(string)
+	good, _ := callTool(t, cs, "commit", map[string]any{"changes": "put g.txt = \"good\\n\"\n", "parents": []any{base}})
+	bad, _ := callTool(t, cs, "commit", map[string]any{"changes": "put BAD = \"bad\\n\"\n", "parents": []any{base}})
+	check := "if test -e BAD; then echo found BAD; exit 4; fi"
+	env, ok = callTool(t, cs, "land", map[string]any{"change": good["data"].(map[string]any)["id"], "onto": "main", "check": check, "check_timeout": "1m"})
+	if !ok || env["data"].(map[string]any)["checks"] != float64(1) {
+		t.Fatalf("land good: %v", env)
+	}
+	env, ok = callTool(t, cs, "land", map[string]any{"change": bad["data"].(map[string]any)["id"], "onto": "main", "check": check})
+	if ok {
+		t.Fatalf("land bad succeeded: %v", env)
+	}
+	e := env["error"].(map[string]any)
+	if e["code"] != "E_CHECK_FAILED" || e["exit_status"] != float64(4) || e["output"] != "found BAD\n" {
+		t.Fatalf("land bad: %v, want E_CHECK_FAILED with exit status 4 and the output", e)
+	}
+}
