@@ -105,11 +105,7 @@ type plan struct {
 }
 
 func (t *Tree) apply(src Source, id objects.ID, empty bool) (*Result, error) {
-	made, err := t.ensureMeta()
-	if err != nil {
-		return nil, err
-	}
-	l, err := t.lock()
+	made, l, err := t.begin()
 	if err != nil {
 		return nil, err
 	}

@@ -20,10 +20,7 @@ import (
 // a line, as update writes them) is refused with *UnresolvedError
 // (Markers set), and nothing is written. It returns the resolved paths.
 func (t *Tree) Resolve(paths []string, all, force bool) ([]string, error) {
-	if _, err := t.ensureMeta(); err != nil {
-		return nil, err
-	}
-	l, err := t.lock()
+	_, l, err := t.begin()
 	if err != nil {
 		return nil, err
 	}

@@ -188,11 +188,7 @@ func (t *Tree) Record(src Source, id objects.ID, s *Snapshot) error {
 	for i, p := range s.dels {
 		removes[i] = change{path: p}
 	}
-	made, err := t.ensureMeta()
-	if err != nil {
-		return err
-	}
-	l, err := t.lock()
+	made, l, err := t.begin()
 	if err != nil {
 		return err
 	}

@@ -306,10 +306,7 @@ func (t *Tree) Refresh(st *Status) error {
 	if !changed {
 		return nil
 	}
-	if _, err := t.ensureMeta(); err != nil {
-		return err
-	}
-	l, err := t.lock()
+	_, l, err := t.begin()
 	if err != nil {
 		return err
 	}

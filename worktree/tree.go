@@ -275,6 +275,19 @@ func (t *Tree) lock() (vfs.Locked, error) {
 	return t.fs.Lock(path.Join(t.dir, lockFile), lockTimeout)
 }
 
+// begin is the prologue of every write to the tree: it makes the metadata
+// directories when missing (made says it did) and takes the tree's lock,
+// which the caller releases.
+func (t *Tree) begin() (made bool, l vfs.Locked, err error) {
+	if made, err = t.ensureMeta(); err != nil {
+		return false, nil, err
+	}
+	if l, err = t.lock(); err != nil {
+		return false, nil, err
+	}
+	return made, l, nil
+}
+
 // tmpName returns a fresh name in the metadata tmp directory.
 func (t *Tree) tmpName() string {
 	t.tmpSeq++

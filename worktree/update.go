@@ -138,11 +138,7 @@ type step struct {
 // renamed into place; removals come first and the index last, as in a
 // switch, so a crash leaves each file old or new and the old or new index.
 func (t *Tree) Update(src UpdateSource, onto objects.ID, label string) (*UpdateResult, error) {
-	made, err := t.ensureMeta()
-	if err != nil {
-		return nil, err
-	}
-	l, err := t.lock()
+	made, l, err := t.begin()
 	if err != nil {
 		return nil, err
 	}
