@@ -9,7 +9,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"sync"
 
 	"github.com/swarmops/swarmops/core"
 	"github.com/swarmops/swarmops/faultfs"
@@ -62,43 +61,8 @@ func (e *cliEnv) queueSweep(ctx context.Context, tmp string, stride, workers int
 	if vs := queueOracle(done, want); len(vs) > 0 {
 		return 0, nil, fmt.Errorf("queue sweep: the uncrashed land: %s", strings.Join(vs, "; "))
 	}
-	var (
-		mu         sync.Mutex
-		points     int
-		completed  bool
-		violations []string
-	)
-	for n := int64(1); !completed; n += workers * stride {
-		var wg sync.WaitGroup
-		for k := int64(0); k < workers; k++ {
-			wg.Add(1)
-			go func(at int64) {
-				defer wg.Done()
-				vs, fin, err := e.queuePoint(ctx, tmp, base, want, args, at)
-				mu.Lock()
-				defer mu.Unlock()
-				if err != nil {
-					violations = append(violations, fmt.Sprintf("land --check at call %d: harness error: %v", at, err))
-				}
-				if fin {
-					completed = true
-					return
-				}
-				points++
-				for _, v := range vs {
-					violations = append(violations, fmt.Sprintf("VIOLATION: `swarmops land --check` crashed at call %d: %s\n  reproduce: go run ./cmd/crashsim --subprocess (the merge-queue part)", at, v))
-				}
-			}(n + k*stride)
-		}
-		wg.Wait()
-		if ctx.Err() != nil {
-			return points, violations, fmt.Errorf("interrupted")
-		}
-		if n > 100000 {
-			return points, violations, fmt.Errorf("land --check never completed")
-		}
-	}
-	return points, violations, nil
+	return crashEveryCall(ctx, stride, workers, "land --check", "`swarmops land --check`", "the merge-queue part",
+		func(at int64) ([]string, bool, error) { return e.queuePoint(ctx, tmp, base, want, args, at) })
 }
 
 // queueSetup makes the store: main at a base, four changes on it, the

@@ -61,10 +61,23 @@ func (e *cliEnv) treeSweep(ctx context.Context, tmp string, stride, workers int6
 	if st, err := e.treeStatus(ctx, done); err != nil || len(st.Conflicts) != 1 {
 		violations = append(violations, fmt.Sprintf("VIOLATION: after the uncrashed update, status lists conflicts %v (%v), want conf.txt's", st.conflictPaths(), err))
 	}
+	points, vs, err := crashEveryCall(ctx, stride, workers, "update", "`swarmops update` of a work tree", "the work-tree part",
+		func(at int64) ([]string, bool, error) { return e.treePoint(ctx, tmp, base, before, after, args, at) })
+	return points, append(violations, vs...), err
+}
+
+// crashEveryCall crashes a command at every stride-th call, workers at a
+// time, until a run completes uncrashed: point(at) runs it crashed at call
+// at and returns the violations found, or fin when the command completed
+// before that call. cmd and long name the command in errors and in each
+// violation, part the piece of the subprocess sweep that reproduces it.
+func crashEveryCall(ctx context.Context, stride, workers int64, cmd, long, part string,
+	point func(at int64) (vs []string, fin bool, err error)) (int, []string, error) {
 	var (
-		mu        sync.Mutex
-		points    int
-		completed bool
+		mu         sync.Mutex
+		points     int
+		completed  bool
+		violations []string
 	)
 	for n := int64(1); !completed; n += workers * stride {
 		var wg sync.WaitGroup
@@ -72,11 +85,11 @@ func (e *cliEnv) treeSweep(ctx context.Context, tmp string, stride, workers int6
 			wg.Add(1)
 			go func(at int64) {
 				defer wg.Done()
-				vs, fin, err := e.treePoint(ctx, tmp, base, before, after, args, at)
+				vs, fin, err := point(at)
 				mu.Lock()
 				defer mu.Unlock()
 				if err != nil {
-					violations = append(violations, fmt.Sprintf("update at call %d: harness error: %v", at, err))
+					violations = append(violations, fmt.Sprintf("%s at call %d: harness error: %v", cmd, at, err))
 				}
 				if fin {
 					completed = true
@@ -84,7 +97,7 @@ func (e *cliEnv) treeSweep(ctx context.Context, tmp string, stride, workers int6
 				}
 				points++
 				for _, v := range vs {
-					violations = append(violations, fmt.Sprintf("VIOLATION: `swarmops update` of a work tree crashed at call %d: %s\n  reproduce: go run ./cmd/crashsim --subprocess (the work-tree part)", at, v))
+					violations = append(violations, fmt.Sprintf("VIOLATION: %s crashed at call %d: %s\n  reproduce: go run ./cmd/crashsim --subprocess (%s)", long, at, v, part))
 				}
 			}(n + k*stride)
 		}
@@ -93,7 +106,7 @@ func (e *cliEnv) treeSweep(ctx context.Context, tmp string, stride, workers int6
 			return points, violations, fmt.Errorf("interrupted")
 		}
 		if n > 100000 {
-			return points, violations, fmt.Errorf("update never completed")
+			return points, violations, fmt.Errorf("%s never completed", cmd)
 		}
 	}
 	return points, violations, nil
