@@ -131,7 +131,12 @@ func (v *Violation) Key() string {
 // Args returns the crashsim arguments that reproduce v alone.
 func (v *Violation) Args() []string {
 	a := []string{"--scenario", v.Scenario}
-	if v.At < 0 {
+	if v.File == PartFile {
+		a = []string{"--part", v.Scenario}
+		if v.At > 0 {
+			a = append(a, "--at", fmt.Sprint(v.At))
+		}
+	} else if v.At < 0 {
 		// A reference-run failure: any single point shows it.
 		a = append(a, "--at", "1", "--model", "strict")
 	} else if v.Fault != "" {

@@ -70,6 +70,7 @@ type options struct {
 	trace                                    bool
 	scenario, models, shard, jsonPath        string
 	fault, canary, scenarioDir, binary       string
+	part                                     string // --part: one in-process part
 	at, recoverAt, seed, flips, flip         int64
 	tornSeeds, workers, recoveryPoints       int
 	stride, faultStride                      int
@@ -107,6 +108,7 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	fs.IntVar(&o.faultStride, "fault-stride", 1, "inject at every Nth matching call (6 in --quick)")
 	generatedFlags(fs, o)
 	schedFlags(fs, o)
+	partFlags(fs, o)
 	fs.StringVar(&o.binary, "binary", "", "with --subprocess: the swarmops binary (default: go build ./cmd/swarmops)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: crashsim (--quick | --sweep | --self-test | --subprocess | --at N) [flags]")
@@ -124,13 +126,13 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 		return nil, usagef("unexpected argument %q", fs.Arg(0))
 	}
 	modes := 0
-	for _, m := range []bool{o.sweep, o.quick, o.selfTest, o.subprocess, o.list, o.trace, o.sched} {
+	for _, m := range []bool{o.sweep, o.quick, o.selfTest, o.subprocess, o.list, o.trace, o.sched, o.part != ""} {
 		if m {
 			modes++
 		}
 	}
 	if modes > 1 {
-		return nil, usagef("give one of --sweep, --quick, --self-test, --subprocess, --list, --sched")
+		return nil, usagef("give one of --sweep, --quick, --self-test, --subprocess, --list, --sched, --part")
 	}
 
 	if o.recoverAt < 0 || (o.recoverAt > 0 && o.at == 0) {
@@ -140,7 +142,7 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 		return nil, err
 	}
 	if modes == 0 && o.at == 0 && o.fault == "" && o.flip == 0 && !o.generated {
-		return nil, usagef("nothing to do: give --quick, --sweep, --self-test, --subprocess, --list, --trace, --sched, or --at N / --fault RULE / --flip K to reproduce one point")
+		return nil, usagef("nothing to do: give --quick, --sweep, --self-test, --subprocess, --list, --trace, --sched, --part NAME, or --at N / --fault RULE / --flip K to reproduce one point")
 	}
 	if o.flips < 0 || o.flip < 0 {
 		return nil, usagef("--flips and --flip must not be negative")
@@ -232,6 +234,9 @@ func execute(ctx context.Context, o *options, stdout, stderr io.Writer) (int, er
 	if o.sched {
 		return schedMode(o, stdout)
 	}
+	if o.part != "" {
+		return partMode(ctx, o, stdout)
+	}
 	scs, err := loadScenarios(o)
 	if err != nil {
 		return 0, err
@@ -257,6 +262,11 @@ func execute(ctx context.Context, o *options, stdout, stderr io.Writer) (int, er
 		return selfTest(ctx, scs, cfg, o, stdout, stderr)
 	}
 	code, err := sweep(ctx, scs, cfg, o, stdout, stderr)
+	if err == nil && runsParts(o, cfg) {
+		var pcode int
+		pcode, err = runParts(ctx, crashsweep.Parts, crashsweep.PartConfig{Weaken: cfg.Weaken}, stdout)
+		code = max(code, pcode)
+	}
 	if err != nil || !o.quick {
 		return code, err
 	}
@@ -440,7 +450,11 @@ func printViolation(w io.Writer, v *crashsweep.Violation) {
 	if v.Canary != "" {
 		canary = " [canary " + v.Canary + "]"
 	}
-	fmt.Fprintf(w, "VIOLATION %s%s: scenario %s (%s), %s\n  %s\n", v.Claim, canary, v.Scenario, v.File, where, v.Detail)
+	what := fmt.Sprintf("scenario %s (%s)", v.Scenario, v.File)
+	if v.File == crashsweep.PartFile {
+		what, where = "part "+v.Scenario, strings.Replace(where, fmt.Sprintf(" of %d calls", v.Calls), "", 1)
+	}
+	fmt.Fprintf(w, "VIOLATION %s%s: %s, %s\n  %s\n", v.Claim, canary, what, where, v.Detail)
 	if len(v.Trace) > 0 {
 		fmt.Fprintln(w, "  calls around it (reference run):")
 		for _, t := range v.Trace {
@@ -512,8 +526,12 @@ func selfTest(ctx context.Context, scs []*scenarios.Scenario, cfg crashsweep.Con
 			case v.At < 0:
 				where = "reference run"
 			}
-			fmt.Fprintf(stdout, "canary %-16s caught by %-4s in scenario %s (%s)\n    %s\n    reproduce: %s\n",
-				r.Canary.Name, v.Claim, v.Scenario, where, v.Detail, jr.Repro)
+			kind := "scenario"
+			if v.File == crashsweep.PartFile {
+				kind = "part"
+			}
+			fmt.Fprintf(stdout, "canary %-16s caught by %-4s in %s %s (%s)\n    %s\n    reproduce: %s\n",
+				r.Canary.Name, v.Claim, kind, v.Scenario, where, v.Detail, jr.Repro)
 		} else {
 			missed++
 			fmt.Fprintf(stdout, "canary %-16s NOT CAUGHT (%s): %d points, %d states, %d fault runs checked and every claim held\n",
