@@ -33,6 +33,7 @@ type Part struct {
 var Parts = []Part{
 	{Name: "worktree", What: "checkout, switch and update (a line merge, a conflict) of a work tree, with and without Sync", run: treePart},
 	{Name: "queue", What: "a gated land of four queued changes, one failing the check: search, eject, publish", run: queuePart},
+	{Name: "export", What: "an export to git over a mapping file that names a commit git lacks", run: exportPart},
 }
 
 // PartConfig says how to run a part.
@@ -52,6 +53,8 @@ type PartReport struct {
 	States     int64         `json:"states_checked"`
 	Violations []Violation   `json:"violations"`
 	Elapsed    time.Duration `json:"elapsed_ns"`
+	// Skipped says why the part did not run ("" when it did).
+	Skipped string `json:"skipped,omitempty"`
 }
 
 // ParsePart finds a part by name.

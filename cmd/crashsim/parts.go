@@ -12,7 +12,7 @@ import (
 
 // partFlags defines the flag of the in-process parts.
 func partFlags(fs *flag.FlagSet, o *options) {
-	fs.StringVar(&o.part, "part", "", "run only this in-process part (worktree, queue), with --at N to crash only at call N; --quick and --sweep run every part")
+	fs.StringVar(&o.part, "part", "", "run only this in-process part (worktree, queue, export), with --at N to crash only at call N; --quick and --sweep run every part")
 }
 
 // runsParts reports whether a --quick or --sweep run also runs every part:
@@ -46,6 +46,10 @@ func runParts(ctx context.Context, parts []crashsweep.Part, cfg crashsweep.PartC
 		rep, err := p.Run(ctx, cfg)
 		if err != nil {
 			return 0, fmt.Errorf("part %s: %w", p.Name, err)
+		}
+		if rep.Skipped != "" {
+			fmt.Fprintf(stdout, "crashsim: part %s: skipped: %s\n", p.Name, rep.Skipped)
+			continue
 		}
 		printViolations(stdout, rep.Violations, 20)
 		fmt.Fprintf(stdout, "crashsim: part %s: %d crash points, %d states checked, %d violations (%.1f s)\n",

@@ -31,6 +31,7 @@ const (
 	GCSkipsRebuild                          // a commit built before a gc's index was installed is appended as built
 	UpdateTrustsStat                        // a work tree's update records a merged file's stat data as clean
 	QueueTwoFrames                          // the merge queue publishes its entries' outcomes and the target's move in two frames
+	ExportTrustsMap                         // an export builds on the commits its mapping file names without checking git has them
 )
 
 // attach holds, per package that has canaries, the function that sets
@@ -39,13 +40,14 @@ var attach []func(opts any, w Weakening) bool
 
 // RegisterOptions is how a package registers the function that sets the
 // canaries of its options (an unexported field): core for *core.Options,
-// worktree for *worktree.Options, mergequeue for *mergequeue.Options. It
+// worktree for *worktree.Options, mergequeue for *mergequeue.Options,
+// gitx for *gitx.ExportOptions. It
 // is called once per package, by its initialization; set reports whether
 // opts was of its type.
 func RegisterOptions(set func(opts any, w Weakening) bool) { attach = append(attach, set) }
 
-// Weaken sets the canaries of opts (a *core.Options, *worktree.Options or
-// *mergequeue.Options) to w: everything opened or run with opts (or a
+// Weaken sets the canaries of opts (a *core.Options, *worktree.Options,
+// *mergequeue.Options or *gitx.ExportOptions) to w: everything opened or run with opts (or a
 // copy) runs with them. It panics when no linked-in package owns the
 // type of opts, a mistake of the test that calls it.
 func Weaken[O any](opts *O, w Weakening) {
