@@ -78,7 +78,8 @@ func exportPart(_ context.Context, pc *partRun) error {
 	}
 	ref, err := gitx.Export(sn, done, opts(nil))
 	if err != nil {
-		return pc.violation("export", name, 0, "process", "the export failed: %v", err)
+		first, _, _ := strings.Cut(err.Error(), "\n") // git's crash report path follows
+		return pc.violation("export", name, 0, "process", "the export failed: %s", first)
 	}
 	want := exportedCommits(ref)
 	n := 0
@@ -224,7 +225,8 @@ func exportOracle(git, dir, before string, again func() (*gitx.ExportResult, err
 	}
 	res, err := again()
 	if err != nil {
-		return fmt.Sprintf("the export run again failed: %v", err)
+		first, _, _ := strings.Cut(err.Error(), "\n")
+		return "the export run again failed: " + first
 	}
 	got := exportedCommits(res)
 	var diffs []string

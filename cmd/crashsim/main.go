@@ -8,6 +8,7 @@
 //	crashsim --self-test             every canary must be caught
 //	crashsim --generated --depth 3   every generated workload of up to 3 ops, every point, every model
 //	crashsim --subprocess            the real swarmops binary with SWARMOPS_TEST_CRASH_AT
+//	crashsim --part worktree         one in-process part (worktree, queue, export); --quick and --sweep run all
 //	crashsim --sched --seed 11       concurrent agents under the seeded deterministic scheduler
 //	crashsim --scenario commit --at 37 --model strict --seed 1    reproduce one point
 //

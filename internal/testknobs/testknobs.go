@@ -5,8 +5,10 @@
 //
 // The canaries each break one durability rule on purpose, so that the crash
 // sweep and the property tests can show they would notice: a check that
-// cannot fail proves nothing. Weaken sets them on a core.Options, through
-// a function core registers when it is initialized.
+// cannot fail proves nothing. Weaken sets them on a core.Options (or a
+// worktree.Options, mergequeue.Options or gitx.ExportOptions, for the
+// canaries of those paths), through a function each package registers
+// when it is initialized.
 package testknobs
 
 import "fmt"
