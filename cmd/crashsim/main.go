@@ -254,7 +254,7 @@ func execute(ctx context.Context, o *options, stdout, stderr io.Writer) (int, er
 	}
 	switch {
 	case o.list:
-		return list(scs, stdout)
+		return list(scs, !o.set["scenario"], stdout)
 	case o.trace:
 		return trace(scs, cfg, stdout)
 	case o.subprocess:
@@ -390,9 +390,16 @@ func sweep(ctx context.Context, scs []*scenarios.Scenario, cfg crashsweep.Config
 	return exitOK, nil
 }
 
-func list(scs []*scenarios.Scenario, stdout io.Writer) (int, error) {
+// list prints the scenarios, then (parts) the in-process parts.
+func list(scs []*scenarios.Scenario, parts bool, stdout io.Writer) (int, error) {
 	for _, sc := range scs {
 		fmt.Fprintf(stdout, "%-18s %-28s ops=%-3d claims=%v\n  %s\n", sc.Name, sc.File, sc.Ops(), sc.Claims, sc.Description)
+	}
+	for _, p := range crashsweep.Parts {
+		if !parts {
+			break
+		}
+		fmt.Fprintf(stdout, "%-18s %-28s (--part %s)\n  %s\n", p.Name, "(in-process part)", p.Name, p.What)
 	}
 	return exitOK, nil
 }
