@@ -17,6 +17,10 @@ type Canary struct {
 	// Sched marks a canary no sweep catches: only the interleavings of
 	// the deterministic scheduler (crashsweep/sched) reach what it breaks.
 	Sched bool
+	// Part names the part (Parts) that catches the canary: it weakens a
+	// path outside the store's scenarios, so the self-test runs that part
+	// with it instead of the scenarios.
+	Part string
 }
 
 // Canaries lists the weakenings of internal/testknobs the sweep must
@@ -33,6 +37,9 @@ var Canaries = []Canary{
 	{Name: "land-no-ff", Weaken: testknobs.LandNoFastForward, Why: "Land merges where it should fast-forward"},
 	{Name: "queue-skip-waiter", Weaken: testknobs.QueueSkipWaiter, Why: "a writer-queue waiter ignores the ticket just ahead of it, so a hand-off skips a waiter", Sched: true},
 	{Name: "gc-ignores-leases", Weaken: testknobs.GCIgnoresLeases, Why: "gc keeps nothing for live leases (deletes a leased changeset)"},
+	{Name: "update-trusts-stat", Weaken: testknobs.UpdateTrustsStat, Part: "worktree", Why: "a work tree's update records a merged file's stat data as clean, for theirs' object"},
+	{Name: "queue-two-frames", Weaken: testknobs.QueueTwoFrames, Part: "queue", Why: "the merge queue publishes its entries' outcomes in one frame and the target's move in another"},
+	{Name: "export-trusts-map", Weaken: testknobs.ExportTrustsMap, Part: "export", Why: "an export builds on the commits its mapping file names without checking that git has them"},
 }
 
 // CanaryWorkloads are generated workloads the self-test sweeps besides
@@ -94,7 +101,16 @@ func SelfTest(ctx context.Context, scs []*scenarios.Scenario, cfg Config) ([]Can
 		keys[baseline.Violations[i].Key()] = true
 	}
 	var out []CanaryResult
+	parts := map[string]map[string]bool{} // a part's baseline violations
 	for _, c := range Canaries {
+		if c.Part != "" {
+			res, err := partCanary(ctx, c, parts)
+			if err != nil {
+				return nil, nil, err
+			}
+			out = append(out, res)
+			continue
+		}
 		cc := cfg
 		cc.Weaken = c.Weaken
 		cc.StopAtFirst = true
@@ -120,4 +136,38 @@ func SelfTest(ctx context.Context, scs []*scenarios.Scenario, cfg Config) ([]Can
 		out = append(out, res)
 	}
 	return out, baseline, nil
+}
+
+// partCanary runs c's part with c set, after the part's correct run (its
+// baseline, kept in parts), and says whether a violation outside the
+// baseline caught c.
+func partCanary(ctx context.Context, c Canary, parts map[string]map[string]bool) (CanaryResult, error) {
+	p, err := ParsePart(c.Part)
+	if err != nil {
+		return CanaryResult{}, err
+	}
+	keys, ok := parts[c.Part]
+	if !ok {
+		base, err := p.Run(ctx, PartConfig{})
+		if err != nil {
+			return CanaryResult{}, err
+		}
+		keys = map[string]bool{}
+		for i := range base.Violations {
+			keys[base.Violations[i].Key()] = true
+		}
+		parts[c.Part] = keys
+	}
+	rep, err := p.Run(ctx, PartConfig{Weaken: c.Weaken, StopAtFirst: true})
+	if err != nil {
+		return CanaryResult{}, err
+	}
+	res := CanaryResult{Canary: c, Report: &Report{Points: rep.Points, States: rep.States, Elapsed: rep.Elapsed}}
+	for i := range rep.Violations {
+		if v := &rep.Violations[i]; !keys[v.Key()] {
+			res.Caught, res.Violation = true, v
+			break
+		}
+	}
+	return res, nil
 }

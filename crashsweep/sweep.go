@@ -28,7 +28,10 @@
 //
 // Besides the scenario files, the sweep runs generated workloads (gen.go):
 // every sequence of a few operations by two or three agents, with a model
-// of the store that predicts each outcome.
+// of the store that predicts each outcome. Paths that write outside the
+// store or decide outside it (a work tree, the merge queue, an export to
+// git) are swept by parts (parts.go), each with its own operations and
+// oracle, crashed at every call in-process so that canaries reach them.
 //
 // Everything is deterministic: the scenario clock is fixed, torn clones are
 // seeded, and races are interleaved at a named lock call, so a crash point,
@@ -131,7 +134,12 @@ func (v *Violation) Key() string {
 // Args returns the crashsim arguments that reproduce v alone.
 func (v *Violation) Args() []string {
 	a := []string{"--scenario", v.Scenario}
-	if v.At < 0 {
+	if v.File == PartFile {
+		a = []string{"--part", v.Scenario}
+		if v.At > 0 {
+			a = append(a, "--at", fmt.Sprint(v.At))
+		}
+	} else if v.At < 0 {
 		// A reference-run failure: any single point shows it.
 		a = append(a, "--at", "1", "--model", "strict")
 	} else if v.Fault != "" {

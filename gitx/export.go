@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/swarmops/swarmops/core"
+	"github.com/swarmops/swarmops/core/vfs"
+	"github.com/swarmops/swarmops/internal/testknobs"
 )
 
 // DefaultPrefix is where exported refs land unless ExportOptions.Prefix
@@ -26,6 +28,25 @@ type ExportOptions struct {
 	// Progress, if set, is called after each commit written, with the
 	// number written and the number to write.
 	Progress func(done, total int)
+	// FS is the filesystem of the export's own files in the git
+	// directory: the mapping file, its temporary files, and the fsyncs of
+	// the packs fast-import wrote (nil: the OS). git itself writes the
+	// real directory, so FS is the OS or a wrapper of it (faultfs counts
+	// and crashes an export's calls through it).
+	FS vfs.FS
+
+	// weaken is the test-only canaries (internal/testknobs.Weaken).
+	weaken testknobs.Weakening
+}
+
+func init() {
+	testknobs.RegisterOptions(func(opts any, w testknobs.Weakening) bool {
+		o, ok := opts.(*ExportOptions)
+		if ok {
+			o.weaken = w
+		}
+		return ok
+	})
 }
 
 // ExportedRef is one ref an export set.
@@ -80,22 +101,26 @@ func Export(sn *core.Snapshot, dir string, o ExportOptions) (*ExportResult, erro
 	if err != nil {
 		return nil, err
 	}
-	unlock, err := lockRepo(r.commonDir)
+	fsys := o.FS
+	if fsys == nil {
+		fsys = vfs.OS()
+	}
+	unlock, err := lockRepo(fsys, r.commonDir)
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
 	res := &ExportResult{GitDir: r.commonDir, Created: created}
-	m := loadMap(r.commonDir)
+	m := loadMap(fsys, r.commonDir)
 	res.MapNote = m.note
 	dirty := m.note != ""
-	order, frontier, err := planExport(sn, r, m, refs, res)
+	order, frontier, err := planExport(sn, r, m, refs, res, o.weaken&testknobs.ExportTrustsMap != 0)
 	if err != nil {
 		return nil, err
 	}
 	dirty = dirty || res.MapNote != m.note
 	res.CommitsReused = len(frontier)
-	before, err := packFiles(r.packDir)
+	before, err := packFiles(fsys, r.packDir)
 	if err != nil {
 		return nil, err
 	}
@@ -105,7 +130,7 @@ func Export(sn *core.Snapshot, dir string, o ExportOptions) (*ExportResult, erro
 	}
 	res.CommitsWritten, res.BlobsWritten = st.commits, st.blobs
 	if st.commits > 0 || dirty {
-		if err := syncNewPacks(r.packDir, before); err != nil {
+		if err := syncNewPacks(fsys, r.packDir, before); err != nil {
 			return nil, err
 		}
 		if err := m.save(r.commonDir); err != nil {
@@ -161,13 +186,16 @@ func exportRefs(sn *core.Snapshot, names []string, prefix string) ([]ExportedRef
 // lacks any, every mapped commit is checked, the missing are dropped (a
 // note in res says so), and the plan is made again; the second plan's
 // frontier has then been checked already.
-func planExport(sn *core.Snapshot, r *repo, m *exportMap, refs []ExportedRef, res *ExportResult) ([]core.ID, []core.ID, error) {
+//
+// trust is the canary testknobs.ExportTrustsMap: the frontier is not
+// checked.
+func planExport(sn *core.Snapshot, r *repo, m *exportMap, refs []ExportedRef, res *ExportResult, trust bool) ([]core.ID, []core.ID, error) {
 	tips := make([]core.ID, len(refs))
 	for i, e := range refs {
 		tips[i] = e.Changeset
 	}
 	order, frontier, err := walk(sn, tips, m.commits)
-	if err != nil || len(frontier) == 0 {
+	if err != nil || len(frontier) == 0 || trust {
 		return order, frontier, err
 	}
 	shas := make([]string, len(frontier))

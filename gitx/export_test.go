@@ -13,6 +13,7 @@ import (
 
 	"github.com/swarmops/swarmops/core"
 	"github.com/swarmops/swarmops/core/objects"
+	"github.com/swarmops/swarmops/core/vfs"
 )
 
 // historySize is the length of the generated history the export tests
@@ -41,7 +42,7 @@ func refCommits(res *ExportResult) map[string]string {
 // the repository.
 func checkMapComplete(tb testing.TB, gitDir string) *exportMap {
 	tb.Helper()
-	m := loadMap(gitDir)
+	m := loadMap(vfs.OS(), gitDir)
 	if m.note != "" {
 		tb.Fatalf("mapping file: %s", m.note)
 	}
@@ -211,7 +212,7 @@ func TestExportIntoAFreshRepositoryGivesTheSameCommitIDs(t *testing.T) {
 	if len(ra) == 0 || fmt.Sprint(ra) != fmt.Sprint(rb) {
 		t.Fatalf("two exports of one snapshot differ:\n%v\n%v", ra, rb)
 	}
-	ma, mb := loadMap(a.GitDir), loadMap(bres.GitDir)
+	ma, mb := loadMap(vfs.OS(), a.GitDir), loadMap(vfs.OS(), bres.GitDir)
 	for id, c := range ma.commits {
 		if mb.commits[id] != c {
 			t.Fatalf("changeset %s: commit %s in one repository, %s in the other", id, c, mb.commits[id])
@@ -319,7 +320,7 @@ func TestAnInterruptedExportNeverLeavesAMappingNamingAMissingCommit(t *testing.T
 		dir := filepath.Join(t.TempDir(), "out.git")
 		mustExport(t, sn, dir, ExportOptions{})
 		// Every entry now names a commit that does not exist.
-		m := loadMap(dir)
+		m := loadMap(vfs.OS(), dir)
 		for _, id := range m.order {
 			m.commits[id] = strings.Repeat("ab", 20)
 		}

@@ -4,16 +4,21 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
 
+	"github.com/spf13/afero"
 	"golang.org/x/sys/unix"
 
 	"github.com/swarmops/swarmops/core"
 	"github.com/swarmops/swarmops/core/objects"
+	"github.com/swarmops/swarmops/core/vfs"
 )
 
 // File names in the (common) git directory.
@@ -29,6 +34,7 @@ var mapHeader = fmt.Sprintf("swarmops-export-map 1 ident=%d\n", identVersion)
 // exportMap is the mapping from exported changesets to their commits, as
 // loaded from the mapping file and extended by an export.
 type exportMap struct {
+	fs      vfs.FS // where the mapping file is read and saved (nil: the OS)
 	commits map[core.ID]string
 	order   []core.ID // file order, then the order of additions
 	// note says why a file present was not used ("" when it was, or when
@@ -39,17 +45,19 @@ type exportMap struct {
 // loadMap reads the mapping file of the repository. A missing file is an
 // empty map; an unreadable or malformed one, or one from another mapping
 // version, is an empty map with a note: the mapping only saves time.
-func loadMap(gitDir string) *exportMap {
-	m := &exportMap{commits: map[core.ID]string{}}
-	data, err := os.ReadFile(filepath.Join(gitDir, mapName))
-	if os.IsNotExist(err) {
+func loadMap(fsys vfs.FS, gitDir string) *exportMap {
+	m := &exportMap{fs: fsys, commits: map[core.ID]string{}}
+	data, err := afero.ReadFile(fsys, filepath.Join(gitDir, mapName))
+	if errors.Is(err, fs.ErrNotExist) {
 		return m
 	}
 	if err != nil {
 		m.note = "mapping file unreadable, rebuilt: " + err.Error()
 		return m
 	}
-	return parseMap(data)
+	m = parseMap(data)
+	m.fs = fsys
+	return m
 }
 
 // parseMap decodes a mapping file's content; see loadMap.
@@ -130,15 +138,18 @@ var testHookBeforeMapRename func() error
 // fsynced, so that after any crash the file is the old one or the new one,
 // whole.
 func (m *exportMap) save(gitDir string) (err error) {
-	f, err := os.CreateTemp(gitDir, mapName+".tmp-*")
+	if m.fs == nil {
+		m.fs = vfs.OS()
+	}
+	tmp := filepath.Join(gitDir, fmt.Sprintf("%s.tmp-%d-%d", mapName, os.Getpid(), rand.Uint64()))
+	f, err := m.fs.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return fmt.Errorf("%w: mapping file: %w", core.ErrIO, err)
 	}
-	tmp := f.Name()
 	defer func() {
 		if err != nil {
 			f.Close()
-			os.Remove(tmp)
+			m.fs.Remove(tmp)
 		}
 	}()
 	w := bufio.NewWriterSize(f, 64<<10)
@@ -160,29 +171,24 @@ func (m *exportMap) save(gitDir string) (err error) {
 			return err
 		}
 	}
-	if err := os.Rename(tmp, filepath.Join(gitDir, mapName)); err != nil {
+	if err := m.fs.Rename(tmp, filepath.Join(gitDir, mapName)); err != nil {
 		return fmt.Errorf("%w: mapping file: %w", core.ErrIO, err)
 	}
-	return syncDir(gitDir)
+	return syncDir(m.fs, gitDir)
 }
 
 // syncDir fsyncs a directory, making the entries created or renamed in it
 // durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("%w: sync %s: %w", core.ErrIO, dir, err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
+func syncDir(fsys vfs.FS, dir string) error {
+	if err := fsys.SyncDir(dir); err != nil {
 		return fmt.Errorf("%w: sync %s: %w", core.ErrIO, dir, err)
 	}
 	return nil
 }
 
 // syncFile fsyncs a file.
-func syncFile(name string) error {
-	f, err := os.Open(name)
+func syncFile(fsys vfs.FS, name string) error {
+	f, err := fsys.Open(name)
 	if err != nil {
 		return fmt.Errorf("%w: sync %s: %w", core.ErrIO, name, err)
 	}
@@ -197,7 +203,7 @@ func syncFile(name string) error {
 // that holds it; the returned function releases it. The lock is an flock
 // on a file that is never removed, so a crashed holder releases it with
 // its process.
-func lockRepo(gitDir string) (func(), error) {
+func lockRepo(fsys vfs.FS, gitDir string) (func(), error) {
 	f, err := os.OpenFile(filepath.Join(gitDir, lockName), os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("%w: export lock: %w", core.ErrIO, err)
@@ -212,7 +218,7 @@ func lockRepo(gitDir string) (func(), error) {
 		f.Close()
 		return nil, fmt.Errorf("%w: export lock: %w", core.ErrIO, err)
 	}
-	removeLeftovers(gitDir)
+	removeLeftovers(fsys, gitDir)
 	return func() { f.Close() }, nil
 }
 
@@ -222,19 +228,19 @@ var leftoverPatterns = []string{mapName + ".tmp-*", marksPrefix + "*"}
 
 // removeLeftovers removes what exports that died left in gitDir. It is
 // best effort: a leftover costs space, never correctness.
-func removeLeftovers(gitDir string) {
+func removeLeftovers(fsys vfs.FS, gitDir string) {
 	for _, pat := range leftoverPatterns {
-		names, _ := filepath.Glob(filepath.Join(gitDir, pat))
+		names, _ := afero.Glob(fsys, filepath.Join(gitDir, pat))
 		for _, n := range names {
-			os.Remove(n)
+			fsys.Remove(n)
 		}
 	}
 }
 
 // packFiles lists the file names in the repository's pack directory.
-func packFiles(packDir string) (map[string]bool, error) {
-	ents, err := os.ReadDir(packDir)
-	if err != nil && !os.IsNotExist(err) {
+func packFiles(fsys vfs.FS, packDir string) (map[string]bool, error) {
+	ents, err := afero.ReadDir(fsys, packDir)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("%w: %w", core.ErrIO, err)
 	}
 	out := map[string]bool{}
@@ -248,8 +254,8 @@ func packFiles(packDir string) (map[string]bool, error) {
 // before, then the directory: the objects an export wrote are durable
 // before the mapping names them, whatever the repository's core.fsync
 // says.
-func syncNewPacks(packDir string, before map[string]bool) error {
-	after, err := packFiles(packDir)
+func syncNewPacks(fsys vfs.FS, packDir string, before map[string]bool) error {
+	after, err := packFiles(fsys, packDir)
 	if err != nil {
 		return err
 	}
@@ -258,7 +264,7 @@ func syncNewPacks(packDir string, before map[string]bool) error {
 		if before[name] || strings.HasPrefix(name, "tmp_") {
 			continue
 		}
-		if err := syncFile(filepath.Join(packDir, name)); err != nil {
+		if err := syncFile(fsys, filepath.Join(packDir, name)); err != nil {
 			return err
 		}
 		n++
@@ -266,5 +272,5 @@ func syncNewPacks(packDir string, before map[string]bool) error {
 	if n == 0 {
 		return nil
 	}
-	return syncDir(packDir)
+	return syncDir(fsys, packDir)
 }

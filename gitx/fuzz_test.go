@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/swarmops/swarmops/core/vfs"
 )
 
 // FuzzParseMap feeds the mapping file's decoder arbitrary bytes: it never
@@ -25,7 +27,7 @@ func FuzzParseMap(f *testing.F) {
 		if err := m.save(dir); err != nil {
 			t.Fatal(err)
 		}
-		back := loadMap(dir)
+		back := loadMap(vfs.OS(), dir)
 		if back.note != "" || fmt.Sprint(back.commits) != fmt.Sprint(m.commits) || len(back.order) != len(m.order) {
 			t.Fatalf("round trip: %v (%q), want %v", back.commits, back.note, m.commits)
 		}

@@ -7,10 +7,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"syscall"
 	"time"
 
 	"github.com/swarmops/swarmops/core"
+	"github.com/swarmops/swarmops/internal/testknobs"
 	"github.com/swarmops/swarmops/worktree"
 )
 
@@ -32,6 +34,9 @@ type checkResult struct {
 // nothing is ejected for it.
 func (r *runner) runCheck(sn *core.Snapshot, tip core.ID) (checkResult, error) {
 	r.checks++
+	if h := testknobs.QueueCheck; h != nil {
+		return hookCheck(h, sn, r.target, tip)
+	}
 	scratch, err := os.MkdirTemp(r.o.TempDir, "swarmops-check-")
 	if err != nil {
 		return checkResult{}, err
@@ -72,6 +77,22 @@ func (r *runner) runCheck(sn *core.Snapshot, tip core.ID) (checkResult, error) {
 		return checkResult{}, fmt.Errorf("run the check: %w", err)
 	}
 	return res, nil
+}
+
+// hookCheck runs the test hook testknobs.QueueCheck on tip's paths in
+// place of the check command.
+func hookCheck(h func(string, []string) (int, string), sn *core.Snapshot, target string, tip core.ID) (checkResult, error) {
+	flat, err := sn.Flatten(tip)
+	if err != nil {
+		return checkResult{}, fmt.Errorf("check out %s for the check: %w", short(tip), err)
+	}
+	paths := make([]string, 0, len(flat))
+	for p := range flat {
+		paths = append(paths, p)
+	}
+	sort.Strings(paths)
+	exit, out := h(target, paths)
+	return checkResult{pass: exit == 0, exit: exit, output: out}, nil
 }
 
 // tail keeps the last limit bytes written to it.

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/swarmops/swarmops/core"
+	"github.com/swarmops/swarmops/internal/testknobs"
 )
 
 // Options tune a gated land.
@@ -27,6 +28,19 @@ type Options struct {
 	// Poll is how long a waiting land waits for the runner lock before it
 	// looks again whether its entry was decided (0: 100ms).
 	Poll time.Duration
+
+	// weaken is the test-only canaries (internal/testknobs.Weaken).
+	weaken testknobs.Weakening
+}
+
+func init() {
+	testknobs.RegisterOptions(func(opts any, w testknobs.Weakening) bool {
+		o, ok := opts.(*Options)
+		if ok {
+			o.weaken = w
+		}
+		return ok
+	})
 }
 
 // Land queues change for target and returns once the queue decided it:

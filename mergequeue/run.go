@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"github.com/swarmops/swarmops/core"
+	"github.com/swarmops/swarmops/internal/testknobs"
 )
 
 // runner runs target's queue while its process holds the runner lock.
@@ -160,12 +161,22 @@ func (r *runner) decide(moves []core.RefUpdate, outs ...*Outcome) error {
 	if err != nil {
 		return err
 	}
+	var entries []core.RefUpdate
 	for _, o := range outs {
-		moves = append(moves,
+		entries = append(entries,
 			core.RefUpdate{Name: entryName(PendingPrefix, r.target, o.Entry), Old: o.Change},
 			core.RefUpdate{Name: entryName(DonePrefix, r.target, o.Entry), New: rec})
 	}
-	return r.s.UpdateRefsAs(core.Origin{Agent: r.o.Agent, Op: core.OpLand}, moves...)
+	origin := core.Origin{Agent: r.o.Agent, Op: core.OpLand}
+	if r.o.weaken&testknobs.QueueTwoFrames != 0 && len(moves) > 0 {
+		// The canary: the outcomes are published before the move that
+		// makes them true, in a frame of their own.
+		if err := r.s.UpdateRefsAs(origin, entries...); err != nil {
+			return err
+		}
+		return r.s.UpdateRefsAs(origin, moves...)
+	}
+	return r.s.UpdateRefsAs(origin, append(moves, entries...)...)
 }
 
 // lostRace reports whether err is a failed compare-and-swap of ref.

@@ -141,7 +141,9 @@
 //
 // The crash sweeps in crash_test.go check these at every filesystem call of
 // a checkout, a switch, an update and a resolve, on faultfs.MemFS, under
-// process, strict and torn clones.
+// process, strict and torn clones; crashsim's worktree part (crashsweep)
+// runs the checkout, switch and update sweeps with the canary
+// update-trusts-stat too.
 //
 // # Safety
 //

@@ -14,6 +14,7 @@ import (
 
 	"github.com/swarmops/swarmops/core/objects"
 	"github.com/swarmops/swarmops/core/vfs"
+	"github.com/swarmops/swarmops/internal/testknobs"
 )
 
 // ErrNotWorkTree is returned by Open for a directory without a work-tree
@@ -69,6 +70,19 @@ type Options struct {
 	// follows (empty: the revision was named by id, and the tree follows
 	// none). Update records it when set and keeps the tree's otherwise.
 	Ref string
+
+	// weaken is the test-only canaries (internal/testknobs.Weaken).
+	weaken testknobs.Weakening
+}
+
+func init() {
+	testknobs.RegisterOptions(func(opts any, w testknobs.Weakening) bool {
+		o, ok := opts.(*Options)
+		if ok {
+			o.weaken = w
+		}
+		return ok
+	})
 }
 
 // Tree is a work tree: a directory, its metadata and its index. A Tree is

@@ -10,6 +10,7 @@ import (
 
 	"github.com/swarmops/swarmops/core/objects"
 	"github.com/swarmops/swarmops/core/textmerge"
+	"github.com/swarmops/swarmops/internal/testknobs"
 )
 
 // ErrUnresolved is wrapped by *UnresolvedError: the tree has conflicts an
@@ -479,6 +480,11 @@ func (t *Tree) executeUpdate(steps []*step, res *UpdateResult) error {
 			}
 			res.Written++
 			if st.entry == nil && !st.conflict && st.s.r.Mode != 0 {
+				st.entry = &IndexEntry{Path: st.s.path, Mode: st.s.r.Mode, ID: st.s.r.ID, Stat: stat}
+			}
+			if st.merged && t.opts.weaken&testknobs.UpdateTrustsStat != 0 {
+				// The canary: the merged file's stat data vouches for
+				// theirs' object, which it does not hold.
 				st.entry = &IndexEntry{Path: st.s.path, Mode: st.s.r.Mode, ID: st.s.r.ID, Stat: stat}
 			}
 		}

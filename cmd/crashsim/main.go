@@ -8,6 +8,7 @@
 //	crashsim --self-test             every canary must be caught
 //	crashsim --generated --depth 3   every generated workload of up to 3 ops, every point, every model
 //	crashsim --subprocess            the real swarmops binary with SWARMOPS_TEST_CRASH_AT
+//	crashsim --part worktree         one in-process part (worktree, queue, export); --quick and --sweep run all
 //	crashsim --sched --seed 11       concurrent agents under the seeded deterministic scheduler
 //	crashsim --scenario commit --at 37 --model strict --seed 1    reproduce one point
 //
@@ -70,6 +71,7 @@ type options struct {
 	trace                                    bool
 	scenario, models, shard, jsonPath        string
 	fault, canary, scenarioDir, binary       string
+	part                                     string // --part: one in-process part
 	at, recoverAt, seed, flips, flip         int64
 	tornSeeds, workers, recoveryPoints       int
 	stride, faultStride                      int
@@ -107,6 +109,7 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	fs.IntVar(&o.faultStride, "fault-stride", 1, "inject at every Nth matching call (6 in --quick)")
 	generatedFlags(fs, o)
 	schedFlags(fs, o)
+	partFlags(fs, o)
 	fs.StringVar(&o.binary, "binary", "", "with --subprocess: the swarmops binary (default: go build ./cmd/swarmops)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: crashsim (--quick | --sweep | --self-test | --subprocess | --at N) [flags]")
@@ -124,13 +127,13 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 		return nil, usagef("unexpected argument %q", fs.Arg(0))
 	}
 	modes := 0
-	for _, m := range []bool{o.sweep, o.quick, o.selfTest, o.subprocess, o.list, o.trace, o.sched} {
+	for _, m := range []bool{o.sweep, o.quick, o.selfTest, o.subprocess, o.list, o.trace, o.sched, o.part != ""} {
 		if m {
 			modes++
 		}
 	}
 	if modes > 1 {
-		return nil, usagef("give one of --sweep, --quick, --self-test, --subprocess, --list, --sched")
+		return nil, usagef("give one of --sweep, --quick, --self-test, --subprocess, --list, --sched, --part")
 	}
 
 	if o.recoverAt < 0 || (o.recoverAt > 0 && o.at == 0) {
@@ -140,7 +143,7 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 		return nil, err
 	}
 	if modes == 0 && o.at == 0 && o.fault == "" && o.flip == 0 && !o.generated {
-		return nil, usagef("nothing to do: give --quick, --sweep, --self-test, --subprocess, --list, --trace, --sched, or --at N / --fault RULE / --flip K to reproduce one point")
+		return nil, usagef("nothing to do: give --quick, --sweep, --self-test, --subprocess, --list, --trace, --sched, --part NAME, or --at N / --fault RULE / --flip K to reproduce one point")
 	}
 	if o.flips < 0 || o.flip < 0 {
 		return nil, usagef("--flips and --flip must not be negative")
@@ -232,6 +235,9 @@ func execute(ctx context.Context, o *options, stdout, stderr io.Writer) (int, er
 	if o.sched {
 		return schedMode(o, stdout)
 	}
+	if o.part != "" {
+		return partMode(ctx, o, stdout)
+	}
 	scs, err := loadScenarios(o)
 	if err != nil {
 		return 0, err
@@ -248,7 +254,7 @@ func execute(ctx context.Context, o *options, stdout, stderr io.Writer) (int, er
 	}
 	switch {
 	case o.list:
-		return list(scs, stdout)
+		return list(scs, !o.set["scenario"], stdout)
 	case o.trace:
 		return trace(scs, cfg, stdout)
 	case o.subprocess:
@@ -257,6 +263,11 @@ func execute(ctx context.Context, o *options, stdout, stderr io.Writer) (int, er
 		return selfTest(ctx, scs, cfg, o, stdout, stderr)
 	}
 	code, err := sweep(ctx, scs, cfg, o, stdout, stderr)
+	if err == nil && runsParts(o, cfg) {
+		var pcode int
+		pcode, err = runParts(ctx, crashsweep.Parts, crashsweep.PartConfig{Weaken: cfg.Weaken}, stdout)
+		code = max(code, pcode)
+	}
 	if err != nil || !o.quick {
 		return code, err
 	}
@@ -379,9 +390,16 @@ func sweep(ctx context.Context, scs []*scenarios.Scenario, cfg crashsweep.Config
 	return exitOK, nil
 }
 
-func list(scs []*scenarios.Scenario, stdout io.Writer) (int, error) {
+// list prints the scenarios, then (parts) the in-process parts.
+func list(scs []*scenarios.Scenario, parts bool, stdout io.Writer) (int, error) {
 	for _, sc := range scs {
 		fmt.Fprintf(stdout, "%-18s %-28s ops=%-3d claims=%v\n  %s\n", sc.Name, sc.File, sc.Ops(), sc.Claims, sc.Description)
+	}
+	for _, p := range crashsweep.Parts {
+		if !parts {
+			break
+		}
+		fmt.Fprintf(stdout, "%-18s %-28s (--part %s)\n  %s\n", p.Name, "(in-process part)", p.Name, p.What)
 	}
 	return exitOK, nil
 }
@@ -440,7 +458,11 @@ func printViolation(w io.Writer, v *crashsweep.Violation) {
 	if v.Canary != "" {
 		canary = " [canary " + v.Canary + "]"
 	}
-	fmt.Fprintf(w, "VIOLATION %s%s: scenario %s (%s), %s\n  %s\n", v.Claim, canary, v.Scenario, v.File, where, v.Detail)
+	what := fmt.Sprintf("scenario %s (%s)", v.Scenario, v.File)
+	if v.File == crashsweep.PartFile {
+		what, where = "part "+v.Scenario, strings.Replace(where, fmt.Sprintf(" of %d calls", v.Calls), "", 1)
+	}
+	fmt.Fprintf(w, "VIOLATION %s%s: %s, %s\n  %s\n", v.Claim, canary, what, where, v.Detail)
 	if len(v.Trace) > 0 {
 		fmt.Fprintln(w, "  calls around it (reference run):")
 		for _, t := range v.Trace {
@@ -512,8 +534,12 @@ func selfTest(ctx context.Context, scs []*scenarios.Scenario, cfg crashsweep.Con
 			case v.At < 0:
 				where = "reference run"
 			}
-			fmt.Fprintf(stdout, "canary %-16s caught by %-4s in scenario %s (%s)\n    %s\n    reproduce: %s\n",
-				r.Canary.Name, v.Claim, v.Scenario, where, v.Detail, jr.Repro)
+			kind := "scenario"
+			if v.File == crashsweep.PartFile {
+				kind = "part"
+			}
+			fmt.Fprintf(stdout, "canary %-16s caught by %-4s in %s %s (%s)\n    %s\n    reproduce: %s\n",
+				r.Canary.Name, v.Claim, kind, v.Scenario, where, v.Detail, jr.Repro)
 		} else {
 			missed++
 			fmt.Fprintf(stdout, "canary %-16s NOT CAUGHT (%s): %d points, %d states, %d fault runs checked and every claim held\n",

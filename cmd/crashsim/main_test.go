@@ -55,6 +55,8 @@ func TestBadInputExitsTwo(t *testing.T) {
 		{[]string{"--sched", "--sched-agents", "9"}, "--sched-agents 9"},
 		{[]string{"--sweep", "--sched-ops", "3"}, "need --sched or --quick"},
 		{[]string{"--sched", "--canary", "ack-before-sync"}, "ack-before-sync syncs on a goroutine"},
+		{[]string{"--part", "nope"}, `unknown part "nope"`},
+		{[]string{"--part", "queue", "--quick"}, "give one of"},
 	}
 	for _, c := range cases {
 		code, out := runCLI(t, c.args...)
@@ -161,5 +163,28 @@ func TestSchedReplaysAFailingSeed(t *testing.T) {
 	}
 	if code, out := runCLI(t, "--sched", "--seed", "1", "--sched-seeds", "20"); code != exitOK {
 		t.Fatalf("the correct store: exit %d\n%s", code, out)
+	}
+}
+
+// TestAPartViolationReproducesFromItsLine: a part swept with its canary
+// prints a violation whose reproduction line, run as printed, finds it
+// again alone; without the canary that point is clean.
+func TestAPartViolationReproducesFromItsLine(t *testing.T) {
+	code, out := runCLI(t, "--part", "queue", "--canary", "queue-two-frames")
+	if code != exitViolation || !strings.Contains(out, "VIOLATION queue [canary queue-two-frames]: part queue, crash point ") {
+		t.Fatalf("exit %d, want %d and a queue violation:\n%s", code, exitViolation, out)
+	}
+	at := firstReproAt(t, out)
+	line := out[strings.Index(out, "reproduce: ")+len("reproduce: "):]
+	line = line[:strings.Index(line, "\n")]
+	if want := reproPrefix + " --part queue --at " + at + " --canary queue-two-frames"; line != want {
+		t.Fatalf("reproduction line %q, want %q", line, want)
+	}
+	code, again := runCLI(t, strings.Fields(strings.TrimPrefix(line, reproPrefix+" "))...)
+	if code != exitViolation || !strings.Contains(again, "crash point "+at+",") || !strings.Contains(again, "1 crash points") {
+		t.Fatalf("crashsim %s: exit %d, want the violation at %s alone:\n%s", line, code, at, again)
+	}
+	if code, out := runCLI(t, "--part", "queue", "--at", at); code != exitOK || !strings.Contains(out, "0 violations") {
+		t.Fatalf("the same point without the canary: exit %d:\n%s", code, out)
 	}
 }

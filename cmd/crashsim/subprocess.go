@@ -78,12 +78,18 @@ type cliResult struct {
 }
 
 func (e *cliEnv) run(ctx context.Context, store string, crashAt int64, stdin string, args ...string) (*cliResult, error) {
+	env := []string{faultfs.CrashAtEnv + "="}
+	if crashAt > 0 {
+		env = append(env, fmt.Sprintf("%s=%d", faultfs.CrashAtEnv, crashAt))
+	}
+	return e.runEnv(ctx, store, env, stdin, args...)
+}
+
+// runEnv runs swarmops with env added to crashsim's environment.
+func (e *cliEnv) runEnv(ctx context.Context, store string, env []string, stdin string, args ...string) (*cliResult, error) {
 	full := append([]string{"--store", store, "--json"}, args...)
 	cmd := exec.CommandContext(ctx, e.bin, full...)
-	cmd.Env = append(os.Environ(), faultfs.CrashAtEnv+"=")
-	if crashAt > 0 {
-		cmd.Env = append(cmd.Env, fmt.Sprintf("%s=%d", faultfs.CrashAtEnv, crashAt))
-	}
+	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdin = strings.NewReader(stdin)
 	var out bytes.Buffer
 	cmd.Stdout = &out
@@ -199,11 +205,18 @@ func subprocessSweep(ctx context.Context, _ []*scenarios.Scenario, o *options, s
 		return exitViolation, err
 	}
 	fmt.Fprintf(stdout, "subprocess: %-26s crashed at %d of its calls (stride %d)\n", "land --check (queue)", steps, stride)
+	steps, vs, err = e.serveSweep(ctx, tmp, stride, int64(workers))
+	violations = append(violations, vs...)
+	points += steps
+	if err != nil {
+		return exitViolation, err
+	}
+	fmt.Fprintf(stdout, "subprocess: %-26s crashed at %d of its calls (stride %d)\n", "serve (3 clients)", steps, stride)
 	for _, v := range violations {
 		fmt.Fprintln(stdout, v)
 	}
 	fmt.Fprintf(stdout, "crashsim --subprocess: %d commands, %d crash points, model process (real OS), %d violations (%.1f s)\n",
-		len(cliWorkflow)+2, points, len(violations), time.Since(start).Seconds())
+		len(cliWorkflow)+3, points, len(violations), time.Since(start).Seconds())
 	if len(violations) > 0 {
 		return exitViolation, nil
 	}

@@ -5,8 +5,10 @@
 //
 // The canaries each break one durability rule on purpose, so that the crash
 // sweep and the property tests can show they would notice: a check that
-// cannot fail proves nothing. Weaken sets them on a core.Options, through
-// a function core registers when it is initialized.
+// cannot fail proves nothing. Weaken sets them on a core.Options (or a
+// worktree.Options, mergequeue.Options or gitx.ExportOptions, for the
+// canaries of those paths), through a function each package registers
+// when it is initialized.
 package testknobs
 
 import "fmt"
@@ -29,24 +31,43 @@ const (
 	LandNoFastForward                       // Land merges where it should fast-forward
 	GCIgnoresLeases                         // gc keeps nothing for live leases
 	GCSkipsRebuild                          // a commit built before a gc's index was installed is appended as built
+	UpdateTrustsStat                        // a work tree's update records a merged file's stat data as clean
+	QueueTwoFrames                          // the merge queue publishes its entries' outcomes and the target's move in two frames
+	ExportTrustsMap                         // an export builds on the commits its mapping file names without checking git has them
 )
 
-// attach sets the canaries of a *core.Options; core registers it.
-var attach func(opts any, w Weakening) bool
+// attach holds, per package that has canaries, the function that sets
+// them on its options type; each package registers its own.
+var attach []func(opts any, w Weakening) bool
 
-// RegisterOptions is how core registers the function that sets the
-// canaries of its Options (an unexported field). It is called once, by
-// core's initialization.
-func RegisterOptions(set func(opts any, w Weakening) bool) { attach = set }
+// RegisterOptions is how a package registers the function that sets the
+// canaries of its options (an unexported field): core for *core.Options,
+// worktree for *worktree.Options, mergequeue for *mergequeue.Options,
+// gitx for *gitx.ExportOptions. It
+// is called once per package, by its initialization; set reports whether
+// opts was of its type.
+func RegisterOptions(set func(opts any, w Weakening) bool) { attach = append(attach, set) }
 
-// Weaken sets the canaries of opts, a *core.Options, to w: every store
-// opened or created with opts (or a copy) runs with them. It panics when
-// opts is not a *core.Options, a mistake of the test that calls it.
+// Weaken sets the canaries of opts (a *core.Options, *worktree.Options,
+// *mergequeue.Options or *gitx.ExportOptions) to w: everything opened or run with opts (or a
+// copy) runs with them. It panics when no linked-in package owns the
+// type of opts, a mistake of the test that calls it.
 func Weaken[O any](opts *O, w Weakening) {
-	if attach == nil || !attach(opts, w) {
-		panic(fmt.Sprintf("testknobs.Weaken: %T is not a *core.Options (or core is not linked in)", opts))
+	for _, set := range attach {
+		if set(opts, w) {
+			return
+		}
 	}
+	panic(fmt.Sprintf("testknobs.Weaken: %T is no options type with canaries (or its package is not linked in)", opts))
 }
+
+// QueueCheck, when not nil, replaces the merge queue's check command: it
+// is called with the target and the paths of the tip's tree, and returns
+// the check's exit status and output, with no scratch work tree and no
+// process. It lets the crash sweep run the queue over a memory
+// filesystem at every call. It is set before any land runs and never
+// while one runs.
+var QueueCheck func(target string, paths []string) (exit int, output string)
 
 // LandBeforeCommit, when not nil, is called by core's Land after it has
 // computed a merge (or chosen a fast-forward) and before it tries to
