@@ -99,13 +99,7 @@ type Options struct {
 }
 
 func init() {
-	testknobs.RegisterOptions(func(opts any, w testknobs.Weakening) bool {
-		o, ok := opts.(*Options)
-		if ok {
-			o.weaken = w
-		}
-		return ok
-	})
+	testknobs.RegisterOptions(func(o *Options) *testknobs.Weakening { return &o.weaken })
 }
 
 // fill sets the defaults of o's zero fields and checks the others: a

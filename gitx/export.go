@@ -40,13 +40,7 @@ type ExportOptions struct {
 }
 
 func init() {
-	testknobs.RegisterOptions(func(opts any, w testknobs.Weakening) bool {
-		o, ok := opts.(*ExportOptions)
-		if ok {
-			o.weaken = w
-		}
-		return ok
-	})
+	testknobs.RegisterOptions(func(o *ExportOptions) *testknobs.Weakening { return &o.weaken })
 }
 
 // ExportedRef is one ref an export set.

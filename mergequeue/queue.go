@@ -34,13 +34,7 @@ type Options struct {
 }
 
 func init() {
-	testknobs.RegisterOptions(func(opts any, w testknobs.Weakening) bool {
-		o, ok := opts.(*Options)
-		if ok {
-			o.weaken = w
-		}
-		return ok
-	})
+	testknobs.RegisterOptions(func(o *Options) *testknobs.Weakening { return &o.weaken })
 }
 
 // Land queues change for target and returns once the queue decided it:

@@ -76,13 +76,7 @@ type Options struct {
 }
 
 func init() {
-	testknobs.RegisterOptions(func(opts any, w testknobs.Weakening) bool {
-		o, ok := opts.(*Options)
-		if ok {
-			o.weaken = w
-		}
-		return ok
-	})
+	testknobs.RegisterOptions(func(o *Options) *testknobs.Weakening { return &o.weaken })
 }
 
 // Tree is a work tree: a directory, its metadata and its index. A Tree is

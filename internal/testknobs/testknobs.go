@@ -40,13 +40,20 @@ const (
 // them on its options type; each package registers its own.
 var attach []func(opts any, w Weakening) bool
 
-// RegisterOptions is how a package registers the function that sets the
-// canaries of its options (an unexported field): core for *core.Options,
-// worktree for *worktree.Options, mergequeue for *mergequeue.Options,
-// gitx for *gitx.ExportOptions. It
-// is called once per package, by its initialization; set reports whether
-// opts was of its type.
-func RegisterOptions(set func(opts any, w Weakening) bool) { attach = append(attach, set) }
+// RegisterOptions is how a package registers its options type O, whose
+// canaries live in an unexported field that field returns: core for
+// core.Options, worktree for worktree.Options, mergequeue for
+// mergequeue.Options, gitx for gitx.ExportOptions. It is called once per
+// package, by its initialization.
+func RegisterOptions[O any](field func(*O) *Weakening) {
+	attach = append(attach, func(opts any, w Weakening) bool {
+		o, ok := opts.(*O)
+		if ok {
+			*field(o) = w
+		}
+		return ok
+	})
+}
 
 // Weaken sets the canaries of opts (a *core.Options, *worktree.Options,
 // *mergequeue.Options or *gitx.ExportOptions) to w: everything opened or run with opts (or a
