@@ -111,6 +111,7 @@ func (s *Store) appendLocked(t *txn.Txn, payload []byte, digests journal.Digests
 	}
 	t.Seq = seq
 	s.markLocked()
+	s.noteAppended(seq, digests.Head, len(payload))
 	return seq, end.Epoch, nil
 }
 

@@ -29,7 +29,8 @@ const (
 	// DefaultCheckpointBytes is B, the journal bytes between checkpoints
 	// (a checkpoint is due at K frames or B bytes, whichever comes first).
 	// An open reads at most about B of frames past the checkpoint plus
-	// the last frame's head. Small commits (one 512-byte sector a frame)
+	// the last frame's head, and a head of B/16 or more makes a checkpoint
+	// due by itself (noteAppended). Small commits (one 512-byte sector a frame)
 	// reach K long before B, so B changes nothing for them. A checkpoint
 	// costs about five syncs, so one per 4 MiB of journal adds less than
 	// 0.1 sync to each commit under 80 KiB; a bigger commit pays about

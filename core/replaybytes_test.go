@@ -131,3 +131,34 @@ func TestDamageInASkippedBodyIsDetected(t *testing.T) {
 		t.Fatalf("open after a power loss: %v; want ErrCorrupt (recovery reads bodies)", err)
 	}
 }
+
+// TestABigHeadIsCheckpointedBeforeClose: a commit whose frame head is
+// large (8,192 small files: their ids and the trees, about 400 KB) but
+// whose journal bytes are short of CheckpointBytes makes a checkpoint due
+// right after it, so the process that made it writes the checkpoint before
+// Close returns, and the next open reads almost none of the journal
+// instead of the head (every later command of a CLI is such an open).
+func TestABigHeadIsCheckpointedBeforeClose(t *testing.T) {
+	m := faultfs.NewMem()
+	s, err := core.Create("/s", core.Options{FS: m})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var changes []core.Change
+	for i := 0; i < 8192; i++ {
+		changes = append(changes, core.Change{Path: fmt.Sprintf("d%02d/f%05d", i%64, i), Data: blobOf(i, 64)})
+	}
+	mustCommit(t, s, core.CommitRequest{Changes: changes, Advance: "main"})
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	c := faultfs.NewCounting(m)
+	s, err = core.Open("/s", core.Options{FS: c})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if n := c.PathBytesRead(seg1); n > 64<<10 {
+		t.Fatalf("the open after a commit with a big head read %d bytes of the journal; want at most 64 KiB (no checkpoint after the commit?)", n)
+	}
+}

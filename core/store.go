@@ -90,6 +90,9 @@ type Store struct {
 	compactor *compact.Compactor
 	// ckptKnown is the newest checkpoint this process knows (noteCheckpoint).
 	ckptKnown atomic.Pointer[ckptMark]
+	// bigHead is the newest frame this process appended whose replay
+	// would read a large head (noteAppended).
+	bigHead atomic.Uint64
 	// adopt keeps one reader-side checkpoint adoption at a time
 	// (adoptForReader); tried is the projection end it last tried at.
 	adopt struct {
