@@ -1,6 +1,8 @@
 package props
 
 import (
+	"errors"
+
 	"time"
 
 	"pgregory.net/rapid"
@@ -77,4 +79,18 @@ func (h *twoHandles) closeAll() {
 		_ = s.Close()
 	}
 	h.handles = nil
+}
+
+// refsAsModel fails unless each ref in names has on handle h's snapshot sn
+// the value the model's refs give it (no entry: the ref is absent).
+func refsAsModel(t *rapid.T, h int, sn *core.Snapshot, names []string, refs map[string]core.ID) {
+	for _, ref := range names {
+		id, err := sn.Ref(ref)
+		if err != nil && !errors.Is(err, core.ErrNotFound) {
+			t.Fatal(err)
+		}
+		if id != refs[ref] {
+			t.Fatalf("handle %d: %s is %s; the model has %s", h, ref, short(id), short(refs[ref]))
+		}
+	}
 }

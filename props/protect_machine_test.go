@@ -181,15 +181,7 @@ func (pm *protectMachine) check(t *rapid.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, ref := range protectRefs {
-			id, err := sn.Ref(ref)
-			if err != nil && !errors.Is(err, core.ErrNotFound) {
-				t.Fatal(err)
-			}
-			if id != pm.m.refs[ref] {
-				t.Fatalf("handle %d: %s is %s; the model has %s", h, ref, short(id), short(pm.m.refs[ref]))
-			}
-		}
+		refsAsModel(t, h, sn, protectRefs, pm.m.refs)
 		ps, err := sn.Protected()
 		if err != nil {
 			t.Fatal(err)

@@ -217,15 +217,7 @@ func (um *undoMachine) check(t *rapid.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, ref := range undoRefs {
-			id, err := sn.Ref(ref)
-			if err != nil && !errors.Is(err, core.ErrNotFound) {
-				t.Fatal(err)
-			}
-			if id != um.m.refs[ref] {
-				t.Fatalf("handle %d: %s is %s; the model has %s", h, ref, short(id), short(um.m.refs[ref]))
-			}
-		}
+		refsAsModel(t, h, sn, undoRefs, um.m.refs)
 		ms, err := sn.Moves(core.MoveQuery{})
 		if err != nil {
 			t.Fatal(err)
