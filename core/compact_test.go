@@ -67,11 +67,7 @@ func TestCompactionAcrossProcessesLosesNothing(t *testing.T) {
 	for err := range errs {
 		t.Fatal(err)
 	}
-	s, err := core.Open(dir, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := mustOpen(t, dir, o)
 	if err := s.Checkpoint(); err != nil {
 		t.Fatal(err)
 	}

@@ -16,16 +16,8 @@ import (
 func TestSnapshotReadsABlobARunHoldsAfterALaterCopy(t *testing.T) {
 	m := faultfs.NewMem()
 	o := core.Options{FS: m, CheckpointEvery: 4, InlineCheckpoint: true}
-	s1, err := core.Create("/s", o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s1.Close()
-	s2, err := core.Open("/s", o) // stays behind until it commits
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s2.Close()
+	s1 := mustCreate(t, "/s", o)
+	s2 := mustOpen(t, "/s", o) // stays behind until it commits
 	first := mustCommit(t, s1, core.CommitRequest{Changes: []core.Change{put("a", "same")}})
 	for i := 0; i < 8; i++ {
 		mustCommit(t, s1, core.CommitRequest{Changes: []core.Change{put("n", string(rune('0'+i)))}})
@@ -33,11 +25,7 @@ func TestSnapshotReadsABlobARunHoldsAfterALaterCopy(t *testing.T) {
 	if in, err := s1.Info(); err != nil || in.CheckpointSeq < 2 {
 		t.Fatalf("want the first commit under a checkpoint: %+v, %v", in, err)
 	}
-	s3, err := core.Open("/s", o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s3.Close()
+	s3 := mustOpen(t, "/s", o)
 	old := snap(t, s3)
 	// s2 has not seen the blob: its commit carries it again.
 	mustCommit(t, s2, core.CommitRequest{Changes: []core.Change{put("b", "same")}})

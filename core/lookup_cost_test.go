@@ -26,16 +26,8 @@ import (
 // failed: "a caller's change reached the cache".
 func TestChangesetCacheKeepsSnapshotVisibility(t *testing.T) {
 	m := faultfs.NewMem()
-	a, err := core.Create("/s", core.Options{FS: m})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
-	b, err := core.Open("/s", core.Options{FS: m})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	a := mustCreate(t, "/s", core.Options{FS: m})
+	b := mustOpen(t, "/s", core.Options{FS: m})
 	c1 := mustCommit(t, a, core.CommitRequest{Changes: []core.Change{put("f", "1")}, Advance: "main", Message: "one"})
 	old := snap(t, a)
 	if _, err := old.Changeset(c1); err != nil {
@@ -160,11 +152,7 @@ func TestLookupReadsOneBucketPerRun(t *testing.T) {
 	}
 	c := faultfs.NewCounting(m)
 	o.FS, o.CacheBytes = c, -1
-	s, err := core.Open("/s", o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := mustOpen(t, "/s", o)
 	sn := snap(t, s)
 	deltas := map[core.ID]objects.Hash{}
 	for _, id := range ids[:probes] { // also loads every run's fanouts
@@ -220,11 +208,7 @@ func TestLookupReadsOneBucketPerRun(t *testing.T) {
 // "DATA RACE").
 func TestConcurrentReadersShareTheCaches(t *testing.T) {
 	m := faultfs.NewMem()
-	s, err := core.Create("/s", core.Options{FS: m, CheckpointEvery: 16, CacheBytes: 64 << 10})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := mustCreate(t, "/s", core.Options{FS: m, CheckpointEvery: 16, CacheBytes: 64 << 10})
 	var mu sync.Mutex
 	var acked []core.ID
 	done := make(chan struct{})

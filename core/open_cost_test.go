@@ -295,11 +295,7 @@ func TestCheckpointLeavesNothingToReplay(t *testing.T) {
 func TestCheckpointWaitsForTheLockThenIsBusy(t *testing.T) {
 	m := faultfs.NewMem()
 	o := core.Options{FS: m, LockTimeout: 50 * time.Millisecond}
-	s, err := core.Create("/s", o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := mustCreate(t, "/s", o)
 	mustCommit(t, s, core.CommitRequest{Changes: []core.Change{put("f", "1")}})
 	l, err := m.Lock("/s/CKPTLOCK", 0)
 	if err != nil {

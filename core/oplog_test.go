@@ -146,11 +146,7 @@ func (f *countedFile) ReadAt(p []byte, off int64) (int, error) {
 func TestTheLastMovesOfALongHistoryReadOnlyTheLastChunks(t *testing.T) {
 	c := &readCounter{MemFS: faultfs.NewMem(), path: "/s/reflog"}
 	o := core.Options{FS: c, CheckpointEvery: 4, InlineCheckpoint: true}
-	s, err := core.Create("/s", o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := mustCreate(t, "/s", o)
 	advanceN(t, s, "main", 400)
 	st, err := c.Stat("/s/reflog")
 	if err != nil {

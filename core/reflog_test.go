@@ -96,11 +96,7 @@ func TestReflogSurvivesCheckpointsAndReopen(t *testing.T) {
 // value as of its own sequence number (read back from the reflog file).
 func TestOldSnapshotSeesOldRefsAfterCheckpoint(t *testing.T) {
 	m := faultfs.NewMem()
-	s, err := core.Create("/s", core.Options{FS: m, CheckpointEvery: 4, InlineCheckpoint: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := mustCreate(t, "/s", core.Options{FS: m, CheckpointEvery: 4, InlineCheckpoint: true})
 	ids := advanceN(t, s, "main", 2)
 	old, err := s.Snapshot()
 	if err != nil {

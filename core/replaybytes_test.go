@@ -61,11 +61,7 @@ func TestOpenAfterABigImportReadsOnlyHeads(t *testing.T) {
 	o, changes := bigImport(t, m, mb)
 	c := faultfs.NewCounting(m)
 	o.FS = c
-	s, err := core.Open("/s", o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := mustOpen(t, "/s", o)
 	// The head holds about 45 bytes a blob and the trees' entries.
 	limit := int64(len(changes)) * 200
 	if n := c.PathBytesRead(seg1); n > limit {

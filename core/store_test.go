@@ -28,6 +28,30 @@ func newMem(t testing.TB, o core.Options) (*core.Store, *faultfs.MemFS) {
 	return s, m
 }
 
+// mustCreate creates a store in dir with o and closes it when the test
+// (or benchmark run) ends.
+func mustCreate(t testing.TB, dir string, o core.Options) *core.Store {
+	t.Helper()
+	s, err := core.Create(dir, o)
+	if err != nil {
+		t.Fatalf("Create %s: %v", dir, err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// mustOpen opens the store in dir with o and closes it when the test (or
+// benchmark run) ends.
+func mustOpen(t testing.TB, dir string, o core.Options) *core.Store {
+	t.Helper()
+	s, err := core.Open(dir, o)
+	if err != nil {
+		t.Fatalf("Open %s: %v", dir, err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
 func put(path, data string) core.Change { return core.Change{Path: path, Data: []byte(data)} }
 
 func mustCommit(t testing.TB, s *core.Store, req core.CommitRequest) core.ID {
@@ -268,21 +292,13 @@ func TestClosedStoreFails(t *testing.T) {
 
 func TestTwoInstancesStayConsistent(t *testing.T) {
 	m := faultfs.NewMem()
-	s1, err := core.Create("/s", core.Options{FS: m, LockTimeout: 5 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s1.Close()
-	s2, err := core.Open("/s", core.Options{FS: m})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s2.Close()
+	s1 := mustCreate(t, "/s", core.Options{FS: m, LockTimeout: 5 * time.Second})
+	s2 := mustOpen(t, "/s", core.Options{FS: m})
 	a := mustCommit(t, s1, core.CommitRequest{Changes: []core.Change{put("a", "1")}, Advance: "main"})
 	// s2 builds on a commit it has not replayed yet.
 	b := mustCommit(t, s2, core.CommitRequest{Parents: []core.ID{a}, Changes: []core.Change{put("b", "2")}, Advance: "main"})
 	// s1 now loses a race it cannot see coming.
-	_, err = s1.Commit(core.CommitRequest{Parents: []core.ID{a}, Changes: []core.Change{put("c", "3")}, Advance: "main"})
+	_, err := s1.Commit(core.CommitRequest{Parents: []core.ID{a}, Changes: []core.Change{put("c", "3")}, Advance: "main"})
 	var ce *core.ConflictError
 	if !errors.As(err, &ce) || ce.Current != b {
 		t.Fatalf("s1 commit on stale head: got %v, want conflict with current b", err)
