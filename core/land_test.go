@@ -41,14 +41,7 @@ func puts(prefix string, n int) []Change {
 // advanceMain commits changes onto main.
 func advanceMain(t *testing.T, s *Store, changes []Change) ID {
 	t.Helper()
-	sn, err := s.Snapshot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	head, err := sn.Ref("main")
-	if err != nil {
-		t.Fatal(err)
-	}
+	head := refAt(t, s, "main")
 	id, err := s.Commit(CommitRequest{Parents: []ID{head}, Changes: changes, Advance: "main"})
 	if err != nil {
 		t.Fatal(err)
@@ -215,14 +208,7 @@ func TestRacingLandersEachLandWithinThreeAttempts(t *testing.T) {
 			t.Errorf("lander %d took %d attempts (remerged %v), want at most 3", i, results[i].Attempts, results[i].Remerged)
 		}
 	}
-	sn, err := s0.Snapshot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	head, err := sn.Ref("main")
-	if err != nil {
-		t.Fatal(err)
-	}
+	sn, head := snapRef(t, s0, "main")
 	for i := range n {
 		if _, _, err := sn.ReadPath(head, fmt.Sprintf("w%d-0", i)); err != nil {
 			t.Fatalf("lander %d's file on main: %v", i, err)

@@ -68,14 +68,7 @@ func TestOpenAfterABigImportReadsOnlyHeads(t *testing.T) {
 		t.Fatalf("open after a %d MB import read %d bytes of the journal; want at most %d (go test ./core -run %s)", mb, n, limit, t.Name())
 	}
 	t.Logf("open after a %d MB import: %d bytes of the journal, %d in all", mb, c.PathBytesRead(seg1), c.BytesRead())
-	sn, err := s.Snapshot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	head, err := sn.Ref("main")
-	if err != nil {
-		t.Fatal(err)
-	}
+	sn, head := snapRef(t, s, "main")
 	for _, i := range []int{0, len(changes) / 2, len(changes) - 1} {
 		got, _, err := sn.ReadPath(head, changes[i].Path)
 		if err != nil || string(got) != string(changes[i].Data) {
@@ -98,14 +91,7 @@ func TestDamageInASkippedBodyIsDetected(t *testing.T) {
 		t.Fatalf("open (heads only) after a flip in a body: %v; want it to open", err)
 	}
 	defer s.Close()
-	sn, err := s.Snapshot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	head, err := sn.Ref("main")
-	if err != nil {
-		t.Fatal(err)
-	}
+	sn, head := snapRef(t, s, "main")
 	corrupt := 0
 	for _, ch := range changes {
 		got, _, err := sn.ReadPath(head, ch.Path)

@@ -29,14 +29,7 @@ func specFixture(t *testing.T) (*core.Store, core.ID, core.ID) {
 
 func mainOf(t *testing.T, s *core.Store) core.ID {
 	t.Helper()
-	sn, err := s.Snapshot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	id, err := sn.Ref("main")
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, id := snapRef(t, s, "main")
 	return id
 }
 

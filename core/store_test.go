@@ -52,6 +52,17 @@ func mustOpen(t testing.TB, dir string, o core.Options) *core.Store {
 	return s
 }
 
+// snapRef takes a snapshot of s and reads ref name in it.
+func snapRef(t testing.TB, s *core.Store, name string) (*core.Snapshot, core.ID) {
+	t.Helper()
+	sn := snap(t, s)
+	id, err := sn.Ref(name)
+	if err != nil {
+		t.Fatalf("Ref(%s): %v", name, err)
+	}
+	return sn, id
+}
+
 func put(path, data string) core.Change { return core.Change{Path: path, Data: []byte(data)} }
 
 func mustCommit(t testing.TB, s *core.Store, req core.CommitRequest) core.ID {
