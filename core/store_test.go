@@ -20,33 +20,28 @@ func newMem(t testing.TB, o core.Options) (*core.Store, *faultfs.MemFS) {
 	if o.FS == nil {
 		o.FS = m
 	}
-	s, err := core.Create("/s", o)
-	if err != nil {
-		t.Fatalf("Create: %v", err)
-	}
-	t.Cleanup(func() { s.Close() })
-	return s, m
+	return mustCreate(t, "/s", o), m
 }
 
 // mustCreate creates a store in dir with o and closes it when the test
 // (or benchmark run) ends.
 func mustCreate(t testing.TB, dir string, o core.Options) *core.Store {
 	t.Helper()
-	s, err := core.Create(dir, o)
-	if err != nil {
-		t.Fatalf("Create %s: %v", dir, err)
-	}
-	t.Cleanup(func() { s.Close() })
-	return s
+	return closedAtEnd(t, "Create", core.Create, dir, o)
 }
 
 // mustOpen opens the store in dir with o and closes it when the test (or
 // benchmark run) ends.
 func mustOpen(t testing.TB, dir string, o core.Options) *core.Store {
 	t.Helper()
-	s, err := core.Open(dir, o)
+	return closedAtEnd(t, "Open", core.Open, dir, o)
+}
+
+func closedAtEnd(t testing.TB, what string, open func(string, core.Options) (*core.Store, error), dir string, o core.Options) *core.Store {
+	t.Helper()
+	s, err := open(dir, o)
 	if err != nil {
-		t.Fatalf("Open %s: %v", dir, err)
+		t.Fatalf("%s %s: %v", what, dir, err)
 	}
 	t.Cleanup(func() { s.Close() })
 	return s

@@ -34,19 +34,13 @@ func NewReader(body []byte, pos int) *Reader { return &Reader{body: body, Pos: p
 func (r *Reader) Len() uint64 { return uint64(len(r.body)) }
 
 // Uvarint reads an unsigned varint, or marks r bad and returns 0.
-func (r *Reader) Uvarint() uint64 {
-	v, n := binary.Uvarint(r.body[r.Pos:])
-	if n <= 0 {
-		r.Bad = true
-		return 0
-	}
-	r.Pos += n
-	return v
-}
+func (r *Reader) Uvarint() uint64 { return varint(r, binary.Uvarint) }
 
 // Varint reads a signed (zigzag) varint, or marks r bad and returns 0.
-func (r *Reader) Varint() int64 {
-	v, n := binary.Varint(r.body[r.Pos:])
+func (r *Reader) Varint() int64 { return varint(r, binary.Varint) }
+
+func varint[T uint64 | int64](r *Reader, dec func([]byte) (T, int)) T {
+	v, n := dec(r.body[r.Pos:])
 	if n <= 0 {
 		r.Bad = true
 		return 0
