@@ -32,6 +32,14 @@ func outsideUntouched(t *testing.T, out string, before map[string]string) {
 	}
 }
 
+// realDirectory fails unless p is a directory itself, not a link to one.
+func realDirectory(t *testing.T, p string) {
+	t.Helper()
+	if fi, err := os.Lstat(p); err != nil || !fi.IsDir() {
+		t.Fatalf("%s is not a real directory: %v %v", p, fi, err)
+	}
+}
+
 func osFixture(t *testing.T) (f *fixture, dst, out string) {
 	base := t.TempDir()
 	dst, out = filepath.Join(base, "dst"), filepath.Join(base, "outside")
@@ -56,9 +64,7 @@ func TestCheckoutReplacesAPlantedLinkInsteadOfWritingThroughIt(t *testing.T) {
 		t.Fatal(err)
 	}
 	outsideUntouched(t, out, before)
-	if fi, err := os.Lstat(filepath.Join(dst, "sub")); err != nil || !fi.IsDir() {
-		t.Fatalf("sub is not a real directory: %v %v", fi, err)
-	}
+	realDirectory(t, filepath.Join(dst, "sub"))
 }
 
 // TestSwitchNeverWritesThroughALinkFromAnEarlierCommit: revision A has a
@@ -76,9 +82,7 @@ func TestSwitchNeverWritesThroughALinkFromAnEarlierCommit(t *testing.T) {
 		t.Fatal(err)
 	}
 	outsideUntouched(t, out, before)
-	if fi, err := os.Lstat(filepath.Join(dst, "d")); err != nil || !fi.IsDir() {
-		t.Fatalf("d is not a real directory: %v %v", fi, err)
-	}
+	realDirectory(t, filepath.Join(dst, "d"))
 }
 
 // TestSwitchRefusesATrackedDirectoryReplacedByALink: the user replaced the
