@@ -18,10 +18,7 @@ import (
 // and keeps its first record. Marking every frame fresh made the second
 // part fail: a snapshot from before the second copy lost the changeset.
 func TestReplayTrustsFreshFramesAndChecksTheOthers(t *testing.T) {
-	m := faultfs.NewMem()
-	o := core.Options{FS: m, CheckpointEvery: 4, InlineCheckpoint: true}
-	s1 := mustCreate(t, "/s", o)
-	behind := mustOpen(t, "/s", o) // stays behind until it commits
+	m, _, s1, behind := aheadAndBehind(t)
 	same := core.CommitRequest{Changes: []core.Change{put("a", "same")}, Agent: "a", Message: "m", Time: time.Unix(1_700_000_000, 0)}
 	first := mustCommit(t, s1, same)
 	for i := 0; i < 7; i++ {
