@@ -200,10 +200,7 @@ func (f *fixture) runCLI(bin string, writers, count int, mode string) *run {
 	gate := make(chan struct{})
 	var wg sync.WaitGroup
 	for w := 0; w < writers; w++ {
-		out, err := os.OpenFile(filepath.Join(f.work, fmt.Sprintf("w%03d.jsonl", w)), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(out.Close)
-		c := &cliWriter{bin: bin, store: f.dir, w: w, sink: NewSink(out)}
+		c := &cliWriter{bin: bin, store: f.dir, w: w, sink: f.sink(w)}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -218,11 +215,7 @@ func (f *fixture) runCLI(bin string, writers, count int, mode string) *run {
 	close(gate)
 	wg.Wait()
 	r.stopNS = time.Now().UnixNano()
-	var err error
-	r.recs, err = ReadRecords(f.work)
-	Expect(err).NotTo(HaveOccurred())
-	r.summary = Summarize(r.recs, r.goNS)
-	return r
+	return f.collect(r)
 }
 
 // checkLands checks the land races: every landed change's path holds its
