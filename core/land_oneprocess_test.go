@@ -2,7 +2,6 @@ package core
 
 import (
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
@@ -32,24 +31,8 @@ func TestLandersSharingOneHandleEachLandOnce(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	var wg sync.WaitGroup
-	results := make([]*LandResult, n)
-	errs := make([]error, n)
-	start := make(chan struct{})
+	results := landAtOnce(t, changes, func(int) *Store { return s }, LandOptions{MaxAttempts: 2})
 	for i := range changes {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			<-start
-			results[i], errs[i] = s.Land(changes[i], "main", LandOptions{MaxAttempts: 2})
-		}()
-	}
-	close(start)
-	wg.Wait()
-	for i := range changes {
-		if errs[i] != nil {
-			t.Fatalf("lander %d: %v", i, errs[i])
-		}
 		if results[i].Attempts != 1 {
 			t.Errorf("lander %d took %d attempts, want 1: lands of one handle onto one ref go one at a time", i, results[i].Attempts)
 		}

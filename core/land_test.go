@@ -49,6 +49,33 @@ func advanceMain(t *testing.T, s *Store, changes []Change) ID {
 	return id
 }
 
+// landAtOnce starts the lands of changes onto main together, change i
+// through store(i) with opts, and returns each one's result once all have
+// returned; a land that fails fails the test.
+func landAtOnce(t *testing.T, changes []ID, store func(i int) *Store, opts LandOptions) []*LandResult {
+	t.Helper()
+	var wg sync.WaitGroup
+	results := make([]*LandResult, len(changes))
+	errs := make([]error, len(changes))
+	start := make(chan struct{})
+	for i := range changes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			results[i], errs[i] = store(i).Land(changes[i], "main", opts)
+		}()
+	}
+	close(start)
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("lander %d: %v", i, err)
+		}
+	}
+	return results
+}
+
 func setLandHook(t *testing.T, f func(attempt int)) {
 	testknobs.LandBeforeCommit = f
 	t.Cleanup(func() { testknobs.LandBeforeCommit = nil })
@@ -186,24 +213,8 @@ func TestRacingLandersEachLandWithinThreeAttempts(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	var wg sync.WaitGroup
-	results := make([]*LandResult, n)
-	errs := make([]error, n)
-	start := make(chan struct{})
+	results := landAtOnce(t, changes, func(i int) *Store { return handles[i] }, LandOptions{})
 	for i := range handles {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			<-start
-			results[i], errs[i] = handles[i].Land(changes[i], "main", LandOptions{})
-		}()
-	}
-	close(start)
-	wg.Wait()
-	for i := range handles {
-		if errs[i] != nil {
-			t.Fatalf("lander %d: %v", i, errs[i])
-		}
 		if results[i].Attempts > 3 {
 			t.Errorf("lander %d took %d attempts (remerged %v), want at most 3", i, results[i].Attempts, results[i].Remerged)
 		}
