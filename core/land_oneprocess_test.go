@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"testing"
 	"time"
-
-	"github.com/swarmops/swarmops/faultfs"
 )
 
 // TestLandersSharingOneHandleEachLandOnce is the server's case: many
@@ -16,17 +14,10 @@ import (
 func TestLandersSharingOneHandleEachLandOnce(t *testing.T) {
 	const n = 24
 	setLandHook(t, func(int) { time.Sleep(time.Millisecond) })
-	s, err := Create("/s", Options{FS: faultfs.NewMem()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	m0, err := s.Commit(CommitRequest{Changes: []Change{{Path: "base.txt", Data: []byte("b")}}, Advance: "main"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, m0 := newLandStore(t)
 	changes := make([]ID, n)
 	for i := range changes {
+		var err error
 		if changes[i], err = s.Commit(CommitRequest{Parents: []ID{m0}, Changes: puts(fmt.Sprintf("w%d-", i), 2)}); err != nil {
 			t.Fatal(err)
 		}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/swarmops/swarmops/core/internal/errs"
+	"github.com/swarmops/swarmops/core/vfs"
 	"github.com/swarmops/swarmops/faultfs"
 	"github.com/swarmops/swarmops/internal/testknobs"
 )
@@ -17,7 +18,13 @@ import (
 // at a changeset holding base.txt.
 func newLandStore(t *testing.T) (*Store, ID) {
 	t.Helper()
-	s, err := Create("/s", Options{FS: faultfs.NewMem()})
+	return newLandStoreOn(t, faultfs.NewMem())
+}
+
+// newLandStoreOn is newLandStore on fsys, for tests that open more handles.
+func newLandStoreOn(t *testing.T, fsys vfs.FS) (*Store, ID) {
+	t.Helper()
+	s, err := Create("/s", Options{FS: fsys})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -193,18 +200,11 @@ func TestRacingLandersEachLandWithinThreeAttempts(t *testing.T) {
 	// does, so the landers' attempts overlap and they queue together.
 	setLandHook(t, func(int) { time.Sleep(time.Millisecond) })
 	mem := faultfs.NewMem()
-	s0, err := Create("/s", Options{FS: mem})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s0.Close()
-	m0, err := s0.Commit(CommitRequest{Changes: []Change{{Path: "base.txt", Data: []byte("b")}}, Advance: "main"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s0, m0 := newLandStoreOn(t, mem)
 	handles := make([]*Store, n)
 	changes := make([]ID, n)
 	for i := range handles {
+		var err error
 		if handles[i], err = Open("/s", Options{FS: mem}); err != nil {
 			t.Fatal(err)
 		}
