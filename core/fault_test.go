@@ -24,12 +24,9 @@ func rule(t *testing.T, s string) faultfs.Rule {
 func TestFailedSyncPoisonsAndNeverAcknowledges(t *testing.T) {
 	m := faultfs.NewMem()
 	in := faultfs.NewInjecting(m, rule(t, "op=datasync,path=*/seg-*,nth=3,err=syncfail"))
-	s, err := core.Create("/s", core.Options{FS: in})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := mustCreate(t, "/s", core.Options{FS: in})
 	a := mustCommit(t, s, core.CommitRequest{Changes: []core.Change{put("a", "1")}, Advance: "main"})
-	_, err = s.Commit(core.CommitRequest{Parents: []core.ID{a}, Changes: []core.Change{put("b", "2")}, Advance: "main"})
+	_, err := s.Commit(core.CommitRequest{Parents: []core.ID{a}, Changes: []core.Change{put("b", "2")}, Advance: "main"})
 	if !errors.Is(err, core.ErrIO) || !in.Check(err) {
 		t.Fatalf("commit over a failed sync: got %v, want ErrIO carrying the injected fault", err)
 	}
@@ -171,10 +168,7 @@ func TestCheckpointErrorsAreSurfaced(t *testing.T) {
 		s2.Close()
 	}
 	m := faultfs.NewMem()
-	s, err := core.Create("/s", core.Options{FS: m})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := mustCreate(t, "/s", core.Options{FS: m})
 	mustCommit(t, s, core.CommitRequest{Changes: []core.Change{put("a", "1")}, Advance: "main"})
 	s.Close()
 	in := faultfs.NewInjecting(m, rule(t, "op=rename,path=*/checkpoint.tmp,nth=1,err=eio"))

@@ -33,10 +33,7 @@ func TestReplayTrustsFreshFramesAndChecksTheOthers(t *testing.T) {
 		t.Fatalf("want 3 frames past the checkpoint: %+v, %v", in, err)
 	}
 	c := faultfs.NewCounting(m.CrashClone(faultfs.ProcessCrash, 0))
-	s, err := core.Open("/s", core.Options{FS: c, CheckpointEvery: 4})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := mustOpen(t, "/s", core.Options{FS: c, CheckpointEvery: 4})
 	var reads, runs int64
 	for p := range c.Paths() {
 		if strings.HasPrefix(p, "/s/index/") {

@@ -78,10 +78,7 @@ func TestChangesetCacheKeepsSnapshotVisibility(t *testing.T) {
 // warm get.
 func TestWarmGetReadsNothing(t *testing.T) {
 	m := faultfs.NewMem()
-	s, err := core.Create("/s", core.Options{FS: m})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := mustCreate(t, "/s", core.Options{FS: m})
 	var ids []core.ID
 	for i := 0; i < 20; i++ {
 		ids = append(ids, mustCommit(t, s, core.CommitRequest{Changes: []core.Change{put("f", strconv.Itoa(i))}}))
@@ -270,10 +267,7 @@ func TestConcurrentReadersShareTheCaches(t *testing.T) {
 // commits in the journal tail. It returns the changesets, oldest first.
 func shrinkingRuns(t *testing.T, o core.Options, dir string) []core.ID {
 	t.Helper()
-	s, err := core.Create(dir, o)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := mustCreate(t, dir, o)
 	var ids []core.ID
 	commit := func() {
 		ids = append(ids, mustCommit(t, s, core.CommitRequest{Changes: []core.Change{put("f", strconv.Itoa(len(ids)))}}))
@@ -283,9 +277,7 @@ func shrinkingRuns(t *testing.T, o core.Options, dir string) []core.ID {
 			t.Fatal(err)
 		}
 		o.CheckpointEvery = k
-		if s, err = core.Open(dir, o); err != nil {
-			t.Fatal(err)
-		}
+		s = mustOpen(t, dir, o)
 		for i := 0; i < k; i++ {
 			commit()
 		}

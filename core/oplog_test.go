@@ -44,10 +44,7 @@ func moves(t testing.TB, s *core.Store, q core.MoveQuery) []core.RefMove {
 func TestMovesListEveryOperationWithItsAgent(t *testing.T) {
 	m := faultfs.NewMem()
 	o := core.Options{FS: m, CheckpointEvery: 3, InlineCheckpoint: true}
-	s, err := core.Create("/s", o)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := mustCreate(t, "/s", o)
 	a := mustCommit(t, s, core.CommitRequest{Changes: []core.Change{put("f", "a")}, Agent: "ann", Advance: "main"})
 	b := mustCommit(t, s, core.CommitRequest{Parents: []core.ID{a}, Changes: []core.Change{put("g", "b")}, Agent: "bob"})
 	if err := s.UpdateRefsAs(core.Origin{Agent: "bob"}, core.RefUpdate{Name: "feat", New: b}, core.RefUpdate{Name: "tmp", New: a}); err != nil {

@@ -33,10 +33,7 @@ func importMB(t *testing.T) int {
 func bigImport(t *testing.T, m *faultfs.MemFS, mb int) (core.Options, []core.Change) {
 	t.Helper()
 	o := core.Options{FS: m, CheckpointEvery: 1 << 20, CheckpointBytes: 1 << 40}
-	s, err := core.Create("/s", o)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := mustCreate(t, "/s", o)
 	var changes []core.Change
 	for i := 0; i < mb<<7; i++ {
 		changes = append(changes, core.Change{Path: fmt.Sprintf("d%02d/f%05d", i%64, i), Data: blobOf(i, 8<<10)})

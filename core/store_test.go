@@ -128,10 +128,7 @@ func TestCommitThenReadBack(t *testing.T) {
 
 func TestReopenSeesEverything(t *testing.T) {
 	m := faultfs.NewMem()
-	s, err := core.Create("/s", core.Options{FS: m, CheckpointEvery: 3})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := mustCreate(t, "/s", core.Options{FS: m, CheckpointEvery: 3})
 	var head core.ID
 	for i := 0; i < 10; i++ {
 		req := core.CommitRequest{Changes: []core.Change{put(fmt.Sprintf("f%d", i), "x")}, Advance: "main"}
@@ -271,10 +268,7 @@ func TestAmbiguousPrefixListsCandidates(t *testing.T) {
 
 func TestCreateRefusesExistingAndOpenRefusesNonStore(t *testing.T) {
 	m := faultfs.NewMem()
-	s, err := core.Create("/s", core.Options{FS: m})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := mustCreate(t, "/s", core.Options{FS: m})
 	s.Close()
 	if _, err := core.Create("/s", core.Options{FS: m}); !errors.Is(err, core.ErrExist) {
 		t.Fatalf("Create over a store: got %v, want ErrExist", err)
