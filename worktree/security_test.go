@@ -40,6 +40,22 @@ func realDirectory(t *testing.T, p string) {
 	}
 }
 
+// adoptedSnapshot adopts dir as a work tree with no base, closed when the
+// test ends, and takes a snapshot of it.
+func (f *fixture) adoptedSnapshot(dir string) (*worktree.Tree, *worktree.Snapshot) {
+	f.t.Helper()
+	wt, err := worktree.Adopt(f.snap(), dir, objects.ZeroID, f.opts())
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	f.t.Cleanup(func() { wt.Close() })
+	s, err := wt.Snapshot()
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return wt, s
+}
+
 func osFixture(t *testing.T) (f *fixture, dst, out string) {
 	base := t.TempDir()
 	dst, out = filepath.Join(base, "dst"), filepath.Join(base, "outside")
@@ -352,15 +368,7 @@ func TestSnapshotRecordsLinksWithoutFollowingThem(t *testing.T) {
 	write(t, filepath.Join(dst, "a"), "1", 0o644)
 	symlink(t, out, filepath.Join(dst, "l"))
 	symlink(t, filepath.Join(out, "secret"), filepath.Join(dst, "lf"))
-	wt, err := worktree.Adopt(f.snap(), dst, objects.ZeroID, f.opts())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer wt.Close()
-	s, err := wt.Snapshot()
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, s := f.adoptedSnapshot(dst)
 	if err := s.Load(); err != nil {
 		t.Fatal(err)
 	}
@@ -404,15 +412,7 @@ func TestSnapshotLeavesFileContentToTheCommit(t *testing.T) {
 	f, dst, _ := osFixture(t)
 	write(t, filepath.Join(dst, "a"), "1", 0o644)
 	write(t, filepath.Join(dst, "d/b"), "22", 0o755)
-	wt, err := worktree.Adopt(f.snap(), dst, objects.ZeroID, f.opts())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer wt.Close()
-	s, err := wt.Snapshot()
-	if err != nil {
-		t.Fatal(err)
-	}
+	wt, s := f.adoptedSnapshot(dst)
 	for _, c := range s.Changes {
 		if c.Data != nil || c.Open == nil {
 			t.Fatalf("snapshot change %s holds %d bytes (Open set: %v); want none, read by the commit", c.Path, len(c.Data), c.Open != nil)
