@@ -40,6 +40,17 @@ func realDirectory(t *testing.T, p string) {
 	}
 }
 
+// forcedCheckout checks id out into dst over whatever is there (Force),
+// failing the test if it fails.
+func (f *fixture) forcedCheckout(id objects.ID, dst string) {
+	f.t.Helper()
+	o := f.opts()
+	o.Force = true
+	if _, err := worktree.Checkout(f.snap(), id, dst, o); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
 // adoptedSnapshot adopts dir as a work tree with no base, closed when the
 // test ends, and takes a snapshot of it.
 func (f *fixture) adoptedSnapshot(dir string) (*worktree.Tree, *worktree.Snapshot) {
@@ -74,11 +85,7 @@ func TestCheckoutReplacesAPlantedLinkInsteadOfWritingThroughIt(t *testing.T) {
 	if _, err := worktree.Checkout(f.snap(), id, dst, f.opts()); !errors.Is(err, worktree.ErrNotEmpty) {
 		t.Fatalf("unforced checkout into the planted directory: %v, want ErrNotEmpty", err)
 	}
-	o := f.opts()
-	o.Force = true
-	if _, err := worktree.Checkout(f.snap(), id, dst, o); err != nil {
-		t.Fatal(err)
-	}
+	f.forcedCheckout(id, dst)
 	outsideUntouched(t, out, before)
 	realDirectory(t, filepath.Join(dst, "sub"))
 }
@@ -331,11 +338,7 @@ func TestCheckoutReplacesPlantedLinksAndHardLinksAtFilePaths(t *testing.T) {
 	symlink(t, filepath.Join(out, "secret"), filepath.Join(dst, "s"))
 	id := f.commit(objects.ZeroID, put("h", "new h"), put("s", "new s"))
 	before := listing(t, out)
-	o := f.opts()
-	o.Force = true
-	if _, err := worktree.Checkout(f.snap(), id, dst, o); err != nil {
-		t.Fatal(err)
-	}
+	f.forcedCheckout(id, dst)
 	outsideUntouched(t, out, before)
 	if got, _ := os.ReadFile(filepath.Join(dst, "s")); string(got) != "new s" {
 		t.Fatalf("s holds %q", got)
@@ -350,11 +353,7 @@ func TestCheckoutReplacesAPlantedMetadataLink(t *testing.T) {
 	symlink(t, out, filepath.Join(dst, worktree.MetaDir))
 	id := f.commit(objects.ZeroID, put("a", "1"))
 	before := listing(t, out)
-	o := f.opts()
-	o.Force = true
-	if _, err := worktree.Checkout(f.snap(), id, dst, o); err != nil {
-		t.Fatal(err)
-	}
+	f.forcedCheckout(id, dst)
 	outsideUntouched(t, out, before)
 	if fi, err := os.Lstat(filepath.Join(dst, worktree.MetaDir)); err != nil || !fi.IsDir() {
 		t.Fatalf("metadata directory: %v %v", fi, err)
