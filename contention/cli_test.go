@@ -120,18 +120,24 @@ func (c *cliWriter) read(ref string) string {
 	return r.Cur
 }
 
+// commitOnLast makes the agent's change i on the changeset its last
+// operation left (the first on base), and fails the spec if it fails.
+func (c *cliWriter) commitOnLast(i int, base core.ID) Record {
+	parent := base.String()
+	if i > 0 {
+		parent = c.last
+	}
+	r := c.commit(i, 0, parent, "")
+	Expect(r.Err).To(BeEmpty(), "writer %d commit %d", c.w, i)
+	return r
+}
+
 func (c *cliWriter) run(mode string, count int, base core.ID) {
 	defer GinkgoRecover()
 	for i := 0; i < count; i++ {
 		switch mode {
 		case ModeChain:
-			parent := base.String()
-			if i > 0 {
-				parent = c.last
-			}
-			r := c.commit(i, 0, parent, "")
-			Expect(r.Err).To(BeEmpty(), "writer %d commit %d", c.w, i)
-			c.last = r.New
+			c.last = c.commitOnLast(i, base).New
 		case ModeAdvance, ModeRefSet:
 			cur := c.read("main")
 			for attempt := 0; ; attempt++ {
@@ -160,12 +166,7 @@ func (c *cliWriter) run(mode string, count int, base core.ID) {
 			// left (the first from the base), as an agent that checks out
 			// main before each task does. By the time it lands, main has
 			// typically moved on by a round of the other landers.
-			parent := base.String()
-			if i > 0 {
-				parent = c.last
-			}
-			r := c.commit(i, 0, parent, "")
-			Expect(r.Err).To(BeEmpty(), "writer %d commit %d", c.w, i)
+			r := c.commitOnLast(i, base)
 			for {
 				env, lr := c.exec(Record{I: i, Kind: kindLand, Ref: "main", Old: r.New}, "", "land", r.New, "--onto", "main")
 				if lr.Err == ErrClassBusy {
