@@ -120,18 +120,24 @@ func (c *cliWriter) read(ref string) string {
 	return r.Cur
 }
 
+// commitOnLast makes the agent's change i on the changeset its last
+// operation left (the first on base), and fails the spec if it fails.
+func (c *cliWriter) commitOnLast(i int, base core.ID) Record {
+	parent := base.String()
+	if i > 0 {
+		parent = c.last
+	}
+	r := c.commit(i, 0, parent, "")
+	Expect(r.Err).To(BeEmpty(), "writer %d commit %d", c.w, i)
+	return r
+}
+
 func (c *cliWriter) run(mode string, count int, base core.ID) {
 	defer GinkgoRecover()
 	for i := 0; i < count; i++ {
 		switch mode {
 		case ModeChain:
-			parent := base.String()
-			if i > 0 {
-				parent = c.last
-			}
-			r := c.commit(i, 0, parent, "")
-			Expect(r.Err).To(BeEmpty(), "writer %d commit %d", c.w, i)
-			c.last = r.New
+			c.last = c.commitOnLast(i, base).New
 		case ModeAdvance, ModeRefSet:
 			cur := c.read("main")
 			for attempt := 0; ; attempt++ {
@@ -160,12 +166,7 @@ func (c *cliWriter) run(mode string, count int, base core.ID) {
 			// left (the first from the base), as an agent that checks out
 			// main before each task does. By the time it lands, main has
 			// typically moved on by a round of the other landers.
-			parent := base.String()
-			if i > 0 {
-				parent = c.last
-			}
-			r := c.commit(i, 0, parent, "")
-			Expect(r.Err).To(BeEmpty(), "writer %d commit %d", c.w, i)
+			r := c.commitOnLast(i, base)
 			for {
 				env, lr := c.exec(Record{I: i, Kind: kindLand, Ref: "main", Old: r.New}, "", "land", r.New, "--onto", "main")
 				if lr.Err == ErrClassBusy {
@@ -200,10 +201,7 @@ func (f *fixture) runCLI(bin string, writers, count int, mode string) *run {
 	gate := make(chan struct{})
 	var wg sync.WaitGroup
 	for w := 0; w < writers; w++ {
-		out, err := os.OpenFile(filepath.Join(f.work, fmt.Sprintf("w%03d.jsonl", w)), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(out.Close)
-		c := &cliWriter{bin: bin, store: f.dir, w: w, sink: NewSink(out)}
+		c := &cliWriter{bin: bin, store: f.dir, w: w, sink: f.sink(w)}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -218,11 +216,7 @@ func (f *fixture) runCLI(bin string, writers, count int, mode string) *run {
 	close(gate)
 	wg.Wait()
 	r.stopNS = time.Now().UnixNano()
-	var err error
-	r.recs, err = ReadRecords(f.work)
-	Expect(err).NotTo(HaveOccurred())
-	r.summary = Summarize(r.recs, r.goNS)
-	return r
+	return f.collect(r)
 }
 
 // checkLands checks the land races: every landed change's path holds its

@@ -76,7 +76,7 @@ func (f *fixture) writerArgs(id int, o procOpts) []string {
 		"-pause", knobs.Pause.String(), "-lock-timeout", knobs.LockTimeout.String(),
 		"-ready", filepath.Join(f.work, fmt.Sprintf("ready-%03d", id)),
 		"-go", filepath.Join(f.work, "go"),
-		"-out", filepath.Join(f.work, fmt.Sprintf("w%03d.jsonl", id)),
+		"-out", f.recordFile(id),
 	}
 	if o.ref != "" {
 		args = append(args, "-ref", o.ref, "-refs", strconv.Itoa(max(1, o.refs)))
@@ -107,6 +107,30 @@ func (f *fixture) releaseBarrier(n int, exited func() bool) int64 {
 	goNS := time.Now().UnixNano()
 	Expect(os.WriteFile(filepath.Join(f.work, "go"), nil, 0o644)).To(Succeed())
 	return goNS
+}
+
+// recordFile is where writer w (a process, a goroutine or a CLI agent)
+// writes its records.
+func (f *fixture) recordFile(w int) string {
+	return filepath.Join(f.work, fmt.Sprintf("w%03d.jsonl", w))
+}
+
+// sink opens writer w's record file, closed when the spec ends.
+func (f *fixture) sink(w int) *Sink {
+	out, err := os.OpenFile(f.recordFile(w), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(out.Close)
+	return NewSink(out)
+}
+
+// collect reads the records a finished run's writers left and summarizes
+// them from the release on.
+func (f *fixture) collect(r *run) *run {
+	var err error
+	r.recs, err = ReadRecords(f.work)
+	Expect(err).NotTo(HaveOccurred())
+	r.summary = Summarize(r.recs, r.goNS)
+	return r
 }
 
 // runProcesses runs writers writer processes of the helper binary behind
@@ -146,11 +170,7 @@ func (f *fixture) runProcesses(writers int, o procOpts) *run {
 		Expect(s.ExitCode()).To(Equal(0), "writer %d exit status (its stderr is in the spec output)", i)
 	}
 	r.stopNS = time.Now().UnixNano()
-	var err error
-	r.recs, err = ReadRecords(f.work)
-	Expect(err).NotTo(HaveOccurred())
-	r.summary = Summarize(r.recs, r.goNS)
-	return r
+	return f.collect(r)
 }
 
 // runGoroutines runs the same workload as runProcesses in this process:
@@ -160,14 +180,11 @@ func (f *fixture) runGoroutines(writers int, o procOpts) *run {
 	var wg sync.WaitGroup
 	var exited sync.Map
 	for i := 0; i < writers; i++ {
-		out, err := os.OpenFile(filepath.Join(f.work, fmt.Sprintf("w%03d.jsonl", i)), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(out.Close)
 		cfg := WriterConfig{
 			Store: f.dir, ID: i, Mode: o.mode, Count: o.count, Pause: knobs.Pause,
 			LockTimeout: knobs.LockTimeout, Ref: o.ref, Refs: o.refs, RetryBusy: true,
 			Ready: filepath.Join(f.work, fmt.Sprintf("ready-%03d", i)), Go: filepath.Join(f.work, "go"),
-			Sink: NewSink(out),
+			Sink: f.sink(i),
 		}
 		if o.chainBase {
 			cfg.Base = f.base
@@ -189,11 +206,7 @@ func (f *fixture) runGoroutines(writers int, o procOpts) *run {
 	wg.Wait()
 	r.stopNS = time.Now().UnixNano()
 	Expect(errors.Join(errs...)).NotTo(HaveOccurred())
-	var err error
-	r.recs, err = ReadRecords(f.work)
-	Expect(err).NotTo(HaveOccurred())
-	r.summary = Summarize(r.recs, r.goNS)
-	return r
+	return f.collect(r)
 }
 
 // acked returns the successful operations of a kind, by writer.

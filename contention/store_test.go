@@ -134,7 +134,7 @@ var _ = Describe("Store level (writer processes over the Go API)", Ordered, Cont
 				// operations behind it and, most likely, one in flight.
 				for v := 0; v < victims; v++ {
 					Eventually(func() int {
-						return countLines(filepath.Join(f.work, fmt.Sprintf("w%03d.jsonl", v)), `"ev":"call"`)
+						return countLines(f.recordFile(v), `"ev":"call"`)
 					}).WithTimeout(runTimeout(knobs.Writers, knobs.PerWriter)).WithPolling(time.Millisecond).
 						Should(BeNumerically(">=", max(knobs.PerWriter, 4)))
 					Expect(sessions[v].Signal(syscall.SIGKILL)).NotTo(BeNil())

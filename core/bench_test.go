@@ -77,28 +77,31 @@ func BenchmarkCommitRealOS(b *testing.B) {
 	})
 	b.Run("store=commit-advance", func(b *testing.B) {
 		c := faultfs.NewCounting(vfs.OS())
-		s, err := core.Create(filepath.Join(benchDir(b), "s"), core.Options{FS: c})
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer s.Close()
-		head, err := s.Commit(core.CommitRequest{Changes: []core.Change{put("f", "0")}, Advance: "main"})
-		if err != nil {
-			b.Fatal(err)
-		}
-		c.Reset()
-		b.ResetTimer()
-		for i := 0; i < b.N; i++ {
-			head, err = s.Commit(core.CommitRequest{Parents: []core.ID{head}, Advance: "main",
-				Changes: []core.Change{put(fmt.Sprintf("d/f%d", i%16), strconv.Itoa(i))}})
-			if err != nil {
-				b.Fatal(err)
-			}
-		}
-		b.StopTimer()
+		s := mustCreate(b, filepath.Join(benchDir(b), "s"), core.Options{FS: c})
+		commitAdvanceLoop(b, s, c)
 		syncs := c.Count(faultfs.OpDatasync) + c.Count(faultfs.OpSync) + c.Count(faultfs.OpSyncDir)
 		b.ReportMetric(float64(syncs)/float64(b.N), "syncs/op")
 	})
+}
+
+// commitAdvanceLoop times b.N commits of one small file on s, each
+// advancing main from the last, after a first commit; c's counts start with
+// the timed commits.
+func commitAdvanceLoop(b *testing.B, s *core.Store, c *faultfs.Counting) {
+	head, err := s.Commit(core.CommitRequest{Changes: []core.Change{put("f", "0")}, Advance: "main"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	c.Reset()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		head, err = s.Commit(core.CommitRequest{Parents: []core.ID{head}, Advance: "main",
+			Changes: []core.Change{put(fmt.Sprintf("d/f%d", i%16), strconv.Itoa(i))}})
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
 }
 
 // BenchmarkCommitWriters is durable commits on the real filesystem by one
@@ -112,14 +115,11 @@ func BenchmarkCommitWriters(b *testing.B) {
 	for _, writers := range []int{1, 32} {
 		b.Run(fmt.Sprintf("writers=%d", writers), func(b *testing.B) {
 			c := faultfs.NewCounting(vfs.OS())
-			s, err := core.Create(filepath.Join(benchDir(b), "s"), core.Options{FS: c})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer s.Close()
+			s := mustCreate(b, filepath.Join(benchDir(b), "s"), core.Options{FS: c})
 			heads := make([]core.ID, writers)
 			for w := range heads {
 				ref := fmt.Sprintf("w%d", w)
+				var err error
 				if heads[w], err = s.Commit(core.CommitRequest{Changes: []core.Change{put(ref+"/f0", "0")}, Advance: ref}); err != nil {
 					b.Fatal(err)
 				}
@@ -156,25 +156,8 @@ func BenchmarkCommitWriters(b *testing.B) {
 // commit (build, hash, encode, lock, append, publish), without the disk.
 func BenchmarkCommitCPU(b *testing.B) {
 	c := faultfs.NewCounting(faultfs.NewMem())
-	s, err := core.Create("/s", core.Options{FS: c})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
-	head, err := s.Commit(core.CommitRequest{Changes: []core.Change{put("f", "0")}, Advance: "main"})
-	if err != nil {
-		b.Fatal(err)
-	}
-	c.Reset()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		head, err = s.Commit(core.CommitRequest{Parents: []core.ID{head}, Advance: "main",
-			Changes: []core.Change{put(fmt.Sprintf("d/f%d", i%16), strconv.Itoa(i))}})
-		if err != nil {
-			b.Fatal(err)
-		}
-	}
-	b.StopTimer()
+	s := mustCreate(b, "/s", core.Options{FS: c})
+	commitAdvanceLoop(b, s, c)
 	b.ReportMetric(float64(c.Total())/float64(b.N), "fscalls/op")
 	b.ReportMetric(float64(c.Count(faultfs.OpDatasync))/float64(b.N), "syncs/op")
 }
@@ -281,41 +264,10 @@ func BenchmarkLookup(b *testing.B) {
 			s.Close()
 		}
 		b.Run(fmt.Sprintf("changesets=%d/open+first-lookup", n), func(b *testing.B) {
-			c := faultfs.NewCounting(m)
-			for i := 0; i < b.N; i++ {
-				s, err := core.Open("/s", core.Options{FS: c})
-				if err != nil {
-					b.Fatal(err)
-				}
-				sn, err := s.Snapshot()
-				if err == nil {
-					_, err = sn.Changeset(ids[(i*7919)%len(ids)])
-				}
-				s.Close()
-				if err != nil {
-					b.Fatal(err)
-				}
-			}
-			b.ReportMetric(float64(c.Count(faultfs.OpRead))/float64(b.N), "reads/op")
+			openFirstLookup(b, faultfs.NewCounting(m), "/s", ids)
 		})
 		b.Run(fmt.Sprintf("changesets=%d/open+first-lookup-realos", n), func(b *testing.B) {
-			c := faultfs.NewCounting(vfs.OS())
-			o := core.Options{FS: c}
-			for i := 0; i < b.N; i++ {
-				s, err := core.Open(dir, o)
-				if err != nil {
-					b.Fatal(err)
-				}
-				sn, err := s.Snapshot()
-				if err == nil {
-					_, err = sn.Changeset(ids[(i*7919)%len(ids)])
-				}
-				s.Close()
-				if err != nil {
-					b.Fatal(err)
-				}
-			}
-			b.ReportMetric(float64(c.Count(faultfs.OpRead))/float64(b.N), "reads/op")
+			openFirstLookup(b, faultfs.NewCounting(vfs.OS()), dir, ids)
 		})
 		b.Run(fmt.Sprintf("changesets=%d/bytes", n), func(b *testing.B) {
 			var total int64
@@ -330,6 +282,27 @@ func BenchmarkLookup(b *testing.B) {
 			}
 		})
 	}
+}
+
+// openFirstLookup times b.N opens of the store in dir on c, each followed
+// by one changeset lookup (a different one each time) and a close, and
+// reports c's reads per open.
+func openFirstLookup(b *testing.B, c *faultfs.Counting, dir string, ids []core.ID) {
+	for i := 0; i < b.N; i++ {
+		s, err := core.Open(dir, core.Options{FS: c})
+		if err != nil {
+			b.Fatal(err)
+		}
+		sn, err := s.Snapshot()
+		if err == nil {
+			_, err = sn.Changeset(ids[(i*7919)%len(ids)])
+		}
+		s.Close()
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(c.Count(faultfs.OpRead))/float64(b.N), "reads/op")
 }
 
 // copyTree copies every file under src on from to dst on to.
@@ -527,11 +500,7 @@ func BenchmarkVerifyDeep(b *testing.B) {
 			{"realos", dir, core.Options{}},
 		} {
 			b.Run(fmt.Sprintf("changesets=%d/fs=%s", n, c.name), func(b *testing.B) {
-				s, err := core.Open(c.dir, c.o)
-				if err != nil {
-					b.Fatal(err)
-				}
-				defer s.Close()
+				s := mustOpen(b, c.dir, c.o)
 				var objects int64
 				b.ResetTimer()
 				for i := 0; i < b.N; i++ {

@@ -27,11 +27,7 @@ func TestCheckpointIsDueByBytes(t *testing.T) {
 	c := faultfs.NewCounting(faultfs.NewMem())
 	const seg = "/s/journal/seg-000000000001"
 	o := core.Options{FS: c, CheckpointEvery: 1 << 20, CheckpointBytes: 32 << 10, InlineCheckpoint: true}
-	s, err := core.Create("/s", o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := mustCreate(t, "/s", o)
 	ckptSeq := func() uint64 {
 		in, err := s.Info()
 		if err != nil {
@@ -71,11 +67,7 @@ func TestCheckpointIsDueByBytes(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.Reset()
-	s2, err := core.Open("/s", o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s2.Close()
+	mustOpen(t, "/s", o)
 	if n := c.PathBytesRead(seg); n > 512 {
 		t.Fatalf("open read %d bytes of the journal; want at most its header sector, nothing past the checkpoint", n)
 	}

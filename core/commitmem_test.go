@@ -62,11 +62,7 @@ func TestABigCommitHoldsAboutOneChunkOfContent(t *testing.T) {
 	const chunk = 1 << 20
 	bound := uint64(chunk + 2<<20)
 	peak := func(mb int, chunkBytes int64) uint64 {
-		s, err := core.Create(filepath.Join(t.TempDir(), "s"), core.Options{CommitChunkBytes: chunkBytes})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer s.Close()
+		s := mustCreate(t, filepath.Join(t.TempDir(), "s"), core.Options{CommitChunkBytes: chunkBytes})
 		// A first commit with a loose blob makes the process-wide zstd
 		// encoder, which the base then counts.
 		mustCommit(t, s, core.CommitRequest{Changes: lazyTree(1, nil), Advance: "main"})
@@ -114,11 +110,7 @@ func TestABigCommitHoldsAboutOneChunkOfContent(t *testing.T) {
 // finds nothing.
 func TestABigCommitCostsOneSyncPerChunk(t *testing.T) {
 	c := faultfs.NewCounting(vfs.OS())
-	s, err := core.Create(filepath.Join(t.TempDir(), "s"), core.Options{FS: c, CommitChunkBytes: 256 << 10})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := mustCreate(t, filepath.Join(t.TempDir(), "s"), core.Options{FS: c, CommitChunkBytes: 256 << 10})
 	chs := make([]core.Change, 40)
 	for i := range chs {
 		chs[i] = core.Change{Path: fmt.Sprintf("f%02d", i), Data: content(i, 30_000)}

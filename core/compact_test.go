@@ -25,10 +25,7 @@ func TestCompactionAcrossProcessesLosesNothing(t *testing.T) {
 	const handles, commits = 4, 120
 	dir := filepath.Join(t.TempDir(), "s")
 	o := core.Options{CheckpointEvery: 4}
-	s0, err := core.Create(dir, o)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s0 := mustCreate(t, dir, o)
 	if err := s0.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -67,11 +64,7 @@ func TestCompactionAcrossProcessesLosesNothing(t *testing.T) {
 	for err := range errs {
 		t.Fatal(err)
 	}
-	s, err := core.Open(dir, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := mustOpen(t, dir, o)
 	if err := s.Checkpoint(); err != nil {
 		t.Fatal(err)
 	}

@@ -20,11 +20,7 @@ func TestSteadyStateCommitSyncsOnce(t *testing.T) {
 	c := faultfs.NewCounting(faultfs.NewMem())
 	// No checkpoint falls among these commits: its syncs are counted by
 	// TestCheckpointSyncsAmortize.
-	s, err := core.Create("/s", core.Options{FS: c, CheckpointEvery: 1 << 20})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := mustCreate(t, "/s", core.Options{FS: c, CheckpointEvery: 1 << 20})
 	head := mustCommit(t, s, core.CommitRequest{Changes: []core.Change{put("a", "0")}, Advance: "main"})
 	// 600 commits of ~1 KiB frames cross two 256 KiB windows.
 	var over []int64
@@ -87,11 +83,7 @@ func TestCheckpointSyncsAmortize(t *testing.T) {
 }
 
 func mustInfo(t *testing.T, fs *faultfs.Counting) *core.Info {
-	s, err := core.Open("/s", core.Options{FS: fs})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := mustOpen(t, "/s", core.Options{FS: fs})
 	in, err := s.Info()
 	if err != nil {
 		t.Fatal(err)
@@ -233,15 +225,12 @@ func bounded(t *testing.T, model faultfs.Model, a, b recoveryCost, small, large,
 // the frame (transaction payload version 1) the frame was 619 bytes and took
 // two sectors.
 func TestOneFileCommitTakesOneSector(t *testing.T) {
-	s, err := core.Create("/s", core.Options{FS: faultfs.NewMem()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := mustCreate(t, "/s", core.Options{FS: faultfs.NewMem()})
 	const n = 100
 	var head core.ID
 	var first int64
 	for i := 0; i <= n; i++ {
+		var err error
 		if head, err = s.Commit(historyRequest(3, i, head)); err != nil {
 			t.Fatal(err)
 		}

@@ -72,10 +72,7 @@ var crashOps = []crashOp{
 // checkpoint writes.
 func crashBase(t *testing.T) (*faultfs.MemFS, []core.ID) {
 	m := faultfs.NewMem()
-	s, err := core.Create("/s", core.Options{FS: m, CheckpointEvery: 2, InlineThreshold: 256, Now: fixedNow})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := mustCreate(t, "/s", core.Options{FS: m, CheckpointEvery: 2, InlineThreshold: 256, Now: fixedNow})
 	var ids []core.ID
 	for i := 0; i < 3; i++ {
 		req := core.CommitRequest{Changes: []core.Change{put(fmt.Sprint("f", i), fmt.Sprint(i))}, Advance: "main", Time: fixedNow()}

@@ -4,6 +4,7 @@ import (
 	"sort"
 
 	"github.com/swarmops/swarmops/core/objects"
+	"github.com/swarmops/swarmops/core/treediff"
 )
 
 // Diff lists the file changes from changeset a to changeset b, sorted by
@@ -60,54 +61,11 @@ func (sn *Snapshot) diffTrees(prefix string, a, b ID, out *[]PathChange) error {
 	if err != nil {
 		return err
 	}
-	// side lists every file of one subtree as added or deleted.
-	side := func(e objects.Entry, add bool) error {
-		p := prefix + e.Name
-		switch {
-		case e.Mode.IsDir() && add:
-			return sn.diffTrees(p+"/", ID{}, e.ID, out)
-		case e.Mode.IsDir():
-			return sn.diffTrees(p+"/", e.ID, ID{}, out)
-		case add:
-			*out = append(*out, PathChange{Path: p, Op: "add", New: e})
-		default:
-			*out = append(*out, PathChange{Path: p, Op: "delete", Old: e})
-		}
-		return nil
-	}
-	i, j := 0, 0
-	for i < len(ea) || j < len(eb) {
-		switch {
-		case j == len(eb) || (i < len(ea) && ea[i].Name < eb[j].Name):
-			if err := side(ea[i], false); err != nil {
-				return err
-			}
-			i++
-		case i == len(ea) || eb[j].Name < ea[i].Name:
-			if err := side(eb[j], true); err != nil {
-				return err
-			}
-			j++
-		default:
-			x, y := ea[i], eb[j]
-			i, j = i+1, j+1
-			switch {
-			case x.Mode == y.Mode && x.ID == y.ID:
-			case x.Mode.IsDir() && y.Mode.IsDir():
-				if err := sn.diffTrees(prefix+x.Name+"/", x.ID, y.ID, out); err != nil {
-					return err
-				}
-			case x.Mode.IsDir() || y.Mode.IsDir():
-				if err := side(x, false); err != nil {
-					return err
-				}
-				if err := side(y, true); err != nil {
-					return err
-				}
-			default:
-				*out = append(*out, PathChange{Path: prefix + x.Name, Op: "modify", Old: x, New: y})
-			}
-		}
-	}
-	return nil
+	return treediff.Entries(ea, eb, treediff.Visitor{
+		Dir: func(name string, a, b ID) error { return sn.diffTrees(prefix+name+"/", a, b, out) },
+		File: func(name string, op treediff.Op, old, new objects.Entry) error {
+			*out = append(*out, PathChange{Path: prefix + name, Op: op.String(), Old: old, New: new})
+			return nil
+		},
+	})
 }

@@ -7,6 +7,17 @@ import (
 	"github.com/swarmops/swarmops/faultfs"
 )
 
+// aheadAndBehind creates a store on a memory FS that checkpoints every
+// four changesets (inline), and opens a second handle on it that stays
+// behind, replaying nothing, until it commits: a writer whose projection
+// is behind and so builds again what the store already holds.
+func aheadAndBehind(t *testing.T) (m *faultfs.MemFS, o core.Options, ahead, behind *core.Store) {
+	t.Helper()
+	m = faultfs.NewMem()
+	o = core.Options{FS: m, CheckpointEvery: 4, InlineCheckpoint: true}
+	return m, o, mustCreate(t, "/s", o), mustOpen(t, "/s", o)
+}
+
 // TestSnapshotReadsABlobARunHoldsAfterALaterCopy: a blob already in an index
 // run can come again in a later frame (a writer whose projection was behind
 // built it too). Replay indexes that copy in the tail without looking in the
@@ -14,18 +25,7 @@ import (
 // through the run's record. Without the fallback in readObjectSeq it read
 // ErrNotFound.
 func TestSnapshotReadsABlobARunHoldsAfterALaterCopy(t *testing.T) {
-	m := faultfs.NewMem()
-	o := core.Options{FS: m, CheckpointEvery: 4, InlineCheckpoint: true}
-	s1, err := core.Create("/s", o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s1.Close()
-	s2, err := core.Open("/s", o) // stays behind until it commits
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s2.Close()
+	_, o, s1, s2 := aheadAndBehind(t)
 	first := mustCommit(t, s1, core.CommitRequest{Changes: []core.Change{put("a", "same")}})
 	for i := 0; i < 8; i++ {
 		mustCommit(t, s1, core.CommitRequest{Changes: []core.Change{put("n", string(rune('0'+i)))}})
@@ -33,11 +33,7 @@ func TestSnapshotReadsABlobARunHoldsAfterALaterCopy(t *testing.T) {
 	if in, err := s1.Info(); err != nil || in.CheckpointSeq < 2 {
 		t.Fatalf("want the first commit under a checkpoint: %+v, %v", in, err)
 	}
-	s3, err := core.Open("/s", o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s3.Close()
+	s3 := mustOpen(t, "/s", o)
 	old := snap(t, s3)
 	// s2 has not seen the blob: its commit carries it again.
 	mustCommit(t, s2, core.CommitRequest{Changes: []core.Change{put("b", "same")}})

@@ -24,12 +24,9 @@ func rule(t *testing.T, s string) faultfs.Rule {
 func TestFailedSyncPoisonsAndNeverAcknowledges(t *testing.T) {
 	m := faultfs.NewMem()
 	in := faultfs.NewInjecting(m, rule(t, "op=datasync,path=*/seg-*,nth=3,err=syncfail"))
-	s, err := core.Create("/s", core.Options{FS: in})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := mustCreate(t, "/s", core.Options{FS: in})
 	a := mustCommit(t, s, core.CommitRequest{Changes: []core.Change{put("a", "1")}, Advance: "main"})
-	_, err = s.Commit(core.CommitRequest{Parents: []core.ID{a}, Changes: []core.Change{put("b", "2")}, Advance: "main"})
+	_, err := s.Commit(core.CommitRequest{Parents: []core.ID{a}, Changes: []core.Change{put("b", "2")}, Advance: "main"})
 	if !errors.Is(err, core.ErrIO) || !in.Check(err) {
 		t.Fatalf("commit over a failed sync: got %v, want ErrIO carrying the injected fault", err)
 	}
@@ -59,16 +56,8 @@ func TestFailedSyncPoisonsAndNeverAcknowledges(t *testing.T) {
 func TestPoisonIsSeenByOtherInstances(t *testing.T) {
 	m := faultfs.NewMem()
 	in := faultfs.NewInjecting(m, rule(t, "op=datasync,path=*/seg-*,nth=2,err=syncfail"))
-	s1, err := core.Create("/s", core.Options{FS: in})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s1.Close()
-	s2, err := core.Open("/s", core.Options{FS: m})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s2.Close()
+	s1 := mustCreate(t, "/s", core.Options{FS: in})
+	s2 := mustOpen(t, "/s", core.Options{FS: m})
 	if _, err := s1.Commit(core.CommitRequest{Changes: []core.Change{put("a", "1")}, Advance: "main"}); !errors.Is(err, core.ErrIO) {
 		t.Fatalf("s1: got %v, want ErrIO", err)
 	}
@@ -102,11 +91,7 @@ func TestWriteErrorsAreTyped(t *testing.T) {
 			}
 			s0.Close()
 			in := faultfs.NewInjecting(m, rule(t, c.rule))
-			s, err := core.Open("/s", core.Options{FS: in, InlineThreshold: 8})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer s.Close()
+			s := mustOpen(t, "/s", core.Options{FS: in, InlineThreshold: 8})
 			_, err = s.Commit(core.CommitRequest{Changes: []core.Change{put("a", "a loose blob, longer than 8 bytes")}, Advance: "main"})
 			if !errors.Is(err, c.want) || !in.Check(err) {
 				t.Fatalf("got %v, want %v carrying the injected fault", err, c.want)
@@ -183,10 +168,7 @@ func TestCheckpointErrorsAreSurfaced(t *testing.T) {
 		s2.Close()
 	}
 	m := faultfs.NewMem()
-	s, err := core.Create("/s", core.Options{FS: m})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := mustCreate(t, "/s", core.Options{FS: m})
 	mustCommit(t, s, core.CommitRequest{Changes: []core.Change{put("a", "1")}, Advance: "main"})
 	s.Close()
 	in := faultfs.NewInjecting(m, rule(t, "op=rename,path=*/checkpoint.tmp,nth=1,err=eio"))

@@ -18,18 +18,7 @@ import (
 // and keeps its first record. Marking every frame fresh made the second
 // part fail: a snapshot from before the second copy lost the changeset.
 func TestReplayTrustsFreshFramesAndChecksTheOthers(t *testing.T) {
-	m := faultfs.NewMem()
-	o := core.Options{FS: m, CheckpointEvery: 4, InlineCheckpoint: true}
-	s1, err := core.Create("/s", o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s1.Close()
-	behind, err := core.Open("/s", o) // stays behind until it commits
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer behind.Close()
+	m, _, s1, behind := aheadAndBehind(t)
 	same := core.CommitRequest{Changes: []core.Change{put("a", "same")}, Agent: "a", Message: "m", Time: time.Unix(1_700_000_000, 0)}
 	first := mustCommit(t, s1, same)
 	for i := 0; i < 7; i++ {
@@ -44,10 +33,7 @@ func TestReplayTrustsFreshFramesAndChecksTheOthers(t *testing.T) {
 		t.Fatalf("want 3 frames past the checkpoint: %+v, %v", in, err)
 	}
 	c := faultfs.NewCounting(m.CrashClone(faultfs.ProcessCrash, 0))
-	s, err := core.Open("/s", core.Options{FS: c, CheckpointEvery: 4})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := mustOpen(t, "/s", core.Options{FS: c, CheckpointEvery: 4})
 	var reads, runs int64
 	for p := range c.Paths() {
 		if strings.HasPrefix(p, "/s/index/") {
@@ -77,11 +63,7 @@ func TestReplayTrustsFreshFramesAndChecksTheOthers(t *testing.T) {
 		t.Fatalf("a snapshot from before the second copy: %v", err)
 	}
 	want := in.Changesets
-	s2, err := core.Open("/s", core.Options{FS: m.CrashClone(faultfs.ProcessCrash, 0), CheckpointEvery: 4})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s2.Close()
+	s2 := mustOpen(t, "/s", core.Options{FS: m.CrashClone(faultfs.ProcessCrash, 0), CheckpointEvery: 4})
 	if in, err := s2.Info(); err != nil || in.Changesets != want {
 		t.Fatalf("after the changeset was made twice: %d changesets (%v); want %d", in.Changesets, err, want)
 	}
@@ -95,17 +77,9 @@ func TestReplayTrustsFreshFramesAndChecksTheOthers(t *testing.T) {
 func TestDeepVerifyReportsAFalseFreshClaim(t *testing.T) {
 	m := faultfs.NewMem()
 	o := core.Options{FS: m}
-	s1, err := core.Create("/s", o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s1.Close()
+	s1 := mustCreate(t, "/s", o)
 	testknobs.Weaken(&o, testknobs.FalseFresh)
-	liar, err := core.Open("/s", o) // stays behind until it commits
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer liar.Close()
+	liar := mustOpen(t, "/s", o) // stays behind until it commits
 	same := core.CommitRequest{Changes: []core.Change{put("a", "same")}, Agent: "a", Message: "m", Time: time.Unix(1_700_000_000, 0)}
 	mustCommit(t, s1, same)
 	mustCommit(t, liar, same)

@@ -36,48 +36,13 @@ func TestGroupCommitSharesSyncs(t *testing.T) {
 func groupCommitSharesSyncs(t *testing.T, n int) {
 	c := faultfs.NewCounting(faultfs.NewMem())
 	g := &gateFS{FS: c}
-	stores := make([]*core.Store, n)
-	s0, err := core.Create("/s", core.Options{FS: g})
-	if err != nil {
-		t.Fatal(err)
+	stores := []*core.Store{mustCreate(t, "/s", core.Options{FS: g})}
+	for len(stores) < n {
+		stores = append(stores, mustOpen(t, "/s", core.Options{FS: g}))
 	}
-	stores[0] = s0
-	for i := 1; i < n; i++ {
-		if stores[i], err = core.Open("/s", core.Options{FS: g}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	defer func() {
-		for _, s := range stores {
-			s.Close()
-		}
-	}()
 	c.Reset()
 	g.arm(n)
-	var wg sync.WaitGroup
-	errs := make([]error, n)
-	commit := func(i int) {
-		defer wg.Done()
-		_, errs[i] = stores[i].Commit(core.CommitRequest{Agent: fmt.Sprintf("w%d", i),
-			Changes: []core.Change{put(fmt.Sprintf("w%d", i), "x")}, Advance: fmt.Sprintf("w%d", i)})
-	}
-	wg.Add(1)
-	go commit(0)
-	// The first committer is inside its (held) journal sync before the
-	// others start, so every other frame is appended after that sync began.
-	if !g.waitHeld(10 * time.Second) {
-		t.Fatal("the first commit never reached its journal sync")
-	}
-	for i := 1; i < n; i++ {
-		wg.Add(1)
-		go commit(i)
-	}
-	wg.Wait()
-	for i, err := range errs {
-		if err != nil {
-			t.Fatalf("writer %d: %v", i, err)
-		}
-	}
+	commitBehindAHeldSync(t, g, n, func(i int) *core.Store { return stores[i] })
 	if g.timedOut.Load() {
 		t.Fatalf("the held sync was released by its timeout: only %d of %d sync-lock requests arrived", g.syncLocks.Load(), n)
 	}
@@ -87,11 +52,7 @@ func groupCommitSharesSyncs(t *testing.T, n int) {
 		t.Fatalf("%d commits made %d journal datasyncs, want %d (group commit stopped grouping)", n, ds, want)
 	}
 	// Every commit is durable and visible to a fresh handle.
-	s, err := core.Open("/s", core.Options{FS: c})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := mustOpen(t, "/s", core.Options{FS: c})
 	sn, err := s.Snapshot()
 	if err != nil {
 		t.Fatal(err)
@@ -113,36 +74,11 @@ func TestCommitPipelineSharesSyncs(t *testing.T) {
 	const n = 16
 	c := faultfs.NewCounting(faultfs.NewMem())
 	g := &gateFS{FS: c}
-	s, err := core.Create("/s", core.Options{FS: g})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := mustCreate(t, "/s", core.Options{FS: g})
 	c.Reset()
 	g.arm(0)
 	g.until = func() bool { return core.PendingCommits(s) == n-1 }
-	var wg sync.WaitGroup
-	errs := make([]error, n)
-	commit := func(i int) {
-		defer wg.Done()
-		_, errs[i] = s.Commit(core.CommitRequest{Agent: fmt.Sprintf("w%d", i),
-			Changes: []core.Change{put(fmt.Sprintf("w%d", i), "x")}, Advance: fmt.Sprintf("w%d", i)})
-	}
-	wg.Add(1)
-	go commit(0)
-	if !g.waitHeld(10 * time.Second) {
-		t.Fatal("the first commit never reached its journal sync")
-	}
-	for i := 1; i < n; i++ {
-		wg.Add(1)
-		go commit(i)
-	}
-	wg.Wait()
-	for i, err := range errs {
-		if err != nil {
-			t.Fatalf("writer %d: %v", i, err)
-		}
-	}
+	commitBehindAHeldSync(t, g, n, func(int) *core.Store { return s })
 	if g.timedOut.Load() {
 		t.Fatalf("the held sync was released by its timeout: %d of %d committers were pending", core.PendingCommits(s), n-1)
 	}
@@ -186,6 +122,36 @@ func (g *gateFS) released() bool {
 		return g.until()
 	}
 	return g.syncLocks.Load() >= g.want
+}
+
+// commitBehindAHeldSync runs n commits, commit i (on store(i)) advancing
+// ref wi, each in its own goroutine: the first alone until it is inside its
+// journal sync, which g holds, and then the others, so every other frame is
+// appended after that sync began. It fails the test if a commit fails.
+func commitBehindAHeldSync(t *testing.T, g *gateFS, n int, store func(i int) *core.Store) {
+	t.Helper()
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	commit := func(i int) {
+		defer wg.Done()
+		_, errs[i] = store(i).Commit(core.CommitRequest{Agent: fmt.Sprintf("w%d", i),
+			Changes: []core.Change{put(fmt.Sprintf("w%d", i), "x")}, Advance: fmt.Sprintf("w%d", i)})
+	}
+	wg.Add(1)
+	go commit(0)
+	if !g.waitHeld(10 * time.Second) {
+		t.Fatal("the first commit never reached its journal sync")
+	}
+	for i := 1; i < n; i++ {
+		wg.Add(1)
+		go commit(i)
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("writer %d: %v", i, err)
+		}
+	}
 }
 
 func (g *gateFS) waitHeld(d time.Duration) bool {

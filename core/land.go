@@ -171,20 +171,28 @@ func (l *lander) fastForward(attempt int) error {
 	return nil
 }
 
+// merged remerges change onto the head (attempt counts the tries) and
+// returns what a commit of the merge changes, or nil, with the result
+// marked NoOp at the head, when every path already has change's value.
+func (l *lander) merged(attempt int) ([]Change, error) {
+	if err := l.remerge(attempt); err != nil {
+		return nil, err
+	}
+	changes, err := l.lm.changes(l.sn, l.m)
+	if err != nil || len(changes) > 0 {
+		return changes, err
+	}
+	l.res.NoOp, l.res.Changeset = true, l.head
+	return nil, nil
+}
+
 // mergeAndCommit merges change onto the head and commits the merge
 // advancing the target, or reports NoOp when every path already has
 // change's value.
 func (l *lander) mergeAndCommit(attempt int) error {
-	if err := l.remerge(attempt); err != nil {
+	changes, err := l.merged(attempt)
+	if err != nil || changes == nil {
 		return err
-	}
-	changes, err := l.lm.changes(l.sn, l.m)
-	if err != nil {
-		return err
-	}
-	if len(changes) == 0 {
-		l.res.NoOp, l.res.Changeset = true, l.head
-		return nil
 	}
 	beforeLandCommit(attempt)
 	id, err := l.s.Commit(CommitRequest{Parents: []ID{l.head, l.change}, Changes: changes,

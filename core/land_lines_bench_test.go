@@ -27,11 +27,7 @@ func BenchmarkLandLineMerge(b *testing.B) {
 }
 
 func benchLandLineMerge(b *testing.B, lines int, sameFile bool) {
-	s, err := core.Create("/s", core.Options{FS: faultfs.NewMem()})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
+	s := mustCreate(b, "/s", core.Options{FS: faultfs.NewMem()})
 	text := make([]string, lines)
 	for i := range text {
 		text[i] = fmt.Sprintf("line %d of a shared file", i)

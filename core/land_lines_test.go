@@ -47,14 +47,7 @@ func commitOn(t *testing.T, s *Store, parent ID, path string, data []byte, mode 
 // readMain reads path at main's head.
 func readMain(t *testing.T, s *Store, path string) []byte {
 	t.Helper()
-	sn, err := s.Snapshot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	head, err := sn.Ref("main")
-	if err != nil {
-		t.Fatal(err)
-	}
+	sn, head := snapRef(t, s, "main")
 	data, _, err := sn.ReadPath(head, path)
 	if err != nil {
 		t.Fatal(err)

@@ -2,11 +2,8 @@ package core
 
 import (
 	"fmt"
-	"sync"
 	"testing"
 	"time"
-
-	"github.com/swarmops/swarmops/faultfs"
 )
 
 // TestLandersSharingOneHandleEachLandOnce is the server's case: many
@@ -17,39 +14,16 @@ import (
 func TestLandersSharingOneHandleEachLandOnce(t *testing.T) {
 	const n = 24
 	setLandHook(t, func(int) { time.Sleep(time.Millisecond) })
-	s, err := Create("/s", Options{FS: faultfs.NewMem()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	m0, err := s.Commit(CommitRequest{Changes: []Change{{Path: "base.txt", Data: []byte("b")}}, Advance: "main"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, m0 := newLandStore(t)
 	changes := make([]ID, n)
 	for i := range changes {
+		var err error
 		if changes[i], err = s.Commit(CommitRequest{Parents: []ID{m0}, Changes: puts(fmt.Sprintf("w%d-", i), 2)}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	var wg sync.WaitGroup
-	results := make([]*LandResult, n)
-	errs := make([]error, n)
-	start := make(chan struct{})
+	results := landAtOnce(t, changes, func(int) *Store { return s }, LandOptions{MaxAttempts: 2})
 	for i := range changes {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			<-start
-			results[i], errs[i] = s.Land(changes[i], "main", LandOptions{MaxAttempts: 2})
-		}()
-	}
-	close(start)
-	wg.Wait()
-	for i := range changes {
-		if errs[i] != nil {
-			t.Fatalf("lander %d: %v", i, errs[i])
-		}
 		if results[i].Attempts != 1 {
 			t.Errorf("lander %d took %d attempts, want 1: lands of one handle onto one ref go one at a time", i, results[i].Attempts)
 		}

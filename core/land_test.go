@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/swarmops/swarmops/core/internal/errs"
+	"github.com/swarmops/swarmops/core/vfs"
 	"github.com/swarmops/swarmops/faultfs"
 	"github.com/swarmops/swarmops/internal/testknobs"
 )
@@ -17,7 +18,13 @@ import (
 // at a changeset holding base.txt.
 func newLandStore(t *testing.T) (*Store, ID) {
 	t.Helper()
-	s, err := Create("/s", Options{FS: faultfs.NewMem()})
+	return newLandStoreOn(t, faultfs.NewMem())
+}
+
+// newLandStoreOn is newLandStore on fsys, for tests that open more handles.
+func newLandStoreOn(t *testing.T, fsys vfs.FS) (*Store, ID) {
+	t.Helper()
+	s, err := Create("/s", Options{FS: fsys})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,19 +48,39 @@ func puts(prefix string, n int) []Change {
 // advanceMain commits changes onto main.
 func advanceMain(t *testing.T, s *Store, changes []Change) ID {
 	t.Helper()
-	sn, err := s.Snapshot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	head, err := sn.Ref("main")
-	if err != nil {
-		t.Fatal(err)
-	}
+	head := refAt(t, s, "main")
 	id, err := s.Commit(CommitRequest{Parents: []ID{head}, Changes: changes, Advance: "main"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return id
+}
+
+// landAtOnce starts the lands of changes onto main together, change i
+// through store(i) with opts, and returns each one's result once all have
+// returned; a land that fails fails the test.
+func landAtOnce(t *testing.T, changes []ID, store func(i int) *Store, opts LandOptions) []*LandResult {
+	t.Helper()
+	var wg sync.WaitGroup
+	results := make([]*LandResult, len(changes))
+	errs := make([]error, len(changes))
+	start := make(chan struct{})
+	for i := range changes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			results[i], errs[i] = store(i).Land(changes[i], "main", opts)
+		}()
+	}
+	close(start)
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("lander %d: %v", i, err)
+		}
+	}
+	return results
 }
 
 func setLandHook(t *testing.T, f func(attempt int)) {
@@ -173,18 +200,11 @@ func TestRacingLandersEachLandWithinThreeAttempts(t *testing.T) {
 	// does, so the landers' attempts overlap and they queue together.
 	setLandHook(t, func(int) { time.Sleep(time.Millisecond) })
 	mem := faultfs.NewMem()
-	s0, err := Create("/s", Options{FS: mem})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s0.Close()
-	m0, err := s0.Commit(CommitRequest{Changes: []Change{{Path: "base.txt", Data: []byte("b")}}, Advance: "main"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s0, m0 := newLandStoreOn(t, mem)
 	handles := make([]*Store, n)
 	changes := make([]ID, n)
 	for i := range handles {
+		var err error
 		if handles[i], err = Open("/s", Options{FS: mem}); err != nil {
 			t.Fatal(err)
 		}
@@ -193,36 +213,13 @@ func TestRacingLandersEachLandWithinThreeAttempts(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	var wg sync.WaitGroup
-	results := make([]*LandResult, n)
-	errs := make([]error, n)
-	start := make(chan struct{})
+	results := landAtOnce(t, changes, func(i int) *Store { return handles[i] }, LandOptions{})
 	for i := range handles {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			<-start
-			results[i], errs[i] = handles[i].Land(changes[i], "main", LandOptions{})
-		}()
-	}
-	close(start)
-	wg.Wait()
-	for i := range handles {
-		if errs[i] != nil {
-			t.Fatalf("lander %d: %v", i, errs[i])
-		}
 		if results[i].Attempts > 3 {
 			t.Errorf("lander %d took %d attempts (remerged %v), want at most 3", i, results[i].Attempts, results[i].Remerged)
 		}
 	}
-	sn, err := s0.Snapshot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	head, err := sn.Ref("main")
-	if err != nil {
-		t.Fatal(err)
-	}
+	sn, head := snapRef(t, s0, "main")
 	for i := range n {
 		if _, _, err := sn.ReadPath(head, fmt.Sprintf("w%d-0", i)); err != nil {
 			t.Fatalf("lander %d's file on main: %v", i, err)

@@ -26,16 +26,8 @@ import (
 // failed: "a caller's change reached the cache".
 func TestChangesetCacheKeepsSnapshotVisibility(t *testing.T) {
 	m := faultfs.NewMem()
-	a, err := core.Create("/s", core.Options{FS: m})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
-	b, err := core.Open("/s", core.Options{FS: m})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	a := mustCreate(t, "/s", core.Options{FS: m})
+	b := mustOpen(t, "/s", core.Options{FS: m})
 	c1 := mustCommit(t, a, core.CommitRequest{Changes: []core.Change{put("f", "1")}, Advance: "main", Message: "one"})
 	old := snap(t, a)
 	if _, err := old.Changeset(c1); err != nil {
@@ -86,10 +78,7 @@ func TestChangesetCacheKeepsSnapshotVisibility(t *testing.T) {
 // warm get.
 func TestWarmGetReadsNothing(t *testing.T) {
 	m := faultfs.NewMem()
-	s, err := core.Create("/s", core.Options{FS: m})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := mustCreate(t, "/s", core.Options{FS: m})
 	var ids []core.ID
 	for i := 0; i < 20; i++ {
 		ids = append(ids, mustCommit(t, s, core.CommitRequest{Changes: []core.Change{put("f", strconv.Itoa(i))}}))
@@ -160,11 +149,7 @@ func TestLookupReadsOneBucketPerRun(t *testing.T) {
 	}
 	c := faultfs.NewCounting(m)
 	o.FS, o.CacheBytes = c, -1
-	s, err := core.Open("/s", o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := mustOpen(t, "/s", o)
 	sn := snap(t, s)
 	deltas := map[core.ID]objects.Hash{}
 	for _, id := range ids[:probes] { // also loads every run's fanouts
@@ -220,11 +205,7 @@ func TestLookupReadsOneBucketPerRun(t *testing.T) {
 // "DATA RACE").
 func TestConcurrentReadersShareTheCaches(t *testing.T) {
 	m := faultfs.NewMem()
-	s, err := core.Create("/s", core.Options{FS: m, CheckpointEvery: 16, CacheBytes: 64 << 10})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := mustCreate(t, "/s", core.Options{FS: m, CheckpointEvery: 16, CacheBytes: 64 << 10})
 	var mu sync.Mutex
 	var acked []core.ID
 	done := make(chan struct{})
@@ -286,10 +267,7 @@ func TestConcurrentReadersShareTheCaches(t *testing.T) {
 // commits in the journal tail. It returns the changesets, oldest first.
 func shrinkingRuns(t *testing.T, o core.Options, dir string) []core.ID {
 	t.Helper()
-	s, err := core.Create(dir, o)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := mustCreate(t, dir, o)
 	var ids []core.ID
 	commit := func() {
 		ids = append(ids, mustCommit(t, s, core.CommitRequest{Changes: []core.Change{put("f", strconv.Itoa(len(ids)))}}))
@@ -299,9 +277,7 @@ func shrinkingRuns(t *testing.T, o core.Options, dir string) []core.ID {
 			t.Fatal(err)
 		}
 		o.CheckpointEvery = k
-		if s, err = core.Open(dir, o); err != nil {
-			t.Fatal(err)
-		}
+		s = mustOpen(t, dir, o)
 		for i := 0; i < k; i++ {
 			commit()
 		}

@@ -125,10 +125,7 @@ func TestOpenAndFirstLookupAreBounded(t *testing.T) {
 func TestDeepVerifyChecksIndexRuns(t *testing.T) {
 	m := faultfs.NewMem()
 	o := core.Options{FS: m, CheckpointEvery: 4, InlineCheckpoint: true}
-	s, err := core.Create("/s", o)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := mustCreate(t, "/s", o)
 	// Eight frames, K=4: the last checkpoint covers every frame, so the
 	// open replays nothing and only Verify reads the runs' records.
 	for i := 0; i < 8; i++ {
@@ -160,11 +157,7 @@ func TestDeepVerifyChecksIndexRuns(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.Close()
-	s, err = core.Open("/s", o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s = mustOpen(t, "/s", o)
 	rep, err := s.Verify(true, nil)
 	if err != nil {
 		// The replay before the verify touched the damaged record: it must
@@ -214,10 +207,7 @@ func openOnShrinkingRuns(t *testing.T) (*core.Store, *faultfs.Counting, []core.I
 	ids := shrinkingRuns(t, o, "/s")
 	c := faultfs.NewCounting(m)
 	o.FS = c
-	s, err := core.Open("/s", o)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := mustOpen(t, "/s", o)
 	t.Cleanup(func() { s.Close() })
 	d, err := m.Open("/s/index")
 	if err != nil {
@@ -295,11 +285,7 @@ func TestCheckpointLeavesNothingToReplay(t *testing.T) {
 func TestCheckpointWaitsForTheLockThenIsBusy(t *testing.T) {
 	m := faultfs.NewMem()
 	o := core.Options{FS: m, LockTimeout: 50 * time.Millisecond}
-	s, err := core.Create("/s", o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := mustCreate(t, "/s", o)
 	mustCommit(t, s, core.CommitRequest{Changes: []core.Change{put("f", "1")}})
 	l, err := m.Lock("/s/CKPTLOCK", 0)
 	if err != nil {

@@ -44,10 +44,7 @@ func moves(t testing.TB, s *core.Store, q core.MoveQuery) []core.RefMove {
 func TestMovesListEveryOperationWithItsAgent(t *testing.T) {
 	m := faultfs.NewMem()
 	o := core.Options{FS: m, CheckpointEvery: 3, InlineCheckpoint: true}
-	s, err := core.Create("/s", o)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := mustCreate(t, "/s", o)
 	a := mustCommit(t, s, core.CommitRequest{Changes: []core.Change{put("f", "a")}, Agent: "ann", Advance: "main"})
 	b := mustCommit(t, s, core.CommitRequest{Parents: []core.ID{a}, Changes: []core.Change{put("g", "b")}, Agent: "bob"})
 	if err := s.UpdateRefsAs(core.Origin{Agent: "bob"}, core.RefUpdate{Name: "feat", New: b}, core.RefUpdate{Name: "tmp", New: a}); err != nil {
@@ -146,11 +143,7 @@ func (f *countedFile) ReadAt(p []byte, off int64) (int, error) {
 func TestTheLastMovesOfALongHistoryReadOnlyTheLastChunks(t *testing.T) {
 	c := &readCounter{MemFS: faultfs.NewMem(), path: "/s/reflog"}
 	o := core.Options{FS: c, CheckpointEvery: 4, InlineCheckpoint: true}
-	s, err := core.Create("/s", o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := mustCreate(t, "/s", o)
 	advanceN(t, s, "main", 400)
 	st, err := c.Stat("/s/reflog")
 	if err != nil {

@@ -103,6 +103,18 @@ func init() {
 	testknobs.RegisterOptions(func(o *Options) *testknobs.Weakening { return &o.weaken })
 }
 
+// orDefault sets option name's zero value *v to def, and refuses a
+// negative one as ErrInvalid.
+func orDefault[T ~int | ~int64](v *T, def T, name string) error {
+	if *v == 0 {
+		*v = def
+	}
+	if *v < 0 {
+		return fmt.Errorf("%w: Options.%s %v is negative", ErrInvalid, name, *v)
+	}
+	return nil
+}
+
 // fill sets the defaults of o's zero fields and checks the others: a
 // malformed option is ErrInvalid, never a silent default.
 func (o *Options) fill() error {
@@ -114,23 +126,14 @@ func (o *Options) fill() error {
 	}
 	// A lockorder build checks the order of the file locks too.
 	o.FS = lockorder.WrapFS(o.FS)
-	if o.LockTimeout == 0 {
-		o.LockTimeout = DefaultLockTimeout
+	if err := orDefault(&o.LockTimeout, DefaultLockTimeout, "LockTimeout"); err != nil {
+		return err
 	}
-	if o.LockTimeout < 0 {
-		return fmt.Errorf("%w: Options.LockTimeout %v is negative", ErrInvalid, o.LockTimeout)
+	if err := orDefault(&o.CheckpointEvery, DefaultCheckpointEvery, "CheckpointEvery"); err != nil {
+		return err
 	}
-	if o.CheckpointEvery == 0 {
-		o.CheckpointEvery = DefaultCheckpointEvery
-	}
-	if o.CheckpointEvery < 0 {
-		return fmt.Errorf("%w: Options.CheckpointEvery %d is negative", ErrInvalid, o.CheckpointEvery)
-	}
-	if o.CheckpointBytes == 0 {
-		o.CheckpointBytes = DefaultCheckpointBytes
-	}
-	if o.CheckpointBytes < 0 {
-		return fmt.Errorf("%w: Options.CheckpointBytes %d is negative", ErrInvalid, o.CheckpointBytes)
+	if err := orDefault(&o.CheckpointBytes, DefaultCheckpointBytes, "CheckpointBytes"); err != nil {
+		return err
 	}
 	if o.InlineThreshold == 0 {
 		o.InlineThreshold = DefaultInlineThreshold

@@ -143,6 +143,13 @@ func TestAProtectionSurvivesCheckpointsReopensAndAPowerLoss(t *testing.T) {
 
 func refAt(t *testing.T, s *Store, name string) ID {
 	t.Helper()
+	_, id := snapRef(t, s, name)
+	return id
+}
+
+// snapRef takes a snapshot of s and reads ref name in it.
+func snapRef(t *testing.T, s *Store, name string) (*Snapshot, ID) {
+	t.Helper()
 	sn, err := s.Snapshot()
 	if err != nil {
 		t.Fatal(err)
@@ -151,7 +158,7 @@ func refAt(t *testing.T, s *Store, name string) ID {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return id
+	return sn, id
 }
 
 func parentsOf(t *testing.T, s *Store, name string) []ID {

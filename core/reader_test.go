@@ -70,11 +70,7 @@ func (f *appendGateFile) Allocate(off, n int64) error { return vfs.Allocate(f.Fi
 // It fails (the reads time out) when the append runs under the store mutex.
 func TestReadersDoNotWaitForAnAppend(t *testing.T) {
 	g := &appendGateFS{FS: faultfs.NewMem()}
-	s, err := core.Create("/s", core.Options{FS: g})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := mustCreate(t, "/s", core.Options{FS: g})
 	first, err := s.Commit(core.CommitRequest{Agent: "a", Changes: []core.Change{put("f", "1")}, Advance: "main"})
 	if err != nil {
 		t.Fatal(err)
@@ -156,17 +152,10 @@ func snapshotsSeeAcknowledged(t *testing.T, same bool) {
 	if same {
 		o.CheckpointEvery = 8
 	}
-	w, err := core.Create("/s", o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
+	w := mustCreate(t, "/s", o)
 	r := w
 	if !same {
-		if r, err = core.Open("/s", o); err != nil {
-			t.Fatal(err)
-		}
-		defer r.Close()
+		r = mustOpen(t, "/s", o)
 	}
 	const writers, commits, readers = 2, 150, 2
 	var acked [writers]atomic.Pointer[core.ID]

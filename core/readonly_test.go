@@ -15,10 +15,7 @@ import (
 func readOnlyStore(t *testing.T) (*faultfs.MemFS, core.ID, core.ID) {
 	t.Helper()
 	mem := faultfs.NewMem()
-	s, err := core.Create("/s", core.Options{FS: mem})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := mustCreate(t, "/s", core.Options{FS: mem})
 	a, err := s.Commit(core.CommitRequest{Changes: []core.Change{{Path: "docs/a.md", Data: []byte("A\n")}},
 		Agent: "agent-1", Message: "first", Advance: "main"})
 	if err != nil {
@@ -168,10 +165,7 @@ func TestReadOfAStoreNeedingRecoveryNeedsWriteAccess(t *testing.T) {
 	if nr.Reason == "" || nr.Dir != "/s" {
 		t.Fatalf("reason %q does not say why", nr.Reason)
 	}
-	w, err := core.Open("/s", core.Options{FS: lost})
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := mustOpen(t, "/s", core.Options{FS: lost})
 	w.Close()
 	s, err := core.Open("/s", core.Options{FS: faultfs.NewReadOnly(lost, syscall.EROFS)})
 	if err != nil {

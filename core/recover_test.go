@@ -23,10 +23,7 @@ func threeCommits(t *testing.T, o core.Options) (*faultfs.MemFS, []core.ID, int6
 	t.Helper()
 	m := faultfs.NewMem()
 	o.FS = m
-	s, err := core.Create("/s", o)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := mustCreate(t, "/s", o)
 	var ids []core.ID
 	for i := 0; i < 3; i++ {
 		req := core.CommitRequest{Changes: []core.Change{put(fmt.Sprint("f", i), strings.Repeat("x", 100*i))}, Advance: "main"}

@@ -42,10 +42,7 @@ func advanceN(t testing.TB, s *core.Store, ref string, n int) []core.ID {
 func TestReflogSurvivesCheckpointsAndReopen(t *testing.T) {
 	m := faultfs.NewMem()
 	o := core.Options{FS: m, CheckpointEvery: 8, InlineCheckpoint: true}
-	s, err := core.Create("/s", o)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := mustCreate(t, "/s", o)
 	a := advanceN(t, s, "a", 30)
 	b := advanceN(t, s, "b", 11)
 	check := func(s *core.Store, when string) {
@@ -83,11 +80,7 @@ func TestReflogSurvivesCheckpointsAndReopen(t *testing.T) {
 	if st, err := m.Stat("/s/reflog"); err != nil || st.Size() == 0 {
 		t.Fatalf("reflog file after 41 moves at K=8: %v, %v; want chunks", st, err)
 	}
-	s, err = core.Open("/s", o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s = mustOpen(t, "/s", o)
 	check(s, "reopened")
 }
 
@@ -96,11 +89,7 @@ func TestReflogSurvivesCheckpointsAndReopen(t *testing.T) {
 // value as of its own sequence number (read back from the reflog file).
 func TestOldSnapshotSeesOldRefsAfterCheckpoint(t *testing.T) {
 	m := faultfs.NewMem()
-	s, err := core.Create("/s", core.Options{FS: m, CheckpointEvery: 4, InlineCheckpoint: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := mustCreate(t, "/s", core.Options{FS: m, CheckpointEvery: 4, InlineCheckpoint: true})
 	ids := advanceN(t, s, "main", 2)
 	old, err := s.Snapshot()
 	if err != nil {
@@ -128,10 +117,7 @@ func TestOldSnapshotSeesOldRefsAfterCheckpoint(t *testing.T) {
 func TestDamagedReflogIsCorrupt(t *testing.T) {
 	m := faultfs.NewMem()
 	o := core.Options{FS: m, CheckpointEvery: 4, InlineCheckpoint: true}
-	s, err := core.Create("/s", o)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := mustCreate(t, "/s", o)
 	advanceN(t, s, "main", 9)
 	if err := s.Close(); err != nil {
 		t.Fatal(err)

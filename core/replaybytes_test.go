@@ -33,10 +33,7 @@ func importMB(t *testing.T) int {
 func bigImport(t *testing.T, m *faultfs.MemFS, mb int) (core.Options, []core.Change) {
 	t.Helper()
 	o := core.Options{FS: m, CheckpointEvery: 1 << 20, CheckpointBytes: 1 << 40}
-	s, err := core.Create("/s", o)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := mustCreate(t, "/s", o)
 	var changes []core.Change
 	for i := 0; i < mb<<7; i++ {
 		changes = append(changes, core.Change{Path: fmt.Sprintf("d%02d/f%05d", i%64, i), Data: blobOf(i, 8<<10)})
@@ -61,25 +58,14 @@ func TestOpenAfterABigImportReadsOnlyHeads(t *testing.T) {
 	o, changes := bigImport(t, m, mb)
 	c := faultfs.NewCounting(m)
 	o.FS = c
-	s, err := core.Open("/s", o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := mustOpen(t, "/s", o)
 	// The head holds about 45 bytes a blob and the trees' entries.
 	limit := int64(len(changes)) * 200
 	if n := c.PathBytesRead(seg1); n > limit {
 		t.Fatalf("open after a %d MB import read %d bytes of the journal; want at most %d (go test ./core -run %s)", mb, n, limit, t.Name())
 	}
 	t.Logf("open after a %d MB import: %d bytes of the journal, %d in all", mb, c.PathBytesRead(seg1), c.BytesRead())
-	sn, err := s.Snapshot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	head, err := sn.Ref("main")
-	if err != nil {
-		t.Fatal(err)
-	}
+	sn, head := snapRef(t, s, "main")
 	for _, i := range []int{0, len(changes) / 2, len(changes) - 1} {
 		got, _, err := sn.ReadPath(head, changes[i].Path)
 		if err != nil || string(got) != string(changes[i].Data) {
@@ -102,14 +88,7 @@ func TestDamageInASkippedBodyIsDetected(t *testing.T) {
 		t.Fatalf("open (heads only) after a flip in a body: %v; want it to open", err)
 	}
 	defer s.Close()
-	sn, err := s.Snapshot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	head, err := sn.Ref("main")
-	if err != nil {
-		t.Fatal(err)
-	}
+	sn, head := snapRef(t, s, "main")
 	corrupt := 0
 	for _, ch := range changes {
 		got, _, err := sn.ReadPath(head, ch.Path)

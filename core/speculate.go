@@ -58,16 +58,9 @@ func (l *lander) speculate() error {
 		l.res.Changeset = l.change
 		return nil
 	}
-	if err := l.remerge(1); err != nil {
+	changes, err := l.merged(1)
+	if err != nil || changes == nil {
 		return err
-	}
-	changes, err := l.lm.changes(l.sn, l.m)
-	if err != nil {
-		return err
-	}
-	if len(changes) == 0 {
-		l.res.NoOp, l.res.Changeset = true, l.head
-		return nil
 	}
 	id, err := l.s.Commit(CommitRequest{Parents: []ID{l.head, l.change}, Changes: changes,
 		Agent: l.agent, Message: l.msg, Op: OpLand})

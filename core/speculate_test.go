@@ -11,10 +11,7 @@ import (
 // specFixture is a store whose main holds f.txt, and a change a on it.
 func specFixture(t *testing.T) (*core.Store, core.ID, core.ID) {
 	t.Helper()
-	s, err := core.Create(filepath.Join(t.TempDir(), "store"), core.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := mustCreate(t, filepath.Join(t.TempDir(), "store"), core.Options{})
 	t.Cleanup(func() { s.Close() })
 	base, err := s.Commit(core.CommitRequest{Changes: []core.Change{{Path: "f.txt", Data: []byte("1\n2\n3\n")}}, Advance: "main"})
 	if err != nil {
@@ -29,14 +26,7 @@ func specFixture(t *testing.T) (*core.Store, core.ID, core.ID) {
 
 func mainOf(t *testing.T, s *core.Store) core.ID {
 	t.Helper()
-	sn, err := s.Snapshot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	id, err := sn.Ref("main")
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, id := snapRef(t, s, "main")
 	return id
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -20,12 +21,42 @@ func newMem(t testing.TB, o core.Options) (*core.Store, *faultfs.MemFS) {
 	if o.FS == nil {
 		o.FS = m
 	}
-	s, err := core.Create("/s", o)
+	return mustCreate(t, "/s", o), m
+}
+
+// mustCreate creates a store in dir with o and closes it when the test
+// (or benchmark run) ends.
+func mustCreate(t testing.TB, dir string, o core.Options) *core.Store {
+	t.Helper()
+	return closedAtEnd(t, "Create", core.Create, dir, o)
+}
+
+// mustOpen opens the store in dir with o and closes it when the test (or
+// benchmark run) ends.
+func mustOpen(t testing.TB, dir string, o core.Options) *core.Store {
+	t.Helper()
+	return closedAtEnd(t, "Open", core.Open, dir, o)
+}
+
+func closedAtEnd(t testing.TB, what string, open func(string, core.Options) (*core.Store, error), dir string, o core.Options) *core.Store {
+	t.Helper()
+	s, err := open(dir, o)
 	if err != nil {
-		t.Fatalf("Create: %v", err)
+		t.Fatalf("%s %s: %v", what, dir, err)
 	}
 	t.Cleanup(func() { s.Close() })
-	return s, m
+	return s
+}
+
+// snapRef takes a snapshot of s and reads ref name in it.
+func snapRef(t testing.TB, s *core.Store, name string) (*core.Snapshot, core.ID) {
+	t.Helper()
+	sn := snap(t, s)
+	id, err := sn.Ref(name)
+	if err != nil {
+		t.Fatalf("Ref(%s): %v", name, err)
+	}
+	return sn, id
 }
 
 func put(path, data string) core.Change { return core.Change{Path: path, Data: []byte(data)} }
@@ -98,10 +129,7 @@ func TestCommitThenReadBack(t *testing.T) {
 
 func TestReopenSeesEverything(t *testing.T) {
 	m := faultfs.NewMem()
-	s, err := core.Create("/s", core.Options{FS: m, CheckpointEvery: 3})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := mustCreate(t, "/s", core.Options{FS: m, CheckpointEvery: 3})
 	var head core.ID
 	for i := 0; i < 10; i++ {
 		req := core.CommitRequest{Changes: []core.Change{put(fmt.Sprintf("f%d", i), "x")}, Advance: "main"}
@@ -241,10 +269,7 @@ func TestAmbiguousPrefixListsCandidates(t *testing.T) {
 
 func TestCreateRefusesExistingAndOpenRefusesNonStore(t *testing.T) {
 	m := faultfs.NewMem()
-	s, err := core.Create("/s", core.Options{FS: m})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := mustCreate(t, "/s", core.Options{FS: m})
 	s.Close()
 	if _, err := core.Create("/s", core.Options{FS: m}); !errors.Is(err, core.ErrExist) {
 		t.Fatalf("Create over a store: got %v, want ErrExist", err)
@@ -268,21 +293,13 @@ func TestClosedStoreFails(t *testing.T) {
 
 func TestTwoInstancesStayConsistent(t *testing.T) {
 	m := faultfs.NewMem()
-	s1, err := core.Create("/s", core.Options{FS: m, LockTimeout: 5 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s1.Close()
-	s2, err := core.Open("/s", core.Options{FS: m})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s2.Close()
+	s1 := mustCreate(t, "/s", core.Options{FS: m, LockTimeout: 5 * time.Second})
+	s2 := mustOpen(t, "/s", core.Options{FS: m})
 	a := mustCommit(t, s1, core.CommitRequest{Changes: []core.Change{put("a", "1")}, Advance: "main"})
 	// s2 builds on a commit it has not replayed yet.
 	b := mustCommit(t, s2, core.CommitRequest{Parents: []core.ID{a}, Changes: []core.Change{put("b", "2")}, Advance: "main"})
 	// s1 now loses a race it cannot see coming.
-	_, err = s1.Commit(core.CommitRequest{Parents: []core.ID{a}, Changes: []core.Change{put("c", "3")}, Advance: "main"})
+	_, err := s1.Commit(core.CommitRequest{Parents: []core.ID{a}, Changes: []core.Change{put("c", "3")}, Advance: "main"})
 	var ce *core.ConflictError
 	if !errors.As(err, &ce) || ce.Current != b {
 		t.Fatalf("s1 commit on stale head: got %v, want conflict with current b", err)
@@ -314,3 +331,19 @@ func TestTwoInstancesStayConsistent(t *testing.T) {
 }
 
 var _ vfs.FS = (*faultfs.MemFS)(nil)
+
+// TestNegativeOptionsAreInvalid: a negative lock timeout, checkpoint
+// interval or checkpoint byte count is ErrInvalid naming the option, never
+// a silent default.
+func TestNegativeOptionsAreInvalid(t *testing.T) {
+	for name, o := range map[string]core.Options{
+		"LockTimeout":     {LockTimeout: -time.Second},
+		"CheckpointEvery": {CheckpointEvery: -1},
+		"CheckpointBytes": {CheckpointBytes: -1},
+	} {
+		o.FS = faultfs.NewMem()
+		if _, err := core.Create("/s", o); !errors.Is(err, core.ErrInvalid) || !strings.Contains(err.Error(), name) {
+			t.Errorf("Create with a negative %s: %v; want ErrInvalid naming it", name, err)
+		}
+	}
+}

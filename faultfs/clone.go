@@ -95,24 +95,53 @@ type cloner struct {
 
 // durable copies the durable state reachable from directory d.
 func (b *cloner) durable(d *inode) *inode {
-	if c, ok := b.nodes[d]; ok {
+	c, fresh := b.copyOf(d)
+	if !fresh {
 		return c
 	}
-	c := d.shell()
-	b.nodes[d] = c
 	if !d.dir {
 		c.live = d.durable.snapshot()
 		c.durable = d.durable.snapshot()
 		return c
 	}
-	c.entries = make(map[string]*inode, len(d.synced))
-	c.synced = make(map[string]*inode, len(d.synced))
-	for name, n := range d.synced {
-		cn := b.durable(n)
+	b.settle(c, d.synced, nil, b.durable)
+	return c
+}
+
+// copyOf returns the copy of d this clone has made, or a new shell
+// registered as its copy (fresh): a node reached by two names, a hard
+// link, is copied once.
+func (b *cloner) copyOf(d *inode) (c *inode, fresh bool) {
+	if c, ok := b.nodes[d]; ok {
+		return c, false
+	}
+	c = d.shell()
+	b.nodes[d] = c
+	return c, true
+}
+
+// settle gives directory copy c the copies cp makes of the nodes in names,
+// as its entries and as its synced names alike, since a power loss leaves
+// only durable names. The names are visited in order where order is not
+// nil: a torn copy draws from the seeded rng, so the map's order must not
+// choose what it draws.
+func (b *cloner) settle(c *inode, names map[string]*inode, order []string, cp func(*inode) *inode) {
+	c.entries = make(map[string]*inode, len(names))
+	c.synced = make(map[string]*inode, len(names))
+	put := func(name string) {
+		cn := cp(names[name])
 		c.entries[name] = cn
 		c.synced[name] = cn
 	}
-	return c
+	if order != nil {
+		for _, name := range order {
+			put(name)
+		}
+		return
+	}
+	for name := range names {
+		put(name)
+	}
 }
 
 // keeps decides, once per operation, whether a torn crash kept it.
@@ -128,11 +157,10 @@ func (b *cloner) keeps(op *dirOp) bool {
 // torn copies a torn state reachable from directory d: names are visited in
 // sorted order so that the seed alone fixes every choice.
 func (b *cloner) torn(d *inode) *inode {
-	if c, ok := b.nodes[d]; ok {
+	c, fresh := b.copyOf(d)
+	if !fresh {
 		return c
 	}
-	c := d.shell()
-	b.nodes[d] = c
 	if !d.dir {
 		b.tornFile(d, c)
 		return c
@@ -152,13 +180,7 @@ func (b *cloner) torn(d *inode) *inode {
 			return nil
 		})
 	}
-	c.entries = make(map[string]*inode, len(names))
-	c.synced = make(map[string]*inode, len(names))
-	for _, name := range sortedNames(names) {
-		cn := b.torn(names[name])
-		c.entries[name] = cn
-		c.synced[name] = cn
-	}
+	b.settle(c, names, sortedNames(names), b.torn)
 	return c
 }
 
@@ -208,11 +230,10 @@ func (b *cloner) tornFile(d, c *inode) {
 
 // all copies everything, durable and not, for a process crash.
 func (b *cloner) all(d *inode) *inode {
-	if c, ok := b.nodes[d]; ok {
+	c, fresh := b.copyOf(d)
+	if !fresh {
 		return c
 	}
-	c := d.shell()
-	b.nodes[d] = c
 	if !d.dir {
 		c.live = d.live.snapshot()
 		c.durable = d.durable.snapshot()

@@ -73,6 +73,15 @@ func (c *content) page(pi int64) *page {
 	return c.chunks[ci].p[pi%chunkPages]
 }
 
+// span locates byte done of the n bytes at off: the page pi holding it,
+// its offset po in that page, and how many of the remaining bytes that page
+// holds (k), so a loop over a range visits each page once.
+func span(off int64, done, n int) (pi, po int64, k int) {
+	at := off + int64(done)
+	pi, po = at/pageSize, at%pageSize
+	return pi, po, min(pageSize-int(po), n-done)
+}
+
 // readAt copies the bytes at off into p and reports how many it copied; it
 // stops at size.
 func (c *content) readAt(p []byte, off int64) int {
@@ -84,11 +93,7 @@ func (c *content) readAt(p []byte, off int64) int {
 	}
 	n := 0
 	for n < len(p) {
-		pi, po := (off+int64(n))/pageSize, (off+int64(n))%pageSize
-		k := pageSize - int(po)
-		if k > len(p)-n {
-			k = len(p) - n
-		}
+		pi, po, k := span(off, n, len(p))
 		if pg := c.page(pi); pg != nil {
 			copy(p[n:n+k], pg.b[po:])
 		} else {
@@ -141,11 +146,7 @@ func (c *content) writable(pi int64) *page {
 func (c *content) writeAt(p []byte, off int64, dirty *bitset) {
 	n := 0
 	for n < len(p) {
-		pi, po := (off+int64(n))/pageSize, (off+int64(n))%pageSize
-		k := pageSize - int(po)
-		if k > len(p)-n {
-			k = len(p) - n
-		}
+		pi, po, k := span(off, n, len(p))
 		if k == pageSize && bytes.Equal(p[n:n+k], zeroPage.b[:]) {
 			// A whole page of zeros (a journal's zero fill) shares the
 			// frozen zero page instead of allocating one: the bytes are

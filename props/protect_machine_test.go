@@ -6,12 +6,10 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"pgregory.net/rapid"
 
 	"github.com/swarmops/swarmops/core"
-	"github.com/swarmops/swarmops/faultfs"
 )
 
 // protectPatterns and protectRefs are what the protect machine protects and
@@ -51,9 +49,7 @@ func (m *protectModel) covers(ref string, exactOnly bool) bool {
 // land is refused with ErrProtected and changes nothing; everything else
 // moves as it would unprotected.
 type protectMachine struct {
-	opts      core.Options
-	handles   []*core.Store
-	values    []core.ID
+	twoHandles
 	m         protectModel
 	exactOnly bool
 	steps     int
@@ -63,38 +59,7 @@ type protectMachine struct {
 func (pm *protectMachine) step() int { pm.steps++; return pm.steps }
 
 func newProtectMachine(t *rapid.T, exactOnly bool) *protectMachine {
-	pm := &protectMachine{m: protectModel{refs: map[string]core.ID{}, protected: map[string]bool{}}, exactOnly: exactOnly}
-	pm.opts = core.Options{FS: faultfs.NewMem(), LockTimeout: 5 * time.Second, InlineCheckpoint: true,
-		CheckpointEvery: rapid.IntRange(2, 6).Draw(t, "checkpointEvery"), Now: func() time.Time { return epoch }}
-	s, err := core.Create(storeDir, pm.opts)
-	if err != nil {
-		t.Fatalf("Create: %v", err)
-	}
-	for i := range 3 {
-		id, err := s.Commit(core.CommitRequest{Changes: []core.Change{{Path: "f", Data: []byte{byte(i)}}}})
-		if err != nil {
-			t.Fatalf("Commit: %v", err)
-		}
-		pm.values = append(pm.values, id)
-	}
-	pm.handles = []*core.Store{s}
-	pm.reopen(t)
-	return pm
-}
-
-func (pm *protectMachine) reopen(t *rapid.T) {
-	for _, s := range pm.handles[1:] {
-		_ = s.Close()
-	}
-	s, err := core.Open(storeDir, pm.opts)
-	if err != nil {
-		t.Fatalf("Open: %v", err)
-	}
-	pm.handles = []*core.Store{pm.handles[0], s}
-}
-
-func (pm *protectMachine) handle(t *rapid.T) *core.Store {
-	return pm.handles[rapid.IntRange(0, 1).Draw(t, "handle")]
+	return &protectMachine{twoHandles: newTwoHandles(t), m: protectModel{refs: map[string]core.ID{}, protected: map[string]bool{}}, exactOnly: exactOnly}
 }
 
 // result holds a move's outcome against the model: refused when the ref
@@ -200,15 +165,8 @@ func (pm *protectMachine) land(t *rapid.T) {
 	pm.result(t, "land", ref, true, cur, r.Changeset, nil)
 }
 
-func (pm *protectMachine) checkpoint(t *rapid.T) {
-	if rapid.Bool().Draw(t, "reopen") {
-		pm.reopen(t)
-		return
-	}
-	if err := pm.handle(t).Checkpoint(); err != nil {
-		t.Fatalf("Checkpoint: %v", err)
-	}
-}
+// checkpoint writes a checkpoint, or reopens the second handle.
+func (pm *protectMachine) checkpoint(t *rapid.T) { pm.checkpointOrReopen(t, 1) }
 
 // check: on both handles every ref has the model's value and the
 // protected patterns are the model's.
@@ -223,15 +181,7 @@ func (pm *protectMachine) check(t *rapid.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, ref := range protectRefs {
-			id, err := sn.Ref(ref)
-			if err != nil && !errors.Is(err, core.ErrNotFound) {
-				t.Fatal(err)
-			}
-			if id != pm.m.refs[ref] {
-				t.Fatalf("handle %d: %s is %s; the model has %s", h, ref, short(id), short(pm.m.refs[ref]))
-			}
-		}
+		refsAsModel(t, h, sn, protectRefs, pm.m.refs)
 		ps, err := sn.Protected()
 		if err != nil {
 			t.Fatal(err)
@@ -249,11 +199,7 @@ func (pm *protectMachine) check(t *rapid.T) {
 func protectMachineProp(exactOnly bool) func(*rapid.T) {
 	return func(t *rapid.T) {
 		pm := newProtectMachine(t, exactOnly)
-		defer func() {
-			for _, s := range pm.handles {
-				_ = s.Close()
-			}
-		}()
+		defer pm.closeAll()
 		t.Repeat(map[string]func(*rapid.T){
 			"protect":       pm.protect,
 			"refMove":       pm.refMove,

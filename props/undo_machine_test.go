@@ -5,12 +5,10 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	"pgregory.net/rapid"
 
 	"github.com/swarmops/swarmops/core"
-	"github.com/swarmops/swarmops/faultfs"
 )
 
 // undoRefs and undoAgents are the refs the undo machine moves and the
@@ -58,48 +56,15 @@ func (m *undoModel) last(ref string) int {
 // and checkpoints and reopens, holding the refs and the operation log
 // against the model after every step.
 type undoMachine struct {
-	fs      *faultfs.MemFS
-	opts    core.Options
-	handles []*core.Store
-	values  []core.ID // the changesets refs move between
-	m       *undoModel
+	twoHandles
+	m *undoModel
 	// valueOnly mutates the model's rule for the canary: an undo succeeds
 	// whenever the ref holds the move's new value.
 	valueOnly bool
 }
 
 func newUndoMachine(t *rapid.T, valueOnly bool) *undoMachine {
-	um := &undoMachine{fs: faultfs.NewMem(), m: &undoModel{refs: map[string]core.ID{}}, valueOnly: valueOnly}
-	um.opts = core.Options{FS: um.fs, LockTimeout: 5 * time.Second, InlineCheckpoint: true,
-		CheckpointEvery: rapid.IntRange(2, 6).Draw(t, "checkpointEvery"), Now: func() time.Time { return epoch }}
-	s, err := core.Create(storeDir, um.opts)
-	if err != nil {
-		t.Fatalf("Create: %v", err)
-	}
-	for i := range 3 {
-		id, err := s.Commit(core.CommitRequest{Changes: []core.Change{{Path: "f", Data: []byte{byte(i)}}}})
-		if err != nil {
-			t.Fatalf("Commit: %v", err)
-		}
-		um.values = append(um.values, id)
-	}
-	s2, err := core.Open(storeDir, um.opts)
-	if err != nil {
-		t.Fatalf("Open: %v", err)
-	}
-	um.handles = []*core.Store{s, s2}
-	return um
-}
-
-func (um *undoMachine) handle(t *rapid.T) *core.Store {
-	return um.handles[rapid.IntRange(0, 1).Draw(t, "handle")]
-}
-
-func (um *undoMachine) closeAll() {
-	for _, s := range um.handles {
-		_ = s.Close()
-	}
-	um.handles = nil
+	return &undoMachine{twoHandles: newTwoHandles(t), m: &undoModel{refs: map[string]core.ID{}}, valueOnly: valueOnly}
 }
 
 // newest returns the store's newest move.
@@ -238,22 +203,7 @@ func (um *undoMachine) raceUndo(t *rapid.T) {
 
 // checkpoint writes a checkpoint, so the log's older moves go to the
 // reflog file, or closes and reopens both handles.
-func (um *undoMachine) checkpoint(t *rapid.T) {
-	if rapid.Bool().Draw(t, "reopen") {
-		um.closeAll()
-		for range 2 {
-			s, err := core.Open(storeDir, um.opts)
-			if err != nil {
-				t.Fatalf("Open: %v", err)
-			}
-			um.handles = append(um.handles, s)
-		}
-		return
-	}
-	if err := um.handle(t).Checkpoint(); err != nil {
-		t.Fatalf("Checkpoint: %v", err)
-	}
-}
+func (um *undoMachine) checkpoint(t *rapid.T) { um.checkpointOrReopen(t, 0) }
 
 // check: on both handles, every ref has the model's value, and the
 // operation log is the model's, move for move.
@@ -267,15 +217,7 @@ func (um *undoMachine) check(t *rapid.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, ref := range undoRefs {
-			id, err := sn.Ref(ref)
-			if err != nil && !errors.Is(err, core.ErrNotFound) {
-				t.Fatal(err)
-			}
-			if id != um.m.refs[ref] {
-				t.Fatalf("handle %d: %s is %s; the model has %s", h, ref, short(id), short(um.m.refs[ref]))
-			}
-		}
+		refsAsModel(t, h, sn, undoRefs, um.m.refs)
 		ms, err := sn.Moves(core.MoveQuery{})
 		if err != nil {
 			t.Fatal(err)

@@ -32,6 +32,41 @@ func outsideUntouched(t *testing.T, out string, before map[string]string) {
 	}
 }
 
+// realDirectory fails unless p is a directory itself, not a link to one.
+func realDirectory(t *testing.T, p string) {
+	t.Helper()
+	if fi, err := os.Lstat(p); err != nil || !fi.IsDir() {
+		t.Fatalf("%s is not a real directory: %v %v", p, fi, err)
+	}
+}
+
+// forcedCheckout checks id out into dst over whatever is there (Force),
+// failing the test if it fails.
+func (f *fixture) forcedCheckout(id objects.ID, dst string) {
+	f.t.Helper()
+	o := f.opts()
+	o.Force = true
+	if _, err := worktree.Checkout(f.snap(), id, dst, o); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+// adoptedSnapshot adopts dir as a work tree with no base, closed when the
+// test ends, and takes a snapshot of it.
+func (f *fixture) adoptedSnapshot(dir string) (*worktree.Tree, *worktree.Snapshot) {
+	f.t.Helper()
+	wt, err := worktree.Adopt(f.snap(), dir, objects.ZeroID, f.opts())
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	f.t.Cleanup(func() { wt.Close() })
+	s, err := wt.Snapshot()
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return wt, s
+}
+
 func osFixture(t *testing.T) (f *fixture, dst, out string) {
 	base := t.TempDir()
 	dst, out = filepath.Join(base, "dst"), filepath.Join(base, "outside")
@@ -50,15 +85,9 @@ func TestCheckoutReplacesAPlantedLinkInsteadOfWritingThroughIt(t *testing.T) {
 	if _, err := worktree.Checkout(f.snap(), id, dst, f.opts()); !errors.Is(err, worktree.ErrNotEmpty) {
 		t.Fatalf("unforced checkout into the planted directory: %v, want ErrNotEmpty", err)
 	}
-	o := f.opts()
-	o.Force = true
-	if _, err := worktree.Checkout(f.snap(), id, dst, o); err != nil {
-		t.Fatal(err)
-	}
+	f.forcedCheckout(id, dst)
 	outsideUntouched(t, out, before)
-	if fi, err := os.Lstat(filepath.Join(dst, "sub")); err != nil || !fi.IsDir() {
-		t.Fatalf("sub is not a real directory: %v %v", fi, err)
-	}
+	realDirectory(t, filepath.Join(dst, "sub"))
 }
 
 // TestSwitchNeverWritesThroughALinkFromAnEarlierCommit: revision A has a
@@ -76,9 +105,7 @@ func TestSwitchNeverWritesThroughALinkFromAnEarlierCommit(t *testing.T) {
 		t.Fatal(err)
 	}
 	outsideUntouched(t, out, before)
-	if fi, err := os.Lstat(filepath.Join(dst, "d")); err != nil || !fi.IsDir() {
-		t.Fatalf("d is not a real directory: %v %v", fi, err)
-	}
+	realDirectory(t, filepath.Join(dst, "d"))
 }
 
 // TestSwitchRefusesATrackedDirectoryReplacedByALink: the user replaced the
@@ -311,11 +338,7 @@ func TestCheckoutReplacesPlantedLinksAndHardLinksAtFilePaths(t *testing.T) {
 	symlink(t, filepath.Join(out, "secret"), filepath.Join(dst, "s"))
 	id := f.commit(objects.ZeroID, put("h", "new h"), put("s", "new s"))
 	before := listing(t, out)
-	o := f.opts()
-	o.Force = true
-	if _, err := worktree.Checkout(f.snap(), id, dst, o); err != nil {
-		t.Fatal(err)
-	}
+	f.forcedCheckout(id, dst)
 	outsideUntouched(t, out, before)
 	if got, _ := os.ReadFile(filepath.Join(dst, "s")); string(got) != "new s" {
 		t.Fatalf("s holds %q", got)
@@ -330,11 +353,7 @@ func TestCheckoutReplacesAPlantedMetadataLink(t *testing.T) {
 	symlink(t, out, filepath.Join(dst, worktree.MetaDir))
 	id := f.commit(objects.ZeroID, put("a", "1"))
 	before := listing(t, out)
-	o := f.opts()
-	o.Force = true
-	if _, err := worktree.Checkout(f.snap(), id, dst, o); err != nil {
-		t.Fatal(err)
-	}
+	f.forcedCheckout(id, dst)
 	outsideUntouched(t, out, before)
 	if fi, err := os.Lstat(filepath.Join(dst, worktree.MetaDir)); err != nil || !fi.IsDir() {
 		t.Fatalf("metadata directory: %v %v", fi, err)
@@ -348,15 +367,7 @@ func TestSnapshotRecordsLinksWithoutFollowingThem(t *testing.T) {
 	write(t, filepath.Join(dst, "a"), "1", 0o644)
 	symlink(t, out, filepath.Join(dst, "l"))
 	symlink(t, filepath.Join(out, "secret"), filepath.Join(dst, "lf"))
-	wt, err := worktree.Adopt(f.snap(), dst, objects.ZeroID, f.opts())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer wt.Close()
-	s, err := wt.Snapshot()
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, s := f.adoptedSnapshot(dst)
 	if err := s.Load(); err != nil {
 		t.Fatal(err)
 	}
@@ -400,15 +411,7 @@ func TestSnapshotLeavesFileContentToTheCommit(t *testing.T) {
 	f, dst, _ := osFixture(t)
 	write(t, filepath.Join(dst, "a"), "1", 0o644)
 	write(t, filepath.Join(dst, "d/b"), "22", 0o755)
-	wt, err := worktree.Adopt(f.snap(), dst, objects.ZeroID, f.opts())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer wt.Close()
-	s, err := wt.Snapshot()
-	if err != nil {
-		t.Fatal(err)
-	}
+	wt, s := f.adoptedSnapshot(dst)
 	for _, c := range s.Changes {
 		if c.Data != nil || c.Open == nil {
 			t.Fatalf("snapshot change %s holds %d bytes (Open set: %v); want none, read by the commit", c.Path, len(c.Data), c.Open != nil)

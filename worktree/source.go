@@ -8,6 +8,7 @@ import (
 	"lukechampine.com/blake3"
 
 	"github.com/swarmops/swarmops/core/objects"
+	"github.com/swarmops/swarmops/core/treediff"
 )
 
 // Source is where trees and blobs come from: a *core.Snapshot. Everything
@@ -79,49 +80,13 @@ func (t *Tree) diffTrees(src Source, prefix string, a, b objects.ID, ci bool, ou
 			return err
 		}
 	}
-	side := func(e objects.Entry, add bool) error {
-		p := prefix + e.Name
-		switch {
-		case e.Mode.IsDir() && add:
-			return t.diffTrees(src, p+"/", objects.ZeroID, e.ID, ci, out)
-		case e.Mode.IsDir():
-			return t.diffTrees(src, p+"/", e.ID, objects.ZeroID, ci, out)
-		case add:
-			*out = append(*out, change{path: p, new: e})
-		default:
-			*out = append(*out, change{path: p, old: e})
-		}
-		return nil
-	}
-	i, j := 0, 0
-	for i < len(ea) || j < len(eb) {
-		switch {
-		case j == len(eb) || (i < len(ea) && ea[i].Name < eb[j].Name):
-			err = side(ea[i], false)
-			i++
-		case i == len(ea) || eb[j].Name < ea[i].Name:
-			err = side(eb[j], true)
-			j++
-		default:
-			x, y := ea[i], eb[j]
-			i, j = i+1, j+1
-			switch {
-			case x.Mode == y.Mode && x.ID == y.ID:
-			case x.Mode.IsDir() && y.Mode.IsDir():
-				err = t.diffTrees(src, prefix+x.Name+"/", x.ID, y.ID, ci, out)
-			case x.Mode.IsDir() || y.Mode.IsDir():
-				if err = side(x, false); err == nil {
-					err = side(y, true)
-				}
-			default:
-				*out = append(*out, change{path: prefix + x.Name, old: x, new: y})
-			}
-		}
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+	return treediff.Entries(ea, eb, treediff.Visitor{
+		Dir: func(name string, a, b objects.ID) error { return t.diffTrees(src, prefix+name+"/", a, b, ci, out) },
+		File: func(name string, _ treediff.Op, old, new objects.Entry) error {
+			*out = append(*out, change{path: prefix + name, old: old, new: new})
+			return nil
+		},
+	})
 }
 
 // hashFile returns the blob id of the file p's content, streaming it, and

@@ -14,6 +14,18 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// buildCLI builds the swarmops binary for one run of a benchmark; the
+// run's cleanup removes it.
+func buildCLI(b *testing.B) string {
+	b.Helper()
+	bin, err := gexec.Build("github.com/swarmops/swarmops/cmd/swarmops")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(gexec.CleanupBuildArtifacts)
+	return bin
+}
+
 // BenchmarkCommitProcess measures an uncontended `swarmops commit` as a
 // whole process, from spawn to exit: a small change list on stdin, the
 // first parent from --advance main. Beside it, in the same run, the raw
@@ -22,11 +34,7 @@ import (
 //
 //	go test ./cmd/swarmops -run '^$' -bench 'CommitProcess|FdatasyncProbe' -benchtime 200x -count 3
 func BenchmarkCommitProcess(b *testing.B) {
-	bin, err := gexec.Build("github.com/swarmops/swarmops/cmd/swarmops")
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer gexec.CleanupBuildArtifacts()
+	bin := buildCLI(b)
 	dir := b.TempDir()
 	store := filepath.Join(dir, "store")
 	env := append(baseEnv(), "SWARMOPS_STORE="+store)
@@ -54,11 +62,7 @@ func BenchmarkCommitProcess(b *testing.B) {
 // binary spawned to exit with no store work (`swarmops help`), so the cost
 // of process start can be subtracted.
 func BenchmarkSpawnProcess(b *testing.B) {
-	bin, err := gexec.Build("github.com/swarmops/swarmops/cmd/swarmops")
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer gexec.CleanupBuildArtifacts()
+	bin := buildCLI(b)
 	lat := make([]time.Duration, 0, b.N)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {

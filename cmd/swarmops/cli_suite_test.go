@@ -159,20 +159,28 @@ func (e *env) cmd(stdin string, args ...string) *exec.Cmd {
 // ready; the spec's cleanup stops it and checks it stopped cleanly.
 func (e *env) serve() {
 	GinkgoHelper()
-	c := e.cmd("", "serve", "--json")
-	out, err := c.StdoutPipe()
-	Expect(err).NotTo(HaveOccurred())
-	var errb bytes.Buffer
-	c.Stderr = &errb
-	Expect(c.Start()).To(Succeed())
-	line, err := bufio.NewReader(out).ReadString('\n')
-	Expect(err).NotTo(HaveOccurred(), "serve did not say it was ready: %s", errb.String())
-	Expect(line).To(ContainSubstring(`"ok":true`))
+	c, errb := e.startServer()
 	e.server = c
 	DeferCleanup(func() {
 		c.Process.Signal(syscall.SIGTERM)
 		Expect(c.Wait()).To(Succeed(), "serve: %s", errb.String())
 	})
+}
+
+// startServer starts `swarmops serve` on e's store and waits until it is
+// ready; the caller stops or kills it. errb collects its stderr.
+func (e *env) startServer() (c *exec.Cmd, errb *bytes.Buffer) {
+	GinkgoHelper()
+	c = e.cmd("", "serve", "--json")
+	out, err := c.StdoutPipe()
+	Expect(err).NotTo(HaveOccurred())
+	errb = new(bytes.Buffer)
+	c.Stderr = errb
+	Expect(c.Start()).To(Succeed())
+	line, err := bufio.NewReader(out).ReadString('\n')
+	Expect(err).NotTo(HaveOccurred(), "serve did not say it was ready: %s", errb.String())
+	Expect(line).To(ContainSubstring(`"ok":true`))
+	return c, errb
 }
 
 // run runs the binary to completion.

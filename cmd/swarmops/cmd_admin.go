@@ -17,14 +17,9 @@ func (a *app) initCmd() *cobra.Command {
 		Short: "Create an empty store (in --store, $SWARMOPS_STORE or ./.swarmops)",
 		Args:  cobra.NoArgs,
 		RunE: runE(func(cmd *cobra.Command, args []string) error {
-			o, err := a.options()
+			s, dir, err := inStoreDir(a, "init", core.Create)
 			if err != nil {
 				return err
-			}
-			dir := a.storeDir()
-			s, err := core.Create(dir, o)
-			if err != nil {
-				return a.notStore("init", err)
 			}
 			if err := s.Close(); err != nil {
 				return err
@@ -33,6 +28,24 @@ func (a *app) initCmd() *cobra.Command {
 			return nil
 		}),
 	}
+}
+
+// inStoreDir runs do (core.Create, core.Recover) on the store's directory
+// with the options the flags give, for the commands that do not open an
+// existing store through withStore. A failure of do is verb's, with
+// notStore's hint where the store is missing or already there.
+func inStoreDir[T any](a *app, verb string, do func(string, core.Options) (T, error)) (T, string, error) {
+	var zero T
+	o, err := a.options()
+	if err != nil {
+		return zero, "", err
+	}
+	dir := a.storeDir()
+	v, err := do(dir, o)
+	if err != nil {
+		return zero, dir, a.notStore(verb, err)
+	}
+	return v, dir, nil
 }
 
 // infoCmd is `swarmops info`: counts and durable positions.
@@ -122,14 +135,9 @@ run, reflog chunk, loose object or reference ("corrupt" lists them all).
 Recover repairs only the torn tail; it rebuilds no damaged file.`,
 		Args: cobra.NoArgs,
 		RunE: runE(func(cmd *cobra.Command, args []string) error {
-			o, err := a.options()
+			r, _, err := inStoreDir(a, "recover", core.Recover)
 			if err != nil {
 				return err
-			}
-			dir := a.storeDir()
-			r, err := core.Recover(dir, o)
-			if err != nil {
-				return a.notStore("recover", err)
 			}
 			extra := map[string]any{"torn_bytes_cut": r.TornBytesCut, "frames_replayed": r.FramesReplayed,
 				"corrupt": problemsJSON(r.Corrupt)}

@@ -168,17 +168,11 @@ func (a *app) commit(s *core.Store, sn *core.Snapshot, c commitFlags, changes []
 	if err != nil {
 		return err
 	}
-	if changes, err = mergeParents(sn, ps, changes); err != nil {
-		return err
-	}
-	if len(changes) == 0 && !c.allowEmpty {
-		return emptyCommit()
-	}
-	id, err := a.commitChanges(s, sn, c, ps, changes)
+	id, n, err := a.commitChanges(s, sn, c, ps, changes)
 	if err != nil {
 		return err
 	}
-	a.committed(id, ps, len(changes), c, nil)
+	a.committed(id, ps, n, c, nil)
 	return nil
 }
 
@@ -209,11 +203,26 @@ func mergeParents(sn *core.Snapshot, ps []core.ID, changes []core.Change) ([]cor
 	return merged, nil
 }
 
-// commitChanges commits changes on parents ps, creating --advance's ref
-// with --create when it does not exist.
-func (a *app) commitChanges(s *core.Store, sn *core.Snapshot, c commitFlags, ps []core.ID, changes []core.Change) (core.ID, error) {
-	req := core.CommitRequest{Parents: ps, Changes: changes, Agent: c.agent, Message: c.msg, Advance: c.advance}
-	if c.create && len(ps) > 0 && !hasRef(sn, c.advance) {
+// commitChanges commits changes on parents ps (a second parent's work
+// merged in, see mergeParents), creating --advance's ref with --create when
+// it does not exist, and returns the changeset and how many changes it
+// holds. Nothing to commit is an error unless --allow-empty.
+func (a *app) commitChanges(s *core.Store, sn *core.Snapshot, c commitFlags, ps []core.ID, changes []core.Change) (core.ID, int, error) {
+	changes, err := mergeParents(sn, ps, changes)
+	if err != nil {
+		return core.ID{}, 0, err
+	}
+	if len(changes) == 0 && !c.allowEmpty {
+		return core.ID{}, 0, emptyCommit()
+	}
+	id, err := a.commitRequest(s, sn, c, core.CommitRequest{Parents: ps, Changes: changes, Agent: c.agent, Message: c.msg, Advance: c.advance})
+	return id, len(changes), err
+}
+
+// commitRequest commits req, creating --advance's ref with --create when
+// it does not exist.
+func (a *app) commitRequest(s *core.Store, sn *core.Snapshot, c commitFlags, req core.CommitRequest) (core.ID, error) {
+	if c.create && len(req.Parents) > 0 && !hasRef(sn, c.advance) {
 		// The ref does not exist: the changeset and the ref's creation
 		// travel in two transactions, the second a compare-and-swap from
 		// absence, so a racing creator wins or loses cleanly.
@@ -282,14 +291,7 @@ func (a *app) commitDir(s *core.Store, sn *core.Snapshot, c commitFlags) error {
 			return treeErr("commit --dir", c.dir, err)
 		}
 	}
-	changes, err := mergeParents(sn, ps, snap.Changes)
-	if err != nil {
-		return err
-	}
-	if len(changes) == 0 && !c.allowEmpty {
-		return emptyCommit()
-	}
-	id, err := a.commitChanges(s, sn, c, ps, changes)
+	id, n, err := a.commitChanges(s, sn, c, ps, snap.Changes)
 	if err != nil {
 		return err
 	}
@@ -302,7 +304,7 @@ func (a *app) commitDir(s *core.Store, sn *core.Snapshot, c commitFlags) error {
 		extra["warning"] = err.Error()
 		fmt.Fprintf(a.stderr, "swarmops: warning: %s\n", err)
 	}
-	a.committed(id, ps, len(changes), c, extra)
+	a.committed(id, ps, n, c, extra)
 	return nil
 }
 

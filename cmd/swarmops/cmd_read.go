@@ -193,15 +193,7 @@ func (a *app) catCmd() *cobra.Command {
 		Short: "Print a file's content at a revision",
 		Args:  cobra.ExactArgs(1),
 		RunE: runE(func(cmd *cobra.Command, args []string) error {
-			rev, path, err := revPath(args[0], true)
-			if err != nil {
-				return err
-			}
-			return a.withStore(func(s *core.Store, sn *core.Snapshot) error {
-				id, err := resolve(sn, rev)
-				if err != nil {
-					return err
-				}
+			return a.atRevPath(args[0], true, func(sn *core.Snapshot, id core.ID, rev, path string) error {
 				data, e, err := sn.ReadPath(id, path)
 				if err != nil {
 					return pathNotFound(rev, path, err)
@@ -229,15 +221,7 @@ func (a *app) lsCmd() *cobra.Command {
 		Short: "List a directory of a revision's tree",
 		Args:  cobra.ExactArgs(1),
 		RunE: runE(func(cmd *cobra.Command, args []string) error {
-			rev, path, err := revPath(args[0], false)
-			if err != nil {
-				return err
-			}
-			return a.withStore(func(s *core.Store, sn *core.Snapshot) error {
-				id, err := resolve(sn, rev)
-				if err != nil {
-					return err
-				}
+			return a.atRevPath(args[0], false, func(sn *core.Snapshot, id core.ID, rev, path string) error {
 				ents, err := sn.ListPath(id, path)
 				if err != nil {
 					return pathNotFound(rev, path, err)
@@ -259,6 +243,22 @@ func (a *app) lsCmd() *cobra.Command {
 			})
 		}),
 	}
+}
+
+// atRevPath parses arg as REV[:PATH] (PATH required when needPath) and
+// runs fn in a snapshot with REV resolved to id.
+func (a *app) atRevPath(arg string, needPath bool, fn func(sn *core.Snapshot, id core.ID, rev, path string) error) error {
+	rev, path, err := revPath(arg, needPath)
+	if err != nil {
+		return err
+	}
+	return a.withStore(func(s *core.Store, sn *core.Snapshot) error {
+		id, err := resolve(sn, rev)
+		if err != nil {
+			return err
+		}
+		return fn(sn, id, rev, path)
+	})
 }
 
 // entryType names a mode for JSON: file, exec or dir.

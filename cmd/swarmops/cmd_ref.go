@@ -33,10 +33,7 @@ func (a *app) refGetCmd() *cobra.Command {
 		Short: "Print the changeset a ref points to",
 		Args:  cobra.ExactArgs(1),
 		RunE: runE(func(cmd *cobra.Command, args []string) error {
-			if err := checkRefName(args[0]); err != nil {
-				return usagef("%w", err)
-			}
-			return a.withStore(func(s *core.Store, sn *core.Snapshot) error {
+			return a.withRefName(args[0], func(sn *core.Snapshot) error {
 				id, err := sn.Ref(args[0])
 				if err != nil {
 					return refNotFound(sn, args[0], err)
@@ -46,6 +43,15 @@ func (a *app) refGetCmd() *cobra.Command {
 			})
 		}),
 	}
+}
+
+// withRefName checks name as a ref name (a bad one is E_USAGE, before the
+// store is opened) and runs fn in a snapshot.
+func (a *app) withRefName(name string, fn func(sn *core.Snapshot) error) error {
+	if err := checkRefName(name); err != nil {
+		return usagef("%w", err)
+	}
+	return a.withStore(func(_ *core.Store, sn *core.Snapshot) error { return fn(sn) })
 }
 
 // refSetCmd is `swarmops ref set`: a compare-and-swap from --expect to NEW.
@@ -144,10 +150,7 @@ func (a *app) refLogCmd() *cobra.Command {
 		Short: "List a ref's moves (its reflog), oldest first",
 		Args:  cobra.ExactArgs(1),
 		RunE: runE(func(cmd *cobra.Command, args []string) error {
-			if err := checkRefName(args[0]); err != nil {
-				return usagef("%w", err)
-			}
-			return a.withStore(func(s *core.Store, sn *core.Snapshot) error {
+			return a.withRefName(args[0], func(sn *core.Snapshot) error {
 				entries, err := sn.RefLog(args[0])
 				if err != nil {
 					return refNotFound(sn, args[0], err)

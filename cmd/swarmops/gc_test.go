@@ -15,15 +15,7 @@ import (
 func TestGCCommand(t *testing.T) {
 	dir := t.TempDir()
 	store := filepath.Join(dir, "s")
-	getenv := func(k string) string {
-		switch k {
-		case "SWARMOPS_STORE":
-			return store
-		case serverModeEnv:
-			return modeOff
-		}
-		return ""
-	}
+	getenv := inProcessEnv(store, false)
 	sw := func(stdin string, args ...string) (int, map[string]any) {
 		t.Helper()
 		var out bytes.Buffer

@@ -23,17 +23,7 @@ func mcpSession(t *testing.T) (*mcp.ClientSession, string) {
 func mcpSessionWith(t *testing.T, opts *mcp.ClientOptions) (*mcp.ClientSession, string) {
 	t.Helper()
 	store := filepath.Join(t.TempDir(), "store")
-	getenv := func(k string) string {
-		switch k {
-		case "SWARMOPS_STORE":
-			return store
-		case "SWARMOPS_JSON":
-			return "1"
-		case serverModeEnv:
-			return modeOff
-		}
-		return ""
-	}
+	getenv := inProcessEnv(store, true)
 	if code := run([]string{"init"}, strings.NewReader(""), io.Discard, io.Discard, getenv); code != 0 {
 		t.Fatalf("init: exit %d", code)
 	}

@@ -17,15 +17,7 @@ func TestMCPToolsRefuseToMoveAProtectedRefLikeTheCLI(t *testing.T) {
 		t.Fatalf("commit: %v", env)
 	}
 	base := env["data"].(map[string]any)["id"].(string)
-	getenv := func(k string) string {
-		switch k {
-		case "SWARMOPS_STORE":
-			return store
-		case serverModeEnv:
-			return modeOff
-		}
-		return ""
-	}
+	getenv := inProcessEnv(store, false)
 	if code := run([]string{"ref", "protect", "main"}, strings.NewReader(""), io.Discard, io.Discard, getenv); code != 0 {
 		t.Fatalf("ref protect main: exit %d", code)
 	}

@@ -131,17 +131,7 @@ func flipByte(t *testing.T, file string, off int64) {
 // envelope's error code, or "ok".
 func cliCode(t *testing.T, dir string, args ...string) string {
 	t.Helper()
-	getenv := func(k string) string {
-		switch k {
-		case "SWARMOPS_STORE":
-			return dir
-		case "SWARMOPS_JSON":
-			return "1"
-		case serverModeEnv:
-			return modeOff
-		}
-		return ""
-	}
+	getenv := inProcessEnv(dir, true)
 	var out strings.Builder
 	run(args, strings.NewReader(""), &out, io.Discard, getenv)
 	var env struct {

@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/onsi/gomega/gexec"
-
 	"github.com/swarmops/swarmops/core"
 	"github.com/swarmops/swarmops/server"
 )
@@ -118,11 +116,7 @@ func elapsedOf(b *testing.B, out []byte) time.Duration {
 //
 //	go test ./cmd/swarmops -run '^$' -bench 'ServeLogProcess|SpawnProcess' -benchtime 200x -count 3
 func BenchmarkServeLogProcess(b *testing.B) {
-	bin, err := gexec.Build("github.com/swarmops/swarmops/cmd/swarmops")
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer gexec.CleanupBuildArtifacts()
+	bin := buildCLI(b)
 	store := serveStoreForBench(b)
 	env := append(baseEnv(), "SWARMOPS_STORE="+store, serverModeEnv+"="+modeRequired)
 	lat := make([]time.Duration, 0, b.N)

@@ -1,11 +1,8 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"fmt"
 	"math/rand/v2"
-	"os/exec"
 	"sync"
 	"syscall"
 	"time"
@@ -13,22 +10,6 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 )
-
-// startServer starts `swarmops serve` on e's store and waits until it is
-// ready; the caller stops or kills it.
-func startServer(e *env) *exec.Cmd {
-	GinkgoHelper()
-	c := e.cmd("", "serve", "--json")
-	out, err := c.StdoutPipe()
-	Expect(err).NotTo(HaveOccurred())
-	var errb bytes.Buffer
-	c.Stderr = &errb
-	Expect(c.Start()).To(Succeed())
-	line, err := bufio.NewReader(out).ReadString('\n')
-	Expect(err).NotTo(HaveOccurred(), "serve did not say it was ready: %s", errb.String())
-	Expect(line).To(ContainSubstring(`"ok":true`))
-	return c
-}
 
 // lastSeq is the sequence number of the last move a watcher printed.
 func (w *watcher) lastSeq() uint64 {
@@ -72,7 +53,7 @@ var _ = Describe("watch across failures", func() {
 	It("resumes with --from after its server is killed mid-stream and restarted: every move exactly once", func() {
 		e := newEnv()
 		e.ok("", "init")
-		srv := startServer(e)
+		srv, _ := e.startServer()
 		required := []string{"SWARMOPS_SERVER=required"}
 		w1 := startWatchWith(e, required, "--json", "--from", "0")
 		// One writer commits on main throughout, through the server when
@@ -100,7 +81,7 @@ var _ = Describe("watch across failures", func() {
 		Expect(w1.wait()).To(Equal(kindGone.Exit), "watch through a killed server: %v", w1.raw)
 		Expect(w1.raw[len(w1.raw)-1]).To(ContainSubstring(`"code":"E_UNAVAILABLE"`))
 		time.Sleep(100 * time.Millisecond) // commits go on without a server meanwhile
-		srv = startServer(e)
+		srv, _ = e.startServer()
 		defer func() {
 			srv.Process.Signal(syscall.SIGTERM)
 			srv.Wait()

@@ -166,17 +166,7 @@ func (h *harness) build(e engine.Engine, n int) (*built, error) {
 func (h *harness) w3(e engine.Engine, b *built, r int) Result {
 	res := Result{Workload: "W3", Engine: e.Name(), Size: b.n, Run: r, Env: h.env(), Metrics: map[string]float64{},
 		Note: "one long-lived read view for get/prefix/delta/miss; fresh = a new snapshot/read transaction + get"}
-	err := func() error {
-		s, err := e.Open(b.dir, 1)
-		if err != nil {
-			return err
-		}
-		defer s.Close()
-		v, err := s.View()
-		if err != nil {
-			return err
-		}
-		defer v.Close()
+	err := withView(e, b.dir, 1, func(_ engine.Store, v engine.View) error {
 		if b.deltas == nil {
 			for _, id := range b.samples {
 				dh, err := v.DeltaOf(id)
@@ -217,7 +207,7 @@ func (h *harness) w3(e engine.Engine, b *built, r int) Result {
 			}
 		}
 		return nil
-	}()
+	})
 	if err != nil {
 		res.Error = err.Error()
 	}
@@ -280,66 +270,58 @@ func (h *harness) w6(e engine.Engine, b *built, r int) Result {
 
 // w6run runs W6's two phases on the store b and records their metrics in m.
 func (h *harness) w6run(e engine.Engine, b *built, r int, m map[string]float64) error {
-	s, err := e.Open(b.dir, 2)
-	if err != nil {
-		return err
-	}
-	defer s.Close()
-	v, err := s.View()
-	if err != nil {
-		return err
-	}
-	defer v.Close()
-	read := func(i int) (time.Duration, error) {
-		t0 := time.Now()
-		ok, err := v.Fresh(b.samples[i%len(b.samples)])
-		d := time.Since(t0)
-		if err == nil && !ok {
-			err = errors.New("fresh get: wrong answer")
+	return withView(e, b.dir, 2, func(s engine.Store, v engine.View) error {
+		read := func(i int) (time.Duration, error) {
+			t0 := time.Now()
+			ok, err := v.Fresh(b.samples[i%len(b.samples)])
+			d := time.Since(t0)
+			if err == nil && !ok {
+				err = errors.New("fresh get: wrong answer")
+			}
+			return d, err
 		}
-		return d, err
-	}
-	// One warming pass over the samples, then the idle phase, as long as
-	// the phase beside the writer: a shorter one would leave out what the
-	// reader meets periodically on its own (its garbage collections, timer
-	// ticks), and charge all of it to the writer.
-	for i := 0; i < len(b.samples); i++ {
-		if _, err := read(i); err != nil {
+		// One warming pass over the samples, then the idle phase, as long as
+		// the phase beside the writer: a shorter one would leave out what the
+		// reader meets periodically on its own (its garbage collections, timer
+		// ticks), and charge all of it to the writer.
+		for i := 0; i < len(b.samples); i++ {
+			if _, err := read(i); err != nil {
+				return err
+			}
+		}
+		idle, err := h.w6phase(read, m, "idle")
+		if err != nil {
 			return err
 		}
-	}
-	idle, err := h.w6phase(read, m, "idle")
-	if err != nil {
-		return err
-	}
-	ref := engine.RefName(1)
-	head, ok, err := s.Head(ref)
-	if err != nil || !ok {
-		return fmt.Errorf("head of %s: %v %v", ref, ok, err)
-	}
-	w := startW6Writer(s, h.seed, 200+r, ref, head)
-	stopTrace, err := startW6Trace(e.Name(), r)
-	if err != nil {
-		w.finish()
-		return err
-	}
-	defer stopTrace()
-	busy, err := h.w6phase(read, m, "busy")
-	commits, werr := w.finish()
-	if err != nil {
-		return err
-	}
-	if werr != nil {
-		return werr
-	}
-	m["idle_p50_us"] = pct(idle, 50)
-	m["idle_p99_us"] = pct(idle, 99)
-	m["busy_p50_us"] = pct(busy, 50)
-	m["busy_p99_us"] = pct(busy, 99)
-	m["busy_max_us"] = pct(busy, 100)
-	m["p99_ratio"] = m["busy_p99_us"] / m["idle_p99_us"]
-	m["writer_commits_per_s"] = float64(commits) / h.w6Dur.Seconds()
-	return nil
+		ref := engine.RefName(1)
+		head, ok, err := s.Head(ref)
+		if err != nil || !ok {
+			return fmt.Errorf("head of %s: %v %v", ref, ok, err)
+		}
+		w := startW6Writer(s, h.seed, 200+r, ref, head)
+		stopTrace, err := startW6Trace(e.Name(), r)
+		if err != nil {
+			w.finish()
+			return err
+		}
+		defer stopTrace()
+		busy, err := h.w6phase(read, m, "busy")
+		commits, werr := w.finish()
+		if err != nil {
+			return err
+		}
+		if werr != nil {
+			return werr
+		}
+		m["idle_p50_us"] = pct(idle, 50)
+		m["idle_p99_us"] = pct(idle, 99)
+		m["busy_p50_us"] = pct(busy, 50)
+		m["busy_p99_us"] = pct(busy, 99)
+		m["busy_max_us"] = pct(busy, 100)
+		m["p99_ratio"] = m["busy_p99_us"] / m["idle_p99_us"]
+		m["writer_commits_per_s"] = float64(commits) / h.w6Dur.Seconds()
+		return nil
+	})
 }
 
 // w6phase reads for --w6 and returns the latencies, recording what the
@@ -519,4 +501,20 @@ func (p procSample) since(m map[string]float64, phase string, d time.Duration) {
 	}
 	m[phase+"_gc_per_s"] = float64(q.gcCycles-p.gcCycles) / d.Seconds()
 	m[phase+"_cpu_wait_ms_per_s"] = float64(wait) / 1e6 / d.Seconds()
+}
+
+// withView opens the store in dir for handles writers, and one read view
+// on it, runs f with both, and closes them.
+func withView(e engine.Engine, dir string, handles int, f func(s engine.Store, v engine.View) error) error {
+	s, err := e.Open(dir, handles)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	v, err := s.View()
+	if err != nil {
+		return err
+	}
+	defer v.Close()
+	return f(s, v)
 }

@@ -46,6 +46,7 @@ import (
 	"github.com/swarmops/swarmops/core/internal/errs"
 	"github.com/swarmops/swarmops/core/internal/proj"
 	"github.com/swarmops/swarmops/core/internal/reflog"
+	"github.com/swarmops/swarmops/core/internal/wire"
 	"github.com/swarmops/swarmops/core/journal"
 	"github.com/swarmops/swarmops/core/objects"
 	"github.com/swarmops/swarmops/core/refs"
@@ -168,41 +169,22 @@ func Decode(b []byte) (*Checkpoint, error) {
 		return nil, fmt.Errorf("%w: bad position", errMalformed)
 	}
 	p := proj.New(c.Pos, c.NextSeq)
-	pos := headerSize
-	bad := false
-	uv := func() uint64 {
-		v, n := binary.Uvarint(body[pos:])
-		if n <= 0 {
-			bad = true
-			return 0
-		}
-		pos += n
-		return v
-	}
-	take := func(n uint64) []byte {
-		if bad || uint64(len(body)-pos) < n {
-			bad = true
-			return make([]byte, n%4096)
-		}
-		s := body[pos : pos+int(n)]
-		pos += int(n)
-		return s
-	}
-	limit := uint64(len(body))
+	r := wire.NewReader(body, headerSize)
+	uv, take, limit := r.Uvarint, r.Take, r.Len()
 	n := uv()
-	for i := uint64(0); i < n && !bad && i < limit; i++ {
+	for i := uint64(0); i < n && !r.Bad && i < limit; i++ {
 		name := string(take(uv()))
 		if name == "" || strings.ContainsAny(name, "/\\") || name == "." || name == ".." {
-			bad = true
+			r.Bad = true
 		}
 		c.Runs = append(c.Runs, name)
 	}
 	c.ReflogLen = int64(uv())
 	if c.ReflogLen < 0 || c.ReflogLen%reflog.Align != 0 {
-		bad = true
+		r.Bad = true
 	}
 	n = uv()
-	for i := uint64(0); i < n && !bad && i < limit; i++ {
+	for i := uint64(0); i < n && !r.Bad && i < limit; i++ {
 		name := string(take(uv()))
 		e := refs.Entry{Seq: uv(), Old: objects.ID(take(32)), New: objects.ID(take(32))}
 		e.Time = time.Unix(0, int64(uv())).UTC()
@@ -210,32 +192,32 @@ func Decode(b []byte) (*Checkpoint, error) {
 			e.Op = refs.Op(take(1)[0])
 			l := uv()
 			if l > refs.MaxAgentLen {
-				bad = true
+				r.Bad = true
 			}
 			e.Agent = string(take(l))
 			if e.Op == refs.OpUndo {
 				e.Undoes = uv()
 			}
-			bad = bad || e.Origin.ValidateStored() != nil
+			r.Bad = r.Bad || e.Origin.ValidateStored() != nil
 		}
 		if e.Seq >= c.NextSeq {
-			bad = true
+			r.Bad = true
 		}
 		p.Refs.Restore(name, []refs.Entry{e})
 	}
 	if version >= Version {
 		n = uv()
-		for i := uint64(0); i < n && !bad && i < limit; i++ {
+		for i := uint64(0); i < n && !r.Bad && i < limit; i++ {
 			pat := string(take(uv()))
 			seq := uv()
-			bad = bad || refs.ValidatePattern(pat) != nil || seq >= c.NextSeq
+			r.Bad = r.Bad || refs.ValidatePattern(pat) != nil || seq >= c.NextSeq
 			p.Refs.RestoreProtection(pat, seq)
 		}
 	}
 	p.Refs.SetBase(c.NextSeq)
 	p.ReflogLen = c.ReflogLen
-	if bad || pos != len(body) {
-		return nil, fmt.Errorf("%w: body does not parse (at byte %d)", errMalformed, pos)
+	if !r.Done() {
+		return nil, fmt.Errorf("%w: body does not parse (at byte %d)", errMalformed, r.Pos)
 	}
 	c.Proj = p
 	return c, nil

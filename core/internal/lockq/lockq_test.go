@@ -57,6 +57,29 @@ func waitQueued(t *testing.T, fsys vfs.FS, dir string, n int) {
 	}
 }
 
+// queueBehindAHead holds the queue in dir with a head ticket, starts n
+// waiters one after another, each in its own goroutine with its own Queue
+// (as a process would have) and queued before the next starts, lets the
+// head leave once all are queued, and returns when every waiter is done.
+// Waiter i runs wait(i, q), which joins q and reports its own failures.
+func queueBehindAHead(t *testing.T, fsys vfs.FS, dir string, n int, wait func(i int, q *lockq.Queue)) {
+	t.Helper()
+	head := join(t, lockq.New(fsys, dir), time.Second)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			wait(i, lockq.New(fsys, dir))
+		}()
+		waitQueued(t, fsys, dir, i+2)
+	}
+	if err := head.Leave(); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+}
+
 // TestServedInArrivalOrder: waiters that arrive one after another while the
 // lock is held are served in the order they arrived, each after the one
 // before it has left — the FIFO hand-off C8 rests on. A bare flock fails
@@ -73,43 +96,30 @@ func servedInArrivalOrder(t *testing.T, withProgress bool) {
 		if withProgress {
 			progress = func() bool { progressed.Add(1); return false }
 		}
-		q := lockq.New(fsys, dir)
-		head := join(t, q, time.Second)
 		const n = 12
 		var (
 			mu     sync.Mutex
 			served []int
 			inside atomic.Int32
-			wg     sync.WaitGroup
 		)
-		for i := range n {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				// Each waiter has its own Queue, as a process would.
-				tk, err := lockq.New(fsys, dir).Join(time.Now().Add(10*time.Second), progress)
-				if err != nil {
-					t.Errorf("waiter %d: %v", i, err)
-					return
-				}
-				if inside.Add(1) != 1 {
-					t.Errorf("waiter %d served while another was inside", i)
-				}
-				mu.Lock()
-				served = append(served, i)
-				mu.Unlock()
-				time.Sleep(200 * time.Microsecond)
-				inside.Add(-1)
-				if err := tk.Leave(); err != nil {
-					t.Errorf("waiter %d: Leave: %v", i, err)
-				}
-			}()
-			waitQueued(t, fsys, dir, i+2)
-		}
-		if err := head.Leave(); err != nil {
-			t.Fatal(err)
-		}
-		wg.Wait()
+		queueBehindAHead(t, fsys, dir, n, func(i int, q *lockq.Queue) {
+			tk, err := q.Join(time.Now().Add(10*time.Second), progress)
+			if err != nil {
+				t.Errorf("waiter %d: %v", i, err)
+				return
+			}
+			if inside.Add(1) != 1 {
+				t.Errorf("waiter %d served while another was inside", i)
+			}
+			mu.Lock()
+			served = append(served, i)
+			mu.Unlock()
+			time.Sleep(200 * time.Microsecond)
+			inside.Add(-1)
+			if err := tk.Leave(); err != nil {
+				t.Errorf("waiter %d: Leave: %v", i, err)
+			}
+		})
 		for i, w := range served {
 			if w != i {
 				t.Fatalf("served in order %v, want arrival order", served)
@@ -129,60 +139,45 @@ func servedInArrivalOrder(t *testing.T, withProgress bool) {
 	})
 }
 
-// TestTimeoutLeavesTheQueue: a waiter that gives up at its deadline gets
-// ErrBusy and takes its ticket with it, so the waiter behind it is served
-// as soon as the head leaves, not after the one that gave up.
 // TestProgressCanLeaveTheQueue: a waiter whose progress asks to leave gets
 // ErrLeft without its turn and leaves no ticket, and the waiters behind it
 // are served in arrival order all the same. Without the leave in Join,
 // every waiter is served ("waiter 6: <nil>, want ErrLeft").
 func TestProgressCanLeaveTheQueue(t *testing.T) {
 	filesystems(t, func(t *testing.T, fsys vfs.FS, dir string) {
-		q := lockq.New(fsys, dir)
-		head := join(t, q, time.Second)
 		const n = 16
 		var (
 			mu     sync.Mutex
 			served []int
 			left   atomic.Int32
-			wg     sync.WaitGroup
 		)
-		for i := range n {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				// Even waiters far back leave at their first progress.
-				leave := i%2 == 0 && i > lockq.Lookahead
-				tk, err := lockq.New(fsys, dir).Join(time.Now().Add(10*time.Second), func() bool { return leave })
-				if leave {
-					if !errors.Is(err, lockq.ErrLeft) {
-						t.Errorf("waiter %d: %v, want ErrLeft", i, err)
-						if err == nil {
-							tk.Leave()
-						}
-						return
+		queueBehindAHead(t, fsys, dir, n, func(i int, q *lockq.Queue) {
+			// Even waiters far back leave at their first progress.
+			leave := i%2 == 0 && i > lockq.Lookahead
+			tk, err := q.Join(time.Now().Add(10*time.Second), func() bool { return leave })
+			if leave {
+				if !errors.Is(err, lockq.ErrLeft) {
+					t.Errorf("waiter %d: %v, want ErrLeft", i, err)
+					if err == nil {
+						tk.Leave()
 					}
-					left.Add(1)
 					return
 				}
-				if err != nil {
-					t.Errorf("waiter %d: %v", i, err)
-					return
-				}
-				mu.Lock()
-				served = append(served, i)
-				mu.Unlock()
-				time.Sleep(200 * time.Microsecond)
-				if err := tk.Leave(); err != nil {
-					t.Errorf("waiter %d: Leave: %v", i, err)
-				}
-			}()
-			waitQueued(t, fsys, dir, i+2)
-		}
-		if err := head.Leave(); err != nil {
-			t.Fatal(err)
-		}
-		wg.Wait()
+				left.Add(1)
+				return
+			}
+			if err != nil {
+				t.Errorf("waiter %d: %v", i, err)
+				return
+			}
+			mu.Lock()
+			served = append(served, i)
+			mu.Unlock()
+			time.Sleep(200 * time.Microsecond)
+			if err := tk.Leave(); err != nil {
+				t.Errorf("waiter %d: Leave: %v", i, err)
+			}
+		})
 		for i := 1; i < len(served); i++ {
 			if served[i] < served[i-1] {
 				t.Fatalf("served in order %v, want arrival order", served)
@@ -197,6 +192,9 @@ func TestProgressCanLeaveTheQueue(t *testing.T) {
 	})
 }
 
+// TestTimeoutLeavesTheQueue: a waiter that gives up at its deadline gets
+// ErrBusy and takes its ticket with it, so the waiter behind it is served
+// as soon as the head leaves, not after the one that gave up.
 func TestTimeoutLeavesTheQueue(t *testing.T) {
 	filesystems(t, func(t *testing.T, fsys vfs.FS, dir string) {
 		q := lockq.New(fsys, dir)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/swarmops/swarmops/core/internal/b3"
+	"github.com/swarmops/swarmops/core/internal/wire"
 	"github.com/swarmops/swarmops/core/objects"
 	"github.com/swarmops/swarmops/core/refs"
 )
@@ -54,56 +55,29 @@ func decodeChunk(b []byte, next uint64) (*Chunk, int, error) {
 // is one piece, the body's layout from top to bottom, with one position and
 // one way to fail; on failure it returns the position.
 func (c *Chunk) decodeBody(body []byte, version byte) (int, error) {
-	pos, bad := 0, false
-	uv := func() uint64 {
-		v, n := binary.Uvarint(body[pos:])
-		if n <= 0 {
-			bad = true
-			return 0
-		}
-		pos += n
-		return v
-	}
-	vi := func() int64 {
-		v, n := binary.Varint(body[pos:])
-		if n <= 0 {
-			bad = true
-			return 0
-		}
-		pos += n
-		return v
-	}
-	take := func(n uint64) []byte {
-		if bad || uint64(len(body)-pos) < n {
-			bad = true
-			return make([]byte, n%64)
-		}
-		s := body[pos : pos+int(n)]
-		pos += int(n)
-		return s
-	}
-	limit := uint64(len(body))
+	r := wire.NewReader(body, 0)
+	uv, vi, take, limit := r.Uvarint, r.Varint, r.Take, r.Len()
 	var agents []string
 	if version != 1 {
 		n := uv()
-		for i := uint64(0); i < n && !bad && i < limit; i++ {
+		for i := uint64(0); i < n && !r.Bad && i < limit; i++ {
 			l := uv()
 			if l > refs.MaxAgentLen {
-				bad = true
+				r.Bad = true
 			}
 			agents = append(agents, string(take(l)))
 		}
 	}
 	n := uv()
-	for i := uint64(0); i < n && !bad && i < limit; i++ {
+	for i := uint64(0); i < n && !r.Bad && i < limit; i++ {
 		name := string(take(uv()))
 		if i > 0 && name <= c.Names[i-1] {
-			bad = true
+			r.Bad = true
 		}
 		k := uv()
 		seq, t := c.From, int64(0)
 		var log []refs.Entry
-		for j := uint64(0); j < k && !bad && j < limit; j++ {
+		for j := uint64(0); j < k && !r.Bad && j < limit; j++ {
 			var e refs.Entry
 			e.Seq = seq + uv()
 			switch fl := take(1)[0]; {
@@ -112,7 +86,7 @@ func (c *Chunk) decodeBody(body []byte, version byte) (int, error) {
 			case fl == 0:
 				e.Old = objects.ID(take(32))
 			default:
-				bad = true
+				r.Bad = true
 			}
 			e.New = objects.ID(take(32))
 			t += vi()
@@ -122,15 +96,15 @@ func (c *Chunk) decodeBody(body []byte, version byte) (int, error) {
 				if a := uv(); a < uint64(len(agents)) {
 					e.Agent = agents[a]
 				} else {
-					bad = true
+					r.Bad = true
 				}
 				if e.Op == refs.OpUndo {
 					e.Undoes = uv()
 				}
-				bad = bad || e.Origin.ValidateStored() != nil
+				r.Bad = r.Bad || e.Origin.ValidateStored() != nil
 			}
 			if e.Seq < c.From || e.Seq >= c.To || (j > 0 && e.Seq <= seq) {
-				bad = true
+				r.Bad = true
 			}
 			log = append(log, e)
 			seq = e.Seq
@@ -138,8 +112,8 @@ func (c *Chunk) decodeBody(body []byte, version byte) (int, error) {
 		c.Names = append(c.Names, name)
 		c.Logs = append(c.Logs, log)
 	}
-	if bad || pos != len(body) {
-		return pos, errors.New("bad body")
+	if !r.Done() {
+		return r.Pos, errors.New("bad body")
 	}
-	return pos, nil
+	return r.Pos, nil
 }
