@@ -119,7 +119,7 @@ func (g *gc) copyLocs(pos journal.Pos, seq, limit uint64) (index.Batch, error) {
 			if !ok || c.seq != fr.Seq {
 				continue
 			}
-			loc := index.Loc{Segment: uint32(fr.Pos.Seg), Offset: base + int64(o.Off), Length: uint32(o.Size)}
+			loc := index.Loc{Segment: uint32(fr.Pos.Seg), Offset: base + int64(o.Off), Length: uint32(o.Size), Stored: uint32(o.Stored)}
 			if o.Loose {
 				loc = index.Loc{Length: uint32(o.Size), Loose: true}
 			}

@@ -136,7 +136,7 @@ func (v *verifier) seedRefs(base uint64) error {
 // also holds elsewhere, or a changeset whose first frame was collected.
 func (v *verifier) holds(id ID, l proj.Loc) bool {
 	s := v.s
-	data := make([]byte, l.Size)
+	data := make([]byte, l.StoredLen())
 	if l.Loose {
 		_, file := loose.Path(s.dir, id)
 		if loose.Read(s.fs, file, data) != nil {
@@ -144,6 +144,10 @@ func (v *verifier) holds(id ID, l proj.Loc) bool {
 		}
 	} else if s.view.reader.ReadAt(l.Seg, l.Off, data) != nil {
 		return false
+	} else if d, err := s.unpack(l.Seg, l.Off, data, l.Size, l.Stored); err != nil {
+		return false
+	} else {
+		data = d
 	}
 	return objects.IDOf(l.Kind, data) == id
 }

@@ -50,8 +50,15 @@ func (g *gc) readAt(id ID, k objects.Kind, l index.Loc) ([]byte, error) {
 		}
 	} else {
 		file = s.jcfg.SegPath(uint64(l.Segment))
+		if l.Stored > 0 {
+			data = data[:l.Stored]
+		}
 		if err := g.r.ReadAt(uint64(l.Segment), l.Offset, data); err != nil {
 			return nil, errs.IO("gc: read "+id.String(), err)
+		}
+		var err error
+		if data, err = s.unpack(uint64(l.Segment), l.Offset, data, int64(l.Length), l.Stored); err != nil {
+			return nil, err
 		}
 	}
 	if objects.IDOf(k, data) != id {
@@ -238,9 +245,12 @@ func (s *Store) readMoved(id ID, k objects.Kind, err error) (data []byte, ok boo
 	}
 	r := journal.NewReader(s.jcfg)
 	defer r.Close()
-	data = make([]byte, l.Size)
+	data = make([]byte, l.StoredLen())
 	if err := r.ReadAt(l.Seg, l.Off, data); err != nil {
 		return nil, false, nil
+	}
+	if data, err = s.unpack(l.Seg, l.Off, data, l.Size, l.Stored); err != nil {
+		return nil, true, err
 	}
 	if objects.IDOf(k, data) != id {
 		return nil, true, errs.Corrupt(s.jcfg.SegPath(l.Seg), l.Off, "%s %s does not hash to its id", k, id)

@@ -9,6 +9,7 @@ import (
 	"github.com/swarmops/swarmops/core/internal/loose"
 	"github.com/swarmops/swarmops/core/internal/reflog"
 	"github.com/swarmops/swarmops/core/internal/state"
+	"github.com/swarmops/swarmops/core/internal/zblob"
 	"github.com/swarmops/swarmops/core/journal"
 	"github.com/swarmops/swarmops/core/objects"
 	"github.com/swarmops/swarmops/core/refs"
@@ -168,7 +169,7 @@ func (s *Store) readObjectSeq(id ID, k objects.Kind, maxSeq uint64, catchUp bool
 	if l.Kind != k {
 		return nil, 0, fmt.Errorf("%w: %s is a %s, not a %s", ErrNotFound, id, l.Kind, k)
 	}
-	data := make([]byte, l.Size)
+	data := make([]byte, l.StoredLen())
 	var file string
 	var off int64
 	if l.Loose {
@@ -183,6 +184,10 @@ func (s *Store) readObjectSeq(id ID, k objects.Kind, maxSeq uint64, catchUp bool
 			}
 			return nil, 0, errs.IO("read "+id.String(), err)
 		}
+		var err error
+		if data, err = s.unpack(l.Seg, l.Off, data, l.Size, l.Stored); err != nil {
+			return nil, 0, err
+		}
 	}
 	if s.opts.weaken&testknobs.SkipChecksum == 0 && objects.IDOf(k, data) != id {
 		if !l.Loose {
@@ -191,6 +196,22 @@ func (s *Store) readObjectSeq(id ID, k objects.Kind, maxSeq uint64, catchUp bool
 		return nil, 0, errs.Corrupt(file, off, "%s %s does not hash to its id", k, id)
 	}
 	return data, l.Seq, nil
+}
+
+// unpack returns the inline object whose stored bytes, at off in segment
+// seg, are buf: buf itself, or, for a compressed blob (stored > 0), what
+// its zstd frame decodes to, which must be exactly size bytes. Anything
+// else is a *CorruptError naming the segment and the offset, never a
+// panic; the caller still checks the bytes against the id.
+func (s *Store) unpack(seg uint64, off int64, buf []byte, size int64, stored uint32) ([]byte, error) {
+	if stored == 0 {
+		return buf, nil
+	}
+	data, err := zblob.Decode(buf, size)
+	if err != nil {
+		return nil, errs.Corrupt(s.jcfg.SegPath(seg), off, "compressed blob of %d bytes: %v", stored, err)
+	}
+	return data, nil
 }
 
 // refsAt returns the ref table, exact at seq: a table restored from (or

@@ -41,7 +41,10 @@
 // Header:
 //
 //	 0 magic "SWOIDX\x00\x01"   8  rejects files that are not runs
-//	 8 version u32              4  = 1; another version is refused, not guessed
+//	 8 version u32              4  1, or 2 when an object record is compressed
+//	                               (flags bit 1); another version is refused,
+//	                               not guessed, so a build that predates
+//	                               compressed records refuses such a run
 //	12 reserved                 4  zero
 //	16 meta u64                 8  the caller's (e.g. the journal sequence covered)
 //	24 table x 3 (32 bytes each): off u64 | count u64 | fanoutOff u64 |
@@ -75,8 +78,16 @@
 //
 // Object record (56 bytes):
 //
-//	0 id [32] | 32 kind u8 | 33 flags u8 | 34 zero u16 | 36 segment u32 |
+//	0 id [32] | 32 kind u8 | 33 flags u8 | 34 stored u16 | 36 segment u32 |
 //	40 offset u64 | 48 length u32 | 52 crc32c u32
+//
+// flags: bit 0 loose (the object is a file under objects/, length its
+// size); bit 1 compressed: an inline blob stored as a zstd frame of
+// `stored` bytes at offset, which decodes to `length` bytes (its size),
+// `stored` < `length`. Stored is zero otherwise. Both bits at once, or
+// any other bit, is damage. Length is the object's size in every case,
+// so a reader allocates it and a frame that decodes to anything else is
+// corruption.
 //
 // Delta record (68 bytes): delta [32] | changeset id [32] | crc32c u32.
 //

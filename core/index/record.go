@@ -12,13 +12,19 @@ import (
 
 // Loc is where an object's encoding lives: a byte range of a journal
 // segment, or a loose object file (Loose set; Segment and Offset are then
-// zero and Length is the object's size).
+// zero and Length is the object's size). A compressed inline blob (Stored
+// > 0, object records only) is the Stored bytes at Offset, a zstd frame
+// that decodes to Length bytes.
 type Loc struct {
 	Segment uint32
 	Offset  int64
 	Length  uint32
 	Loose   bool
+	Stored  uint32
 }
+
+// MaxStored is the largest Stored length a record holds (16 bits).
+const MaxStored = 0xFFFF
 
 // CSRecord is the index record of a changeset.
 type CSRecord struct {
@@ -93,6 +99,10 @@ var recSizes = [nTables]int{csRecSize, objRecSize, deltaRecSize}
 
 const flagLoose = 1
 
+// flagZ marks an object record of a compressed inline blob: its stored
+// length is the u16 at byte 34, its Length the blob's size.
+const flagZ = 2
+
 // recCRC is the checksum of a record at position i of table tab.
 func recCRC(tab byte, i uint64, rec []byte) uint32 {
 	var pre [9]byte
@@ -134,6 +144,9 @@ func validCS(r *CSRecord) error {
 	if r.ID.IsZero() {
 		return fmt.Errorf("%w: changeset with zero id", ErrInvalid)
 	}
+	if r.Loc.Stored != 0 {
+		return fmt.Errorf("%w: changeset %s stored compressed", ErrInvalid, r.ID)
+	}
 	if len(r.Parents) > objects.MaxParents {
 		return fmt.Errorf("%w: changeset %s has %d parents", ErrInvalid, r.ID, len(r.Parents))
 	}
@@ -143,6 +156,9 @@ func validCS(r *CSRecord) error {
 func validObj(r *ObjRecord) error {
 	if r.ID.IsZero() {
 		return fmt.Errorf("%w: object with zero id", ErrInvalid)
+	}
+	if s := r.Loc.Stored; s > 0 && (r.Loc.Loose || s > MaxStored || s >= r.Loc.Length) {
+		return fmt.Errorf("%w: object %s stored in %d bytes for %d (loose %v)", ErrInvalid, r.ID, s, r.Loc.Length, r.Loc.Loose)
 	}
 	if r.Kind != objects.KindBlob && r.Kind != objects.KindTree {
 		return fmt.Errorf("%w: object %s has kind %v (changesets go in CSRecords)", ErrInvalid, r.ID, r.Kind)
@@ -224,6 +240,10 @@ func encodeObj(rec []byte, r *ObjRecord) {
 	copy(rec[0:32], r.ID[:])
 	rec[32] = byte(r.Kind)
 	rec[33] = looseFlag(r.Loc)
+	if r.Loc.Stored > 0 {
+		rec[33] |= flagZ
+		binary.BigEndian.PutUint16(rec[34:], uint16(r.Loc.Stored))
+	}
 	putLoc(rec[36:52], r.Loc)
 }
 
@@ -232,6 +252,9 @@ func decodeObj(rec []byte) ObjRecord {
 	copy(r.ID[:], rec[0:32])
 	r.Kind = objects.Kind(rec[32])
 	r.Loc = getLoc(rec[36:52], rec[33])
+	if rec[33]&flagZ != 0 {
+		r.Loc.Stored = uint32(binary.BigEndian.Uint16(rec[34:]))
+	}
 	return r
 }
 
@@ -240,8 +263,13 @@ func objRecOK(rec []byte) string {
 	switch {
 	case k != objects.KindBlob && k != objects.KindTree:
 		return fmt.Sprintf("object record of kind %d", rec[32])
-	case rec[33]&^flagLoose != 0 || rec[34] != 0 || rec[35] != 0:
+	case rec[33]&^(flagLoose|flagZ) != 0 || rec[33] == flagLoose|flagZ:
 		return "object record with unknown flags"
+	case rec[33]&flagZ == 0 && (rec[34] != 0 || rec[35] != 0):
+		return "object record with a stored length but no compressed flag"
+	case rec[33]&flagZ != 0 && (binary.BigEndian.Uint16(rec[34:]) == 0 ||
+		uint32(binary.BigEndian.Uint16(rec[34:])) >= binary.BigEndian.Uint32(rec[48:])):
+		return "compressed object record whose stored length is not below its size"
 	case int64(binary.BigEndian.Uint64(rec[40:])) < 0:
 		return "object record with negative offset"
 	}

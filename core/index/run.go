@@ -17,6 +17,10 @@ import (
 const (
 	runMagic    = "SWOIDX\x00\x01"
 	runVersion  = 1
+	// runVersionZ is the version of a run holding a compressed object
+	// record (flagZ): a build that predates them refuses the run at open
+	// ("version 2, want 1") instead of failing on one record later.
+	runVersionZ = 2
 	headerSize  = 256
 	headerCRCAt = headerSize - 4
 	// maxFanoutBits bounds the fanout table (2^24 entries, 128 MiB) so a
@@ -37,6 +41,7 @@ type table struct {
 
 // header is the fixed first 256 bytes of a run.
 type header struct {
+	version  uint32 // runVersion, or runVersionZ; 0 writes runVersion
 	meta     uint64
 	tables   [nTables]table
 	heapOff  int64
@@ -62,7 +67,7 @@ type filterLoc struct {
 func (h *header) encode() []byte {
 	b := make([]byte, headerSize)
 	copy(b, runMagic)
-	binary.BigEndian.PutUint32(b[8:], runVersion)
+	binary.BigEndian.PutUint32(b[8:], max(h.version, runVersion))
 	binary.BigEndian.PutUint64(b[16:], h.meta)
 	for i, t := range h.tables {
 		p := b[24+32*i:]
@@ -97,10 +102,11 @@ func decodeHeader(b []byte, size int64) (*header, string, int64) {
 	if string(b[:8]) != runMagic {
 		return nil, "bad magic", 0
 	}
-	if v := binary.BigEndian.Uint32(b[8:]); v != runVersion {
-		return nil, fmt.Sprintf("version %d, want %d", v, runVersion), 8
+	v := binary.BigEndian.Uint32(b[8:])
+	if v != runVersion && v != runVersionZ {
+		return nil, fmt.Sprintf("version %d, want %d or %d", v, runVersion, runVersionZ), 8
 	}
-	h := &header{meta: binary.BigEndian.Uint64(b[16:])}
+	h := &header{version: v, meta: binary.BigEndian.Uint64(b[16:])}
 	h.heapOff = int64(binary.BigEndian.Uint64(b[120:]))
 	h.heapLen = int64(binary.BigEndian.Uint64(b[128:]))
 	h.fileSize = int64(binary.BigEndian.Uint64(b[136:]))

@@ -250,6 +250,9 @@ func writeIters(fsys vfs.FS, dst string, meta uint64, csCap, objCap uint64,
 		if err := validObj(&o); err != nil {
 			return false, err
 		}
+		if o.Loc.Stored > 0 {
+			w.h.version = runVersionZ
+		}
 		encodeObj(rec, &o)
 		return true, nil
 	})

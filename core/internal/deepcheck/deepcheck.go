@@ -12,6 +12,7 @@ import (
 	"github.com/swarmops/swarmops/core/internal/loose"
 	"github.com/swarmops/swarmops/core/internal/proj"
 	"github.com/swarmops/swarmops/core/internal/txn"
+	"github.com/swarmops/swarmops/core/internal/zblob"
 	"github.com/swarmops/swarmops/core/journal"
 	"github.com/swarmops/swarmops/core/objects"
 	"github.com/swarmops/swarmops/core/vfs"
@@ -55,7 +56,9 @@ type scannedFrame struct {
 type inlineObj struct {
 	id   objects.ID
 	kind objects.Kind
-	data []byte
+	data []byte // the stored bytes: a zstd frame of size bytes when compressed
+	size int64
+	z    bool
 	file string
 	off  int64
 }
@@ -72,7 +75,17 @@ func New(fsys vfs.FS, storeDir string, fresh *proj.Proj) *Check {
 		defer close(dc.hashed)
 		for objs := range dc.hashCh {
 			for _, o := range objs {
-				if objects.IDOf(o.kind, o.data) != o.id {
+				data := o.data
+				if o.z {
+					var err error
+					if data, err = zblob.Decode(o.data, o.size); err != nil {
+						dc.badHash[o.id] = true
+						dc.hashPs = append(dc.hashPs, Problem{File: o.file, Offset: o.off, Object: o.id.String(),
+							Reason: fmt.Sprintf("compressed %s: %v", o.kind, err)})
+						continue
+					}
+				}
+				if objects.IDOf(o.kind, data) != o.id {
 					dc.badHash[o.id] = true
 					dc.hashPs = append(dc.hashPs, Problem{File: o.file, Offset: o.off, Object: o.id.String(),
 						Reason: fmt.Sprintf("%s does not hash to its id", o.kind)})
@@ -92,7 +105,7 @@ func (dc *Check) Frame(fr *journal.Frame, file string, t *txn.Txn) {
 		if o.Loose {
 			continue
 		}
-		dc.batch = append(dc.batch, inlineObj{o.ID, o.Kind, o.Data, file, base + int64(o.Off)})
+		dc.batch = append(dc.batch, inlineObj{o.ID, o.Kind, o.Data, o.Size, o.Stored > 0, file, base + int64(o.Off)})
 		if len(dc.batch) >= 1024 {
 			dc.hashCh <- dc.batch
 			dc.batch = nil
@@ -100,8 +113,10 @@ func (dc *Check) Frame(fr *journal.Frame, file string, t *txn.Txn) {
 	}
 }
 
-// inlineData returns the bytes of the inline object at l, from the frame
-// that holds it.
+// inlineData returns the stored bytes of the inline object at l, from the
+// frame that holds it: a compressed blob's are its zstd frame (the hasher
+// decodes it; blobs name nothing, so the reference checks need no bytes
+// of theirs).
 func (dc *Check) inlineData(l proj.Loc) (data []byte, file string, ok bool) {
 	i := sort.Search(len(dc.frames), func(i int) bool {
 		f := dc.frames[i]
@@ -112,10 +127,11 @@ func (dc *Check) inlineData(l proj.Loc) (data []byte, file string, ok bool) {
 	}
 	f := dc.frames[i]
 	rel := l.Off - f.off
-	if f.seg != l.Seg || rel < 0 || l.Size < 0 || rel+l.Size > int64(len(f.payload)) {
+	n := l.StoredLen()
+	if f.seg != l.Seg || rel < 0 || n < 0 || rel+n > int64(len(f.payload)) {
 		return nil, "", false
 	}
-	return f.payload[rel : rel+l.Size], f.file, true
+	return f.payload[rel : rel+n], f.file, true
 }
 
 // EndHashing hands over the last batch and waits for the hasher.

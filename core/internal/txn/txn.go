@@ -33,9 +33,17 @@
 // does:
 //
 //	object in the body: kind u8 (blob) | flags u8 (2) | id [32] | len uvarint
+//	compressed:         kind u8 (blob) | flags u8 (3) | id [32] | len uvarint | stored uvarint
+//
+// A body blob whose zstd frame is smaller than it (and at most
+// zblob.MaxStored bytes) is stored as that frame, flags 3: the head gives
+// its decoded size (len) and the frame's length (stored), and the body
+// holds the frame. A reader that predates flags 3 refuses the frame as
+// malformed (corruption), never misreads it.
 //
 // Replay reads only the head: what it keeps of a blob is its id, size and
-// place, and the id it would otherwise hash the bytes for is in the head.
+// place (with its stored length), and the id it would otherwise hash the
+// bytes for is in the head, so replay never decompresses.
 // A transaction whose inline blobs total more than SplitAbove bytes is
 // split; smaller ones keep the compact layout, so a one-file commit stays
 // one sector.
@@ -52,6 +60,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/swarmops/swarmops/core/internal/zblob"
 	"github.com/swarmops/swarmops/core/journal"
 	"github.com/swarmops/swarmops/core/objects"
 	"github.com/swarmops/swarmops/core/refs"
@@ -84,8 +93,12 @@ type Obj struct {
 	Kind  objects.Kind
 	Loose bool
 	ID    objects.ID
-	Data  []byte // encoding; nil if loose
-	Size  int64  // len(Data), or the loose file's size
+	Data  []byte // encoding; nil if loose; the stored bytes if Stored > 0
+	Size  int64  // the encoding's length, or the loose file's size
+	// Stored is the length of a compressed body blob's zstd frame (flags
+	// 3), set by encode and decode: Data, when decoded, is that frame, and
+	// Off its offset. 0: not compressed.
+	Stored int
 	// Off is the offset of Data inside the payload, set by Encode and by
 	// Decode: the projection locates an inline object in its segment by
 	// it.
@@ -121,6 +134,9 @@ const flagLoose = 1
 // flagBody marks a blob whose bytes are in a split frame's body.
 const flagBody = 2
 
+// flagBodyZ marks a body blob stored as a zstd frame (zblob).
+const flagBodyZ = 3
+
 // moveNewInFrame marks a move whose new value is an object of the frame.
 const moveNewInFrame = 1
 
@@ -151,12 +167,31 @@ func EncodePayload(t *Txn) ([]byte, int) {
 	return encode(t, blobs > SplitAbove)
 }
 
-// encode is Encode, with inline blobs in the body when split.
+// encode is Encode, with inline blobs in the body when split, each
+// compressed when that pays (zblob.Append).
 func encode(t *Txn, split bool) ([]byte, int) {
 	n := 1 + 8 + 10 + 10
-	for _, o := range t.Objs {
+	inBody := func(o Obj) bool { return split && !o.Loose && o.Kind == objects.KindBlob }
+	// z holds the compressed body blobs, zEnd[i] the end of object i's
+	// frame in z (0: object i is not compressed).
+	var z []byte
+	var zEnd []int
+	if split {
+		zEnd = make([]int, len(t.Objs))
+	}
+	for i, o := range t.Objs {
+		t.Objs[i].Stored = 0
+		if inBody(o) {
+			var ok bool
+			if z, ok = zblob.Append(z, o.Data); ok {
+				zEnd[i] = len(z)
+				n += 2 + 32 + 20
+				continue
+			}
+		}
 		n += 2 + 32 + 10 + len(o.Data)
 	}
+	n += len(z)
 	for _, m := range t.Moves {
 		n += 10 + len(m.Name) + 64
 	}
@@ -172,12 +207,16 @@ func encode(t *Txn, split bool) ([]byte, int) {
 	}
 	b = binary.LittleEndian.AppendUint64(b, uint64(t.Time.UnixNano()))
 	b = binary.AppendUvarint(b, uint64(len(t.Objs)))
-	inBody := func(o Obj) bool { return split && !o.Loose && o.Kind == objects.KindBlob }
+	zStart := 0
 	for i, o := range t.Objs {
 		var fl byte
 		switch {
 		case o.Loose:
 			fl = flagLoose
+		case inBody(o) && zEnd[i] > 0:
+			fl = flagBodyZ
+			t.Objs[i].Stored = zEnd[i] - zStart
+			zStart = zEnd[i]
 		case inBody(o):
 			fl = flagBody
 		}
@@ -186,6 +225,9 @@ func encode(t *Txn, split bool) ([]byte, int) {
 			b = append(b, o.ID[:]...)
 		}
 		b = binary.AppendUvarint(b, uint64(o.Size))
+		if fl == flagBodyZ {
+			b = binary.AppendUvarint(b, uint64(t.Objs[i].Stored))
+		}
 		if fl == 0 {
 			t.Objs[i].Off = len(b)
 			b = append(b, o.Data...)
@@ -196,8 +238,15 @@ func encode(t *Txn, split bool) ([]byte, int) {
 		return b, 0
 	}
 	head := len(b)
+	zStart = 0
 	for i, o := range t.Objs {
-		if inBody(o) {
+		switch {
+		case !inBody(o):
+		case zEnd[i] > 0:
+			t.Objs[i].Off = len(b)
+			b = append(b, z[zStart:zEnd[i]]...)
+			zStart = zEnd[i]
+		default:
 			t.Objs[i].Off = len(b)
 			b = append(b, o.Data...)
 		}
@@ -321,7 +370,8 @@ func decode(t *Txn, p []byte, head, total int, headOnly bool) error {
 			return fail("short object header")
 		}
 		o := Obj{Kind: objects.Kind(p[pos]), Loose: p[pos+1] == flagLoose}
-		inBody := p[pos+1] == flagBody
+		compressed := p[pos+1] == flagBodyZ
+		inBody := p[pos+1] == flagBody || compressed
 		if !o.Kind.Valid() || (p[pos+1] != 0 && o.Kind != objects.KindBlob) || (p[pos+1] > flagLoose && !(inBody && head > 0)) {
 			return fail("bad object kind or flags")
 		}
@@ -338,6 +388,12 @@ func decode(t *Txn, p []byte, head, total int, headOnly bool) error {
 			return fail("bad object size")
 		}
 		o.Size = int64(sz)
+		if compressed {
+			if sz, ok = uv(); !ok || sz == 0 || sz > zblob.MaxStored || int64(sz) >= o.Size {
+				return fail("bad stored length of a compressed object")
+			}
+			o.Stored = int(sz)
+		}
 		if inBody {
 			if uint64(total-body) < sz {
 				return fail("body object past the end of the payload")
