@@ -46,13 +46,13 @@ func readAllBack(t *testing.T, s *core.Store, changes []core.Change, when string
 }
 
 // TestImportStoresInlineBlobsCompressedAndReadsThemBack: an import's
-// split frame holds its compressible inline blobs as zstd frames, so the
-// journal is a fraction of the blobs' bytes, and every blob reads back
-// exactly: from the tail after an open, from an index run after a
-// checkpoint (the object record's compressed flag and stored length),
-// after a garbage collection copied the frame forward, and through a deep
-// Verify that re-hashes decoded bytes. Incompressible blobs beside them
-// are stored as they are.
+// split frame holds its inline blobs in compressed groups, so the journal
+// is a fraction of the blobs' bytes, and every blob reads back exactly:
+// from the tail after an open, from an index run after a checkpoint (the
+// object record's compressed flag, stored length and inner offset), after
+// a garbage collection copied the frame forward, and through a deep
+// Verify that re-hashes decoded bytes. Incompressible blobs sit in the
+// groups beside them.
 func TestImportStoresInlineBlobsCompressedAndReadsThemBack(t *testing.T) {
 	m := faultfs.NewMem()
 	o := core.Options{FS: m, CheckpointEvery: 1 << 20, CheckpointBytes: 1 << 40, SegmentSize: 256 << 10}
@@ -116,10 +116,11 @@ func TestImportStoresInlineBlobsCompressedAndReadsThemBack(t *testing.T) {
 	}
 }
 
-// TestDamagedCompressedBlobIsCorruptNamingFileAndOffset: a compressed
-// blob whose zstd frame is damaged reads as a *CorruptError naming the
-// segment and the frame's offset, never a panic, and deep verification
-// reports it; both from the tail and from an index run.
+// TestDamagedCompressedBlobIsCorruptNamingFileAndOffset: the blobs of a
+// compressed group whose zstd frame is damaged read as *CorruptErrors
+// naming the segment and the frame's offset, never a panic, and deep
+// verification reports them; both from the tail and from an index run.
+// Every other blob reads back.
 func TestDamagedCompressedBlobIsCorruptNamingFileAndOffset(t *testing.T) {
 	for _, ckpt := range []bool{false, true} {
 		m := faultfs.NewMem()
@@ -134,7 +135,7 @@ func TestDamagedCompressedBlobIsCorruptNamingFileAndOffset(t *testing.T) {
 			}
 			s.Close()
 		}
-		// Zero the last 8 bytes of the body: its last blob's frame.
+		// Zero the last 8 bytes of the body: its last group's frame.
 		at := lastBodyByte(t, m) - 7
 		scribble(t, m, seg1, at, make([]byte, 8))
 		s, err := core.Open("/s", o)
@@ -160,8 +161,8 @@ func TestDamagedCompressedBlobIsCorruptNamingFileAndOffset(t *testing.T) {
 				t.Fatalf("checkpoint %v: read %s: %d bytes, %v; want its bytes or a *CorruptError", ckpt, ch.Path, len(got), err)
 			}
 		}
-		if bad != 1 {
-			t.Fatalf("checkpoint %v: %d reads were corrupt; want the damaged blob's alone", ckpt, bad)
+		if bad < 1 || bad > 32 {
+			t.Fatalf("checkpoint %v: %d reads were corrupt; want the damaged group's blobs alone (1 to 32 of 8 KiB)", ckpt, bad)
 		}
 		if rep, err := s.Verify(true, nil); err != nil || len(rep.Problems) == 0 {
 			t.Fatalf("checkpoint %v: deep verify: %+v, %v; want the damaged blob reported", ckpt, rep, err)

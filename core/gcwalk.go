@@ -41,24 +41,20 @@ func (g *gc) read(id ID, k objects.Kind) ([]byte, error) {
 // readAt reads the bytes of id at l and checks them against the id.
 func (g *gc) readAt(id ID, k objects.Kind, l index.Loc) ([]byte, error) {
 	s := g.s
-	data := make([]byte, l.Length)
+	var data []byte
 	file := ""
 	if l.Loose {
+		data = make([]byte, l.Length)
 		_, file = loose.Path(s.dir, id)
 		if err := loose.Read(s.fs, file, data); err != nil {
 			return nil, err
 		}
 	} else {
 		file = s.jcfg.SegPath(uint64(l.Segment))
-		if l.Stored > 0 {
-			data = data[:l.Stored]
-		}
-		if err := g.r.ReadAt(uint64(l.Segment), l.Offset, data); err != nil {
-			return nil, errs.IO("gc: read "+id.String(), err)
-		}
 		var err error
-		if data, err = s.unpack(uint64(l.Segment), l.Offset, data, int64(l.Length), l.Stored); err != nil {
-			return nil, err
+		data, err = s.readInline(g.r, &g.groups, 0, inlineAt{uint64(l.Segment), l.Offset, int64(l.Length), l.Stored, l.Inner})
+		if err != nil {
+			return nil, errs.IO("gc: read "+id.String(), err)
 		}
 	}
 	if objects.IDOf(k, data) != id {
@@ -245,12 +241,13 @@ func (s *Store) readMoved(id ID, k objects.Kind, err error) (data []byte, ok boo
 	}
 	r := journal.NewReader(s.jcfg)
 	defer r.Close()
-	data = make([]byte, l.StoredLen())
-	if err := r.ReadAt(l.Seg, l.Off, data); err != nil {
-		return nil, false, nil
-	}
-	if data, err = s.unpack(l.Seg, l.Off, data, l.Size, l.Stored); err != nil {
+	data, err = s.readInline(r, nil, 0, inlineAt{l.Seg, l.Off, l.Size, l.Stored, l.Inner})
+	var ce *errs.CorruptError
+	if errors.As(err, &ce) {
 		return nil, true, err
+	}
+	if err != nil {
+		return nil, false, nil
 	}
 	if objects.IDOf(k, data) != id {
 		return nil, true, errs.Corrupt(s.jcfg.SegPath(l.Seg), l.Off, "%s %s does not hash to its id", k, id)

@@ -3,47 +3,64 @@ package index
 import (
 	"encoding/binary"
 	"errors"
+	"os"
 	"testing"
 
 	"github.com/swarmops/swarmops/core/objects"
 	"github.com/swarmops/swarmops/faultfs"
 )
 
-// TestCompressedRecordsRoundTripInRunsOfVersion2: an object record of a
-// compressed inline blob keeps its flag and stored length through a run
-// and a merge, and only a run holding one is written as version 2 (which
-// a build that predates compressed records refuses at open); version 1
-// runs still open. A record whose flags or stored length are impossible
-// is a *CorruptError, never a wrong location.
-func TestCompressedRecordsRoundTripInRunsOfVersion2(t *testing.T) {
+// v1Run is a run written by the build before compressed groups (version
+// 1, 56-byte object records): two objects, one of them loose, and a
+// changeset. It is kept as written then, with no regeneration switch:
+// this build cannot write version 1.
+const v1Run = "testdata/v1.run"
+
+// TestGroupRecordsRoundTripAndVersion1RunsStillOpen: an object record of
+// a blob in a compressed group keeps its flag, stored length and inner
+// offset through a run and a merge with a version 1 run, which still
+// opens and reads as it was written. A record whose flags, stored length
+// or inner offset are impossible is a *CorruptError, never a wrong
+// location.
+func TestGroupRecordsRoundTripAndVersion1RunsStillOpen(t *testing.T) {
 	mem := faultfs.NewMem()
-	plain := ObjRecord{ID: objects.ID{1}, Kind: objects.KindBlob, Loc: Loc{Segment: 3, Offset: 4096, Length: 5000}}
-	z := ObjRecord{ID: objects.ID{2}, Kind: objects.KindBlob, Loc: Loc{Segment: 3, Offset: 9000, Length: 65536, Stored: MaxStored}}
-	version := func(name string) uint32 { return binary.BigEndian.Uint32(readAll(t, mem, name)[8:]) }
-	r1, err := WriteRun(mem, "r1", 1, Batch{Objects: []ObjRecord{plain}})
+	v1, err := os.ReadFile(v1Run)
 	if err != nil {
 		t.Fatal(err)
 	}
+	writeAll(t, mem, "old", v1)
+	old, err := OpenRun(mem, "old")
+	if err != nil {
+		t.Fatalf("open a version 1 run: %v", err)
+	}
+	if err := old.Verify(); err != nil {
+		t.Fatal(err)
+	}
+	var oldObjs []ObjRecord
+	if err := (&View{runs: []*Run{old}}).ForEachObject(func(o ObjRecord) error { oldObjs = append(oldObjs, o); return nil }); err != nil || len(oldObjs) != 2 {
+		t.Fatalf("version 1 run: %d objects, %v; want 2", len(oldObjs), err)
+	}
+	z := ObjRecord{ID: objects.ID{2}, Kind: objects.KindBlob, Loc: Loc{Segment: 3, Offset: 9000, Length: 5000, Stored: 70_000, Inner: MaxGroup - 5000}}
 	r2, err := WriteRun(mem, "r2", 2, Batch{Objects: []ObjRecord{z}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := MergeRuns(mem, "m", 2, []*Run{r2, r1})
+	m, err := MergeRuns(mem, "m", 2, []*Run{r2, old})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v1, v2, vm := version("r1"), version("r2"), version("m"); v1 != 1 || v2 != 2 || vm != 2 {
-		t.Fatalf("run versions %d, %d, merged %d; want 1 without a compressed record, 2 with one", v1, v2, vm)
-	}
-	for _, r := range []*Run{r1, r2, m} {
-		if err := r.Verify(); err != nil {
-			t.Fatal(err)
+	for _, name := range []string{"r2", "m"} {
+		if v := binary.BigEndian.Uint32(readAll(t, mem, name)[8:]); v != runVersion {
+			t.Fatalf("%s is version %d; want %d", name, v, runVersion)
 		}
+	}
+	if err := m.Verify(); err != nil {
+		t.Fatal(err)
 	}
 	for _, c := range []struct {
 		r    *Run
 		want ObjRecord
-	}{{r1, plain}, {r2, z}, {m, plain}, {m, z}} {
+	}{{r2, z}, {m, z}, {m, oldObjs[0]}, {m, oldObjs[1]}, {old, oldObjs[1]}} {
 		got, ok, err := c.r.Object(c.want.ID)
 		if err != nil || !ok || got != c.want {
 			t.Fatalf("Object(%s): %+v %v %v; want %+v", c.want.ID, got, ok, err, c.want)
@@ -52,12 +69,14 @@ func TestCompressedRecordsRoundTripInRunsOfVersion2(t *testing.T) {
 	// Impossible records, resealed so only the structure check sees them.
 	b := readAll(t, mem, "r2")
 	at := int(binary.BigEndian.Uint64(b[24+32*tabObj:]))
-	for _, bad := range []func(rec []byte){
+	for i, bad := range []func(rec []byte){
 		func(rec []byte) { rec[33] = flagLoose | flagZ },
 		func(rec []byte) { rec[33] = 4 | flagZ },
-		func(rec []byte) { binary.BigEndian.PutUint16(rec[34:], 0) },
-		func(rec []byte) { binary.BigEndian.PutUint32(rec[48:], MaxStored) }, // stored not below size
-		func(rec []byte) { rec[33] = 0 },                                       // stored length without the flag
+		func(rec []byte) { rec[34] = 1 },
+		func(rec []byte) { binary.BigEndian.PutUint32(rec[52:], 0) },
+		func(rec []byte) { binary.BigEndian.PutUint32(rec[52:], MaxGroup+1) },
+		func(rec []byte) { binary.BigEndian.PutUint32(rec[56:], MaxGroup-4999) }, // past the group's end
+		func(rec []byte) { rec[33] = 0 },                                         // a group without the flag
 	} {
 		d := append([]byte(nil), b...)
 		rec := d[at : at+objRecSize]
@@ -69,7 +88,7 @@ func TestCompressedRecordsRoundTripInRunsOfVersion2(t *testing.T) {
 			t.Fatal(err)
 		}
 		if got, ok, err := r.Object(z.ID); !errors.Is(err, ErrCorrupt) {
-			t.Fatalf("damaged record read as %+v %v, %v; want ErrCorrupt", got, ok, err)
+			t.Fatalf("damage %d: read as %+v %v, %v; want ErrCorrupt", i, got, ok, err)
 		}
 		r.Close()
 	}

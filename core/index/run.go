@@ -15,14 +15,16 @@ import (
 )
 
 const (
-	runMagic    = "SWOIDX\x00\x01"
-	runVersion  = 1
-	// runVersionZ is the version of a run holding a compressed object
-	// record (flagZ): a build that predates them refuses the run at open
-	// ("version 2, want 1") instead of failing on one record later.
-	runVersionZ = 2
-	headerSize  = 256
-	headerCRCAt = headerSize - 4
+	runMagic = "SWOIDX\x00\x01"
+	// runVersion is the version this build writes: 64-byte object
+	// records, which can place a blob in a compressed group (flagZ). A
+	// build that predates them refuses such a run at open ("version 2,
+	// want 1"). Version 1 runs (56-byte object records, no groups) are
+	// read as they are.
+	runVersion   = 2
+	runVersionV1 = 1
+	headerSize   = 256
+	headerCRCAt  = headerSize - 4
 	// maxFanoutBits bounds the fanout table (2^24 entries, 128 MiB) so a
 	// corrupt header cannot ask for more.
 	maxFanoutBits = 24
@@ -41,7 +43,7 @@ type table struct {
 
 // header is the fixed first 256 bytes of a run.
 type header struct {
-	version  uint32 // runVersion, or runVersionZ; 0 writes runVersion
+	version  uint32 // runVersion, or runVersionV1 (read only)
 	meta     uint64
 	tables   [nTables]table
 	heapOff  int64
@@ -67,7 +69,7 @@ type filterLoc struct {
 func (h *header) encode() []byte {
 	b := make([]byte, headerSize)
 	copy(b, runMagic)
-	binary.BigEndian.PutUint32(b[8:], max(h.version, runVersion))
+	binary.BigEndian.PutUint32(b[8:], runVersion)
 	binary.BigEndian.PutUint64(b[16:], h.meta)
 	for i, t := range h.tables {
 		p := b[24+32*i:]
@@ -103,8 +105,8 @@ func decodeHeader(b []byte, size int64) (*header, string, int64) {
 		return nil, "bad magic", 0
 	}
 	v := binary.BigEndian.Uint32(b[8:])
-	if v != runVersion && v != runVersionZ {
-		return nil, fmt.Sprintf("version %d, want %d or %d", v, runVersion, runVersionZ), 8
+	if v != runVersion && v != runVersionV1 {
+		return nil, fmt.Sprintf("version %d, want %d or %d", v, runVersion, runVersionV1), 8
 	}
 	h := &header{version: v, meta: binary.BigEndian.Uint64(b[16:])}
 	h.heapOff = int64(binary.BigEndian.Uint64(b[120:]))
@@ -125,8 +127,12 @@ func decodeHeader(b []byte, size int64) (*header, string, int64) {
 			recSize:   binary.BigEndian.Uint32(p[28:]),
 		}
 		at := int64(24 + 32*i)
-		if t.recSize != uint32(recSizes[i]) {
-			return nil, fmt.Sprintf("table %d record size %d, want %d", i, t.recSize, recSizes[i]), at + 28
+		want := recSizes[i]
+		if i == tabObj && v == runVersionV1 {
+			want = objRecSizeV1
+		}
+		if t.recSize != uint32(want) {
+			return nil, fmt.Sprintf("table %d record size %d, want %d", i, t.recSize, want), at + 28
 		}
 		if t.bits > maxFanoutBits {
 			return nil, fmt.Sprintf("table %d fanout bits %d", i, t.bits), at + 24

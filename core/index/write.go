@@ -250,9 +250,6 @@ func writeIters(fsys vfs.FS, dst string, meta uint64, csCap, objCap uint64,
 		if err := validObj(&o); err != nil {
 			return false, err
 		}
-		if o.Loc.Stored > 0 {
-			w.h.version = runVersionZ
-		}
 		encodeObj(rec, &o)
 		return true, nil
 	})
@@ -409,7 +406,7 @@ type cursor struct {
 // are the same either way.
 func (r *Run) cursor(tab byte) *cursor {
 	n := min(r.h.tables[tab].count, scanChunk)
-	return &cursor{r: r, tab: tab, buf: make([]byte, n*uint64(recSizes[tab]))}
+	return &cursor{r: r, tab: tab, buf: make([]byte, n*uint64(r.h.tables[tab].recSize))}
 }
 
 // next returns the next record (valid until the following call), checking

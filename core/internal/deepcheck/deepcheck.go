@@ -56,9 +56,12 @@ type scannedFrame struct {
 type inlineObj struct {
 	id   objects.ID
 	kind objects.Kind
-	data []byte // the stored bytes: a zstd frame of size bytes when compressed
+	data []byte // the stored bytes: its group's zstd frame when z
 	size int64
-	z    bool
+	// z marks a blob of a compressed group, whose bytes are at inner in
+	// what data decodes to.
+	z     bool
+	inner int64
 	file string
 	off  int64
 }
@@ -73,12 +76,23 @@ func New(fsys vfs.FS, storeDir string, fresh *proj.Proj) *Check {
 		hashed: make(chan struct{}), badHash: map[objects.ID]bool{}}
 	go func() {
 		defer close(dc.hashed)
+		// A group's members come one after another: its frame is decoded
+		// once, for the first.
+		var frame, group []byte
+		var gerr error
 		for objs := range dc.hashCh {
 			for _, o := range objs {
 				data := o.data
 				if o.z {
-					var err error
-					if data, err = zblob.Decode(o.data, o.size); err != nil {
+					if len(frame) != len(o.data) || &frame[0] != &o.data[0] {
+						frame = o.data
+						group, gerr = zblob.Decode(frame)
+					}
+					err := gerr
+					if err == nil {
+						data, err = zblob.Member(group, o.inner, o.size)
+					}
+					if err != nil {
 						dc.badHash[o.id] = true
 						dc.hashPs = append(dc.hashPs, Problem{File: o.file, Offset: o.off, Object: o.id.String(),
 							Reason: fmt.Sprintf("compressed %s: %v", o.kind, err)})
@@ -105,7 +119,7 @@ func (dc *Check) Frame(fr *journal.Frame, file string, t *txn.Txn) {
 		if o.Loose {
 			continue
 		}
-		dc.batch = append(dc.batch, inlineObj{o.ID, o.Kind, o.Data, o.Size, o.Stored > 0, file, base + int64(o.Off)})
+		dc.batch = append(dc.batch, inlineObj{o.ID, o.Kind, o.Data, o.Size, o.Stored > 0, int64(o.Inner), file, base + int64(o.Off)})
 		if len(dc.batch) >= 1024 {
 			dc.hashCh <- dc.batch
 			dc.batch = nil

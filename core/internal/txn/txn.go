@@ -33,13 +33,16 @@
 // does:
 //
 //	object in the body: kind u8 (blob) | flags u8 (2) | id [32] | len uvarint
-//	compressed:         kind u8 (blob) | flags u8 (3) | id [32] | len uvarint | stored uvarint
+//	in a group:         kind u8 (blob) | flags u8 (3) | id [32] | len uvarint | stored uvarint
 //
-// A body blob whose zstd frame is smaller than it (and at most
-// zblob.MaxStored bytes) is stored as that frame, flags 3: the head gives
-// its decoded size (len) and the frame's length (stored), and the body
-// holds the frame. A reader that predates flags 3 refuses the frame as
-// malformed (corruption), never misreads it.
+// Consecutive body blobs of at most zblob.GroupMax bytes together form a
+// group, stored as one zstd frame of their bytes when that is smaller
+// (flags 3). The group's first member gives the frame's length (stored >
+// 0) and the frame takes its place in the body; each later member gives
+// stored 0 and takes no body bytes: its bytes follow the previous
+// member's in what the frame decodes to. A body blob stored as it is
+// (flags 2) ends a group. A reader that predates flags 3 refuses the
+// frame as malformed (corruption), never misreads it.
 //
 // Replay reads only the head: what it keeps of a blob is its id, size and
 // place (with its stored length), and the id it would otherwise hash the
@@ -95,10 +98,11 @@ type Obj struct {
 	ID    objects.ID
 	Data  []byte // encoding; nil if loose; the stored bytes if Stored > 0
 	Size  int64  // the encoding's length, or the loose file's size
-	// Stored is the length of a compressed body blob's zstd frame (flags
-	// 3), set by encode and decode: Data, when decoded, is that frame, and
-	// Off its offset. 0: not compressed.
-	Stored int
+	// Stored is the length of the zstd frame of a body blob's compressed
+	// group (flags 3), set by encode and decode: Off is the frame's
+	// offset, Data, when decoded, the frame, and Inner where the blob's
+	// bytes start in what it decodes to. 0: not compressed.
+	Stored, Inner int
 	// Off is the offset of Data inside the payload, set by Encode and by
 	// Decode: the projection locates an inline object in its segment by
 	// it.
@@ -167,31 +171,24 @@ func EncodePayload(t *Txn) ([]byte, int) {
 	return encode(t, blobs > SplitAbove)
 }
 
-// encode is Encode, with inline blobs in the body when split, each
-// compressed when that pays (zblob.Append).
+// encode is Encode, with inline blobs in the body when split, in
+// compressed groups when that pays (planBody).
 func encode(t *Txn, split bool) ([]byte, int) {
 	n := 1 + 8 + 10 + 10
 	inBody := func(o Obj) bool { return split && !o.Loose && o.Kind == objects.KindBlob }
-	// z holds the compressed body blobs, zEnd[i] the end of object i's
-	// frame in z (0: object i is not compressed).
-	var z []byte
-	var zEnd []int
+	var pl bodyPlan
 	if split {
-		zEnd = make([]int, len(t.Objs))
+		pl = planBody(t.Objs)
 	}
 	for i, o := range t.Objs {
-		t.Objs[i].Stored = 0
-		if inBody(o) {
-			var ok bool
-			if z, ok = zblob.Append(z, o.Data); ok {
-				zEnd[i] = len(z)
-				n += 2 + 32 + 20
-				continue
-			}
+		t.Objs[i].Stored, t.Objs[i].Inner = 0, 0
+		if split && pl.first[i] >= 0 {
+			n += 2 + 32 + 20
+			continue
 		}
 		n += 2 + 32 + 10 + len(o.Data)
 	}
-	n += len(z)
+	n += len(pl.z)
 	for _, m := range t.Moves {
 		n += 10 + len(m.Name) + 64
 	}
@@ -207,16 +204,15 @@ func encode(t *Txn, split bool) ([]byte, int) {
 	}
 	b = binary.LittleEndian.AppendUint64(b, uint64(t.Time.UnixNano()))
 	b = binary.AppendUvarint(b, uint64(len(t.Objs)))
-	zStart := 0
 	for i, o := range t.Objs {
 		var fl byte
 		switch {
 		case o.Loose:
 			fl = flagLoose
-		case inBody(o) && zEnd[i] > 0:
+		case inBody(o) && pl.first[i] >= 0:
 			fl = flagBodyZ
-			t.Objs[i].Stored = zEnd[i] - zStart
-			zStart = zEnd[i]
+			f := pl.first[i]
+			t.Objs[i].Stored, t.Objs[i].Inner = pl.end[f]-pl.start[f], pl.inner[i]
 		case inBody(o):
 			fl = flagBody
 		}
@@ -226,7 +222,13 @@ func encode(t *Txn, split bool) ([]byte, int) {
 		}
 		b = binary.AppendUvarint(b, uint64(o.Size))
 		if fl == flagBodyZ {
-			b = binary.AppendUvarint(b, uint64(t.Objs[i].Stored))
+			// The group's first member carries its frame's length;
+			// the others 0.
+			stored := 0
+			if pl.first[i] == i {
+				stored = t.Objs[i].Stored
+			}
+			b = binary.AppendUvarint(b, uint64(stored))
 		}
 		if fl == 0 {
 			t.Objs[i].Off = len(b)
@@ -238,20 +240,80 @@ func encode(t *Txn, split bool) ([]byte, int) {
 		return b, 0
 	}
 	head := len(b)
-	zStart = 0
 	for i, o := range t.Objs {
-		switch {
+		switch f := pl.first[i]; {
 		case !inBody(o):
-		case zEnd[i] > 0:
+		case f == i:
 			t.Objs[i].Off = len(b)
-			b = append(b, z[zStart:zEnd[i]]...)
-			zStart = zEnd[i]
+			b = append(b, pl.z[pl.start[i]:pl.end[i]]...)
+		case f >= 0:
+			t.Objs[i].Off = t.Objs[f].Off
 		default:
 			t.Objs[i].Off = len(b)
 			b = append(b, o.Data...)
 		}
 	}
 	return b, head
+}
+
+// bodyPlan is how a split payload's body holds its blobs: first[i] is the
+// index of the first member of object i's compressed group, or -1 when
+// object i is not in one (not a body blob, or stored as it is); for a
+// group's first member f, z[start[f]:end[f]] is the group's zstd frame;
+// inner[i] is where member i's bytes start in what the frame decodes to.
+type bodyPlan struct {
+	first, start, end, inner []int
+	z                        []byte
+}
+
+// planBody groups the body blobs of objs, in their order, into runs of
+// at most zblob.GroupMax bytes, and compresses each run as one frame when
+// that pays. A blob bigger than a group is stored as it is, and so is
+// every blob of a group whose frame would not be smaller, so a stored
+// blob, like a non-body object, never sits inside a group.
+func planBody(objs []Obj) bodyPlan {
+	pl := bodyPlan{first: make([]int, len(objs)), start: make([]int, len(objs)), end: make([]int, len(objs)), inner: make([]int, len(objs))}
+	var cur []int
+	var buf []byte
+	flush := func() {
+		if len(cur) == 0 {
+			return
+		}
+		buf = buf[:0]
+		for _, i := range cur {
+			pl.inner[i] = len(buf)
+			buf = append(buf, objs[i].Data...)
+		}
+		at := len(pl.z)
+		var ok bool
+		if pl.z, ok = zblob.Append(pl.z, buf); ok {
+			f := cur[0]
+			pl.start[f], pl.end[f] = at, len(pl.z)
+			for _, i := range cur {
+				pl.first[i] = f
+			}
+		}
+		cur = cur[:0]
+	}
+	size := 0
+	for i, o := range objs {
+		pl.first[i] = -1
+		if o.Loose || o.Kind != objects.KindBlob {
+			continue
+		}
+		switch {
+		case len(o.Data) > zblob.GroupMax:
+			flush()
+			size = 0
+		case size+len(o.Data) > zblob.GroupMax:
+			flush()
+			cur, size = append(cur, i), len(o.Data)
+		default:
+			cur, size = append(cur, i), size+len(o.Data)
+		}
+	}
+	flush()
+	return pl
 }
 
 // encodeMoves appends t's moves and origin.
@@ -335,6 +397,9 @@ func decode(t *Txn, p []byte, head, total int, headOnly bool) error {
 	pos := 0
 	whole := p
 	body := 0 // the next body object's offset in the payload
+	// gOff and gStored locate the current compressed group's frame (0:
+	// none), gInner is where its next member starts in what it decodes to.
+	var gOff, gStored, gInner int
 	if head > 0 {
 		if head > len(p) || (!headOnly && len(p) != total) || (headOnly && len(p) != head) {
 			return fmt.Errorf("%w: head of %d bytes in a payload of %d (%d read)", ErrMalformed, head, total, len(p))
@@ -389,12 +454,31 @@ func decode(t *Txn, p []byte, head, total int, headOnly bool) error {
 		}
 		o.Size = int64(sz)
 		if compressed {
-			if sz, ok = uv(); !ok || sz == 0 || sz > zblob.MaxStored || int64(sz) >= o.Size {
-				return fail("bad stored length of a compressed object")
+			st, ok := uv()
+			switch {
+			case !ok || st > zblob.GroupMax:
+				return fail("bad stored length of a compressed group")
+			case st > 0: // a group's first member: the group's frame is next in the body
+				if uint64(total-body) < st {
+					return fail("compressed group past the end of the payload")
+				}
+				gOff, gStored, gInner = body, int(st), 0
+				body += int(st)
+			case gStored == 0:
+				return fail("compressed object outside a group")
 			}
-			o.Stored = int(sz)
+			if uint64(gInner)+sz > zblob.GroupMax {
+				return fail("compressed group of more than zblob.GroupMax bytes")
+			}
+			o.Off, o.Stored, o.Inner = gOff, gStored, gInner
+			gInner += int(sz)
+			if !headOnly {
+				o.Data = whole[gOff : gOff+gStored]
+			}
+		} else if inBody {
+			gStored = 0 // a body blob stored as it is ends the group
 		}
-		if inBody {
+		if inBody && !compressed {
 			if uint64(total-body) < sz {
 				return fail("body object past the end of the payload")
 			}

@@ -29,27 +29,27 @@ func noise(n int, seed uint64) []byte {
 	return b
 }
 
-// TestBlobsAreCompressedOnlyWhenItPays: a compressible blob is appended
-// as a smaller frame that decodes to it; an incompressible one, one too
-// small to gain, and one whose frame would pass MaxStored are refused and
-// leave dst as it was.
-func TestBlobsAreCompressedOnlyWhenItPays(t *testing.T) {
+// TestGroupsAreCompressedOnlyWhenItPays: a compressible group is appended
+// as a smaller frame that decodes to it, and each member reads back at
+// its offset; an incompressible group, one too small to gain and one over
+// GroupMax are refused and leave dst as it was.
+func TestGroupsAreCompressedOnlyWhenItPays(t *testing.T) {
 	prefix := []byte("before")
 	for _, c := range []struct {
-		name string
-		blob []byte
-		want bool
+		name  string
+		group []byte
+		want  bool
 	}{
 		{"text", text(20_000, 1), true},
-		{"text of 64 KiB", text(64<<10, 2), true},
+		{"a full group", text(GroupMax, 2), true},
 		{"noise", noise(5_000, 3), false},
 		{"one byte", []byte("x"), false},
 		{"empty", nil, false},
-		{"frame over MaxStored", append(text(10_000, 4), noise(70_000, 5)...), false},
+		{"over GroupMax", text(GroupMax+1, 4), false},
 	} {
-		out, ok := Append(bytes.Clone(prefix), c.blob)
+		out, ok := Append(bytes.Clone(prefix), c.group)
 		if ok != c.want {
-			t.Fatalf("%s: Append of %d bytes: %v (frame of %d); want %v", c.name, len(c.blob), ok, len(out)-len(prefix), c.want)
+			t.Fatalf("%s: Append of %d bytes: %v (frame of %d); want %v", c.name, len(c.group), ok, len(out)-len(prefix), c.want)
 		}
 		if !bytes.HasPrefix(out, prefix) {
 			t.Fatalf("%s: Append changed dst's bytes", c.name)
@@ -61,74 +61,99 @@ func TestBlobsAreCompressedOnlyWhenItPays(t *testing.T) {
 			continue
 		}
 		z := out[len(prefix):]
-		if len(z) >= len(c.blob) || len(z) > MaxStored {
-			t.Fatalf("%s: frame of %d bytes for %d", c.name, len(z), len(c.blob))
+		got, err := Decode(z)
+		if err != nil || !bytes.Equal(got, c.group) || len(z) >= len(c.group) {
+			t.Fatalf("%s: a frame of %d bytes decodes to %d bytes, %v; want the group's %d back", c.name, len(z), len(got), err, len(c.group))
 		}
-		got, err := Decode(z, int64(len(c.blob)))
-		if err != nil || !bytes.Equal(got, c.blob) {
-			t.Fatalf("%s: decode: %d bytes, %v; want the blob back", c.name, len(got), err)
+		m, err := Member(got, 100, 50)
+		if err != nil || !bytes.Equal(m, c.group[100:150]) {
+			t.Fatalf("%s: member at 100: %q, %v", c.name, m, err)
 		}
 	}
 }
 
 // TestDamagedFramesAreErrorsNeverPanics: a frame with any bit flipped,
-// cut short, with bytes after it, or decoded with a size other than its
-// own, is ErrDecode or (a flip the frame's checks cannot see) exactly
-// size bytes, which the store's id check then rejects; never a panic,
-// never another length.
+// cut short, or with bytes after it, is ErrDecode or (a flip the frame's
+// checks cannot see) exactly the bytes its header declares, at most
+// GroupMax, which the store's id check then rejects; never a panic. A
+// member outside the group is ErrDecode.
 func TestDamagedFramesAreErrorsNeverPanics(t *testing.T) {
-	blob := text(6_000, 7)
-	z, ok := Append(nil, blob)
+	group := text(6_000, 7)
+	z, ok := Append(nil, group)
 	if !ok {
-		t.Fatal("test blob does not compress")
+		t.Fatal("test group does not compress")
 	}
-	n := int64(len(blob))
-	check := func(what string, z []byte, size int64) {
-		got, err := Decode(z, size)
+	check := func(what string, z []byte) {
+		got, err := Decode(z)
 		if err != nil {
 			if !errors.Is(err, ErrDecode) {
 				t.Fatalf("%s: %v; want ErrDecode", what, err)
 			}
 			return
 		}
-		if int64(len(got)) != size {
-			t.Fatalf("%s: %d bytes without an error; want %d", what, len(got), size)
+		if len(got) > GroupMax {
+			t.Fatalf("%s: %d bytes without an error; want at most GroupMax", what, len(got))
 		}
 	}
 	for i := range len(z) * 8 {
 		d := bytes.Clone(z)
 		d[i/8] ^= 1 << (i % 8)
-		check("flip", d, n)
+		check("flip", d)
 	}
 	for i := range len(z) {
-		check("cut", z[:i], n)
+		check("cut", z[:i])
 	}
-	check("trailing bytes", append(bytes.Clone(z), 1, 2, 3), n)
-	check("a second frame", append(bytes.Clone(z), z...), n)
-	for _, size := range []int64{0, n - 1, n + 1, 2 * n, -1, 1 << 40} {
-		if _, err := Decode(z, size); !errors.Is(err, ErrDecode) {
-			t.Fatalf("decode as %d bytes (it is %d): %v; want ErrDecode", size, n, err)
+	if _, err := Decode(append(bytes.Clone(z), z...)); !errors.Is(err, ErrDecode) {
+		t.Fatalf("two frames: %v; want ErrDecode (more than the first declares)", err)
+	}
+	check("trailing bytes", append(bytes.Clone(z), 1, 2, 3))
+	for _, m := range [][2]int64{{0, 6_001}, {5_999, 2}, {-1, 1}, {1, -1}, {1 << 40, 1}} {
+		if _, err := Member(group, m[0], m[1]); !errors.Is(err, ErrDecode) {
+			t.Fatalf("member %d+%d of a %d-byte group: %v; want ErrDecode", m[0], m[1], len(group), err)
 		}
 	}
 }
 
-// FuzzDecode: arbitrary bytes and sizes never panic, and what decodes is
-// exactly the size asked for.
+// TestTheCacheServesOnlyItsKeys: a cached group is served for its key
+// alone (epoch, segment, offset), the oldest of more than four is
+// dropped, and a nil cache holds nothing.
+func TestTheCacheServesOnlyItsKeys(t *testing.T) {
+	var c Cache
+	for i := range 5 {
+		c.Put(Key{Epoch: 1, Seg: 2, Off: int64(i)}, []byte{byte(i)})
+	}
+	if _, ok := c.Get(Key{Epoch: 1, Seg: 2, Off: 0}); ok {
+		t.Fatal("the oldest of five groups is still cached")
+	}
+	if g, ok := c.Get(Key{Epoch: 1, Seg: 2, Off: 4}); !ok || g[0] != 4 {
+		t.Fatalf("the newest group: %v %v", g, ok)
+	}
+	for _, k := range []Key{{Epoch: 2, Seg: 2, Off: 4}, {Epoch: 1, Seg: 3, Off: 4}, {Epoch: 1, Seg: 2, Off: 5}} {
+		if _, ok := c.Get(k); ok {
+			t.Fatalf("served %+v, which was never put", k)
+		}
+	}
+	var n *Cache
+	n.Put(Key{}, []byte{1})
+	if _, ok := n.Get(Key{}); ok {
+		t.Fatal("a nil cache served a group")
+	}
+}
+
+// FuzzDecode: arbitrary bytes never panic, and what decodes is at most
+// GroupMax bytes.
 func FuzzDecode(f *testing.F) {
 	for i, b := range [][]byte{text(3_000, 8), text(40_000, 9), append(text(500, 10), noise(500, 11)...)} {
 		z, ok := Append(nil, b)
 		if !ok {
 			f.Fatalf("seed %d does not compress", i)
 		}
-		f.Add(z, int64(len(b)))
+		f.Add(z)
 	}
-	f.Fuzz(func(t *testing.T, z []byte, size int64) {
-		if size > 1<<20 {
-			size %= 1 << 20
-		}
-		got, err := Decode(z, size)
-		if err == nil && int64(len(got)) != size {
-			t.Fatalf("decoded %d bytes without an error; want %d", len(got), size)
+	f.Fuzz(func(t *testing.T, z []byte) {
+		got, err := Decode(z)
+		if err == nil && len(got) > GroupMax {
+			t.Fatalf("decoded %d bytes; want at most GroupMax", len(got))
 		}
 		if err != nil && !errors.Is(err, ErrDecode) {
 			t.Fatalf("%v; want ErrDecode", err)
