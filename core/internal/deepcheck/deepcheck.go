@@ -62,8 +62,8 @@ type inlineObj struct {
 	// what data decodes to.
 	z     bool
 	inner int64
-	file string
-	off  int64
+	file  string
+	off   int64
 }
 
 // deepWorkers is how many goroutines check references after the scan.
