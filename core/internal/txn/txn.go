@@ -61,6 +61,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/swarmops/swarmops/core/internal/zblob"
@@ -270,49 +273,65 @@ type bodyPlan struct {
 // at most zblob.GroupMax bytes, and compresses each run as one frame when
 // that pays. A blob bigger than a group is stored as it is, and so is
 // every blob of a group whose frame would not be smaller, so a stored
-// blob, like a non-body object, never sits inside a group.
+// blob, like a non-body object, never sits inside a group. The groups are
+// compressed on up to GOMAXPROCS goroutines: an import's frame spends
+// most of its encoding there.
 func planBody(objs []Obj) bodyPlan {
 	pl := bodyPlan{first: make([]int, len(objs)), start: make([]int, len(objs)), end: make([]int, len(objs)), inner: make([]int, len(objs))}
+	var groups [][]int
 	var cur []int
-	var buf []byte
-	flush := func() {
-		if len(cur) == 0 {
-			return
-		}
-		buf = buf[:0]
-		for _, i := range cur {
-			pl.inner[i] = len(buf)
-			buf = append(buf, objs[i].Data...)
-		}
-		at := len(pl.z)
-		var ok bool
-		if pl.z, ok = zblob.Append(pl.z, buf); ok {
-			f := cur[0]
-			pl.start[f], pl.end[f] = at, len(pl.z)
-			for _, i := range cur {
-				pl.first[i] = f
-			}
-		}
-		cur = cur[:0]
-	}
 	size := 0
 	for i, o := range objs {
 		pl.first[i] = -1
 		if o.Loose || o.Kind != objects.KindBlob {
 			continue
 		}
-		switch {
-		case len(o.Data) > zblob.GroupMax:
-			flush()
-			size = 0
-		case size+len(o.Data) > zblob.GroupMax:
-			flush()
-			cur, size = append(cur, i), len(o.Data)
-		default:
+		if len(o.Data) > zblob.GroupMax || size+len(o.Data) > zblob.GroupMax {
+			if len(cur) > 0 {
+				groups = append(groups, cur)
+			}
+			cur, size = nil, 0
+		}
+		if len(o.Data) <= zblob.GroupMax {
+			pl.inner[i] = size
 			cur, size = append(cur, i), size+len(o.Data)
 		}
 	}
-	flush()
+	if len(cur) > 0 {
+		groups = append(groups, cur)
+	}
+	frames := make([][]byte, len(groups))
+	var wg sync.WaitGroup
+	next := atomic.Int64{}
+	for range min(runtime.GOMAXPROCS(0), len(groups)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var buf []byte
+			for g := int(next.Add(1) - 1); g < len(groups); g = int(next.Add(1) - 1) {
+				buf = buf[:0]
+				for _, i := range groups[g] {
+					buf = append(buf, objs[i].Data...)
+				}
+				if z, ok := zblob.Append(nil, buf); ok {
+					frames[g] = z
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	for g, z := range frames {
+		if z == nil {
+			continue
+		}
+		f := groups[g][0]
+		pl.start[f] = len(pl.z)
+		pl.z = append(pl.z, z...)
+		pl.end[f] = len(pl.z)
+		for _, i := range groups[g] {
+			pl.first[i] = f
+		}
+	}
 	return pl
 }
 
