@@ -160,3 +160,18 @@ func FuzzDecode(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkDecodeGroup is what a read of a blob of a full group costs
+// when the group is not cached: one decode of GroupMax bytes.
+func BenchmarkDecodeGroup(b *testing.B) {
+	z, ok := Append(nil, text(GroupMax, 12))
+	if !ok {
+		b.Fatal("the group does not compress")
+	}
+	b.SetBytes(GroupMax)
+	for b.Loop() {
+		if _, err := Decode(z); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
