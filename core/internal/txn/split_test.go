@@ -187,3 +187,28 @@ func TestMalformedGroupsAreRefused(t *testing.T) {
 		}
 	}
 }
+
+// FuzzDecodeFrame: arbitrary payloads, heads and lengths never panic, and
+// a blob of a compressed group that decodes lies inside the payload, in a
+// group of at most GroupMax bytes.
+func FuzzDecodeFrame(f *testing.F) {
+	p, head := EncodePayload(splitTxn())
+	f.Add(p, head, false)
+	f.Add(p[:head], head, true)
+	f.Add(Encode(splitTxn()), 0, false)
+	f.Fuzz(func(t *testing.T, p []byte, head int, headOnly bool) {
+		total := len(p)
+		if headOnly && head >= 0 && head < len(p) {
+			p = p[:head]
+		}
+		var tx Txn
+		if DecodeFrame(&tx, &journal.Frame{Payload: p, Len: total, Head: head, HeadOnly: headOnly}) != nil {
+			return
+		}
+		for i, o := range tx.Objs {
+			if o.Stored > 0 && (o.Off < 0 || o.Off+o.Stored > total || o.Inner+int(o.Size) > zblob.GroupMax) {
+				t.Fatalf("object %d: a group of %d bytes at %d of %d, member %d+%d", i, o.Stored, o.Off, total, o.Inner, o.Size)
+			}
+		}
+	})
+}
