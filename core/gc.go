@@ -10,6 +10,7 @@ import (
 	"github.com/swarmops/swarmops/core/internal/ckpt"
 	"github.com/swarmops/swarmops/core/internal/errs"
 	"github.com/swarmops/swarmops/core/internal/txn"
+	"github.com/swarmops/swarmops/core/internal/zblob"
 	"github.com/swarmops/swarmops/core/journal"
 	"github.com/swarmops/swarmops/internal/testknobs"
 )
@@ -76,10 +77,11 @@ func (s *Store) GC(opts GCOptions) (*GCReport, error) {
 
 // gc is one garbage collection's state.
 type gc struct {
-	s    *Store
-	opts GCOptions
-	rep  *GCReport
-	live map[ID]bool
+	s      *Store
+	groups zblob.Cache // groups decoded by readAt
+	opts   GCOptions
+	rep    *GCReport
+	live   map[ID]bool
 	// cut is the first segment kept: every earlier one is reclaimed.
 	cut uint64
 	// x0 is the index of the checkpoint gc starts with: its records are

@@ -1,6 +1,7 @@
 package core
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -81,13 +82,30 @@ func (g *gc) copyForward() error {
 		cc := c
 		return add(c.ID, objects.KindChangeset, c.Loc, gcCopy{cs: &cc})
 	})
+	// Blobs and trees are copied in the order of their bytes in the
+	// journal, not of their ids: the blobs of a compressed group are then
+	// read one after another (one decode of the group, not one a blob)
+	// and land in a group together again.
+	var objs []index.ObjRecord
 	if err == nil {
 		err = g.x0.ForEachObject(func(o index.ObjRecord) error {
-			return add(o.ID, o.Kind, o.Loc, gcCopy{obj: o})
+			if g.live[o.ID] && (o.Loc.Loose || g.reclaimed(o.Loc)) {
+				objs = append(objs, o)
+			}
+			return nil
 		})
 	}
 	if err != nil {
 		return errs.Index("gc: read index runs", err)
+	}
+	slices.SortFunc(objs, func(a, b index.ObjRecord) int {
+		x, y := a.Loc, b.Loc
+		return cmp.Or(cmp.Compare(x.Segment, y.Segment), cmp.Compare(x.Offset, y.Offset), cmp.Compare(x.Inner, y.Inner))
+	})
+	for _, o := range objs {
+		if err := add(o.ID, o.Kind, o.Loc, gcCopy{obj: o}); err != nil {
+			return err
+		}
 	}
 	return flush()
 }
@@ -119,7 +137,8 @@ func (g *gc) copyLocs(pos journal.Pos, seq, limit uint64) (index.Batch, error) {
 			if !ok || c.seq != fr.Seq {
 				continue
 			}
-			loc := index.Loc{Segment: uint32(fr.Pos.Seg), Offset: base + int64(o.Off), Length: uint32(o.Size)}
+			loc := index.Loc{Segment: uint32(fr.Pos.Seg), Offset: base + int64(o.Off), Length: uint32(o.Size), Stored: uint32(o.Stored),
+				Inner: uint32(o.Inner)}
 			if o.Loose {
 				loc = index.Loc{Length: uint32(o.Size), Loose: true}
 			}

@@ -136,14 +136,18 @@ func (v *verifier) seedRefs(base uint64) error {
 // also holds elsewhere, or a changeset whose first frame was collected.
 func (v *verifier) holds(id ID, l proj.Loc) bool {
 	s := v.s
-	data := make([]byte, l.Size)
+	var data []byte
 	if l.Loose {
+		data = make([]byte, l.Size)
 		_, file := loose.Path(s.dir, id)
 		if loose.Read(s.fs, file, data) != nil {
 			return false
 		}
-	} else if s.view.reader.ReadAt(l.Seg, l.Off, data) != nil {
-		return false
+	} else {
+		var err error
+		if data, err = s.readInline(s.view.reader, nil, 0, inlineAt{l.Seg, l.Off, l.Size, l.Stored, l.Inner}); err != nil {
+			return false
+		}
 	}
 	return objects.IDOf(l.Kind, data) == id
 }

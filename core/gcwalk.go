@@ -41,16 +41,19 @@ func (g *gc) read(id ID, k objects.Kind) ([]byte, error) {
 // readAt reads the bytes of id at l and checks them against the id.
 func (g *gc) readAt(id ID, k objects.Kind, l index.Loc) ([]byte, error) {
 	s := g.s
-	data := make([]byte, l.Length)
+	var data []byte
 	file := ""
 	if l.Loose {
+		data = make([]byte, l.Length)
 		_, file = loose.Path(s.dir, id)
 		if err := loose.Read(s.fs, file, data); err != nil {
 			return nil, err
 		}
 	} else {
 		file = s.jcfg.SegPath(uint64(l.Segment))
-		if err := g.r.ReadAt(uint64(l.Segment), l.Offset, data); err != nil {
+		var err error
+		data, err = s.readInline(g.r, &g.groups, 0, inlineAt{uint64(l.Segment), l.Offset, int64(l.Length), l.Stored, l.Inner})
+		if err != nil {
 			return nil, errs.IO("gc: read "+id.String(), err)
 		}
 	}
@@ -238,8 +241,12 @@ func (s *Store) readMoved(id ID, k objects.Kind, err error) (data []byte, ok boo
 	}
 	r := journal.NewReader(s.jcfg)
 	defer r.Close()
-	data = make([]byte, l.Size)
-	if err := r.ReadAt(l.Seg, l.Off, data); err != nil {
+	data, err = s.readInline(r, nil, 0, inlineAt{l.Seg, l.Off, l.Size, l.Stored, l.Inner})
+	var ce *errs.CorruptError
+	if errors.As(err, &ce) {
+		return nil, true, err
+	}
+	if err != nil {
 		return nil, false, nil
 	}
 	if objects.IDOf(k, data) != id {

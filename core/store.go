@@ -18,6 +18,7 @@ import (
 	"github.com/swarmops/swarmops/core/internal/state"
 	"github.com/swarmops/swarmops/core/internal/treebuild"
 	"github.com/swarmops/swarmops/core/internal/writelock"
+	"github.com/swarmops/swarmops/core/internal/zblob"
 	"github.com/swarmops/swarmops/core/journal"
 	"github.com/swarmops/swarmops/core/objects"
 	"github.com/swarmops/swarmops/core/vfs"
@@ -60,6 +61,10 @@ type Store struct {
 	pipe   *pipeline.Pipeline
 	syncer *groupsync.Syncer
 	recent treebuild.Recent
+	// groups keeps the last compressed groups of inline blobs a read
+	// decoded (zblob.Cache): a checkout or export reads a group's blobs
+	// one after another.
+	groups zblob.Cache
 
 	// view is this process's projection of the journal.
 	view struct {

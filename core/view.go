@@ -1,6 +1,7 @@
 package core
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 
@@ -9,6 +10,7 @@ import (
 	"github.com/swarmops/swarmops/core/internal/loose"
 	"github.com/swarmops/swarmops/core/internal/reflog"
 	"github.com/swarmops/swarmops/core/internal/state"
+	"github.com/swarmops/swarmops/core/internal/zblob"
 	"github.com/swarmops/swarmops/core/journal"
 	"github.com/swarmops/swarmops/core/objects"
 	"github.com/swarmops/swarmops/core/refs"
@@ -168,16 +170,23 @@ func (s *Store) readObjectSeq(id ID, k objects.Kind, maxSeq uint64, catchUp bool
 	if l.Kind != k {
 		return nil, 0, fmt.Errorf("%w: %s is a %s, not a %s", ErrNotFound, id, l.Kind, k)
 	}
-	data := make([]byte, l.Size)
+	var data []byte
 	var file string
 	var off int64
 	if l.Loose {
+		data = make([]byte, l.Size)
 		_, file = loose.Path(s.dir, id)
 		if err := loose.Read(s.fs, file, data); err != nil {
 			return nil, 0, err
 		}
 	} else {
-		if err := s.view.reader.ReadAt(l.Seg, l.Off, data); err != nil {
+		var err error
+		data, err = s.readInline(s.view.reader, &s.groups, s.view.epoch, inlineAt{l.Seg, l.Off, l.Size, l.Stored, l.Inner})
+		var ce *errs.CorruptError
+		if errors.As(err, &ce) {
+			return nil, 0, err
+		}
+		if err != nil {
 			if moved, ok, merr := s.readMoved(id, k, err); ok || merr != nil {
 				return moved, l.Seq, merr
 			}
@@ -191,6 +200,52 @@ func (s *Store) readObjectSeq(id ID, k objects.Kind, maxSeq uint64, catchUp bool
 		return nil, 0, errs.Corrupt(file, off, "%s %s does not hash to its id", k, id)
 	}
 	return data, l.Seq, nil
+}
+
+// inlineAt is where an inline object is: its segment and offset, its
+// size, and for a blob of a compressed group the group's stored length
+// and the blob's place in what the group decodes to (proj.Loc and
+// index.Loc both say it).
+type inlineAt struct {
+	seg           uint64
+	off, size     int64
+	stored, inner uint32
+}
+
+// readInline reads the inline object at a through r: its encoding, or,
+// for a blob of a compressed group, its bytes in what the group's zstd
+// frame decodes to (cache, when not nil, keeps the last groups decoded,
+// under the epoch of the projection that located them). A read error is
+// returned as it is, for the caller to wrap; a frame that does not
+// decode, or does not hold the blob, is a *CorruptError naming the
+// segment and the frame's offset, never a panic. The caller still checks
+// the bytes against the id.
+func (s *Store) readInline(r *journal.Reader, cache *zblob.Cache, epoch uint64, a inlineAt) ([]byte, error) {
+	if a.stored == 0 {
+		data := make([]byte, a.size)
+		if err := r.ReadAt(a.seg, a.off, data); err != nil {
+			return nil, err
+		}
+		return data, nil
+	}
+	key := zblob.Key{Epoch: epoch, Seg: a.seg, Off: a.off}
+	group, ok := cache.Get(key)
+	if !ok {
+		z := make([]byte, a.stored)
+		if err := r.ReadAt(a.seg, a.off, z); err != nil {
+			return nil, err
+		}
+		var err error
+		if group, err = zblob.Decode(z); err != nil {
+			return nil, errs.Corrupt(s.jcfg.SegPath(a.seg), a.off, "compressed group of %d bytes: %v", a.stored, err)
+		}
+		cache.Put(key, group)
+	}
+	data, err := zblob.Member(group, int64(a.inner), a.size)
+	if err != nil {
+		return nil, errs.Corrupt(s.jcfg.SegPath(a.seg), a.off, "compressed group of %d bytes: %v", a.stored, err)
+	}
+	return bytes.Clone(data), nil
 }
 
 // refsAt returns the ref table, exact at seq: a table restored from (or

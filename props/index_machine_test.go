@@ -86,6 +86,18 @@ func drawLoc(t *rapid.T, label string) index.Loc {
 	}
 }
 
+// drawObjLoc is drawLoc for a blob or tree, which may also be a blob of a
+// compressed group (stored length and inner offset, core/internal/zblob).
+func drawObjLoc(t *rapid.T, label string) index.Loc {
+	l := drawLoc(t, label)
+	if !l.Loose && rapid.Bool().Draw(t, label+" grouped") {
+		l.Stored = rapid.Uint32Range(1, index.MaxGroup).Draw(t, label+" stored")
+		l.Length = rapid.Uint32Range(0, index.MaxGroup).Draw(t, label+" member length")
+		l.Inner = rapid.Uint32Range(0, index.MaxGroup-l.Length).Draw(t, label+" inner")
+	}
+	return l
+}
+
 func (im *indexMachine) add(t *rapid.T) {
 	var b index.Batch
 	var csIDs []objects.ID
@@ -125,7 +137,7 @@ func (im *indexMachine) add(t *rapid.T) {
 			b.Objects = append(b.Objects, old)
 			continue
 		}
-		b.Objects = append(b.Objects, index.ObjRecord{ID: id, Kind: rapid.SampledFrom([]objects.Kind{objects.KindBlob, objects.KindTree}).Draw(t, "kind"), Loc: drawLoc(t, "obj loc")})
+		b.Objects = append(b.Objects, index.ObjRecord{ID: id, Kind: rapid.SampledFrom([]objects.Kind{objects.KindBlob, objects.KindTree}).Draw(t, "kind"), Loc: drawObjLoc(t, "obj loc")})
 	}
 	before, beforeModel := im.x.View(), im.m.clone()
 	if _, err := im.x.AddRun(im.runPath(), uint64(im.runs), b); err != nil {

@@ -29,7 +29,7 @@
 //	+----------------------+ 256
 //	| changeset records    | 136 bytes each, by id
 //	| changeset fanout     | (2^bits + 1) x 8 bytes
-//	| object records       | 56 bytes each, by id (blobs and trees)
+//	| object records       | 64 bytes each (56 in version 1), by id (blobs and trees)
 //	| object fanout        |
 //	| delta records        | 68 bytes each, by (delta, id)
 //	| delta fanout         |
@@ -41,7 +41,11 @@
 // Header:
 //
 //	 0 magic "SWOIDX\x00\x01"   8  rejects files that are not runs
-//	 8 version u32              4  = 1; another version is refused, not guessed
+//	 8 version u32              4  2 (written), or 1 (read: 56-byte object
+//	                               records, no compressed groups); another
+//	                               version is refused, not guessed, so a
+//	                               build that predates version 2 refuses
+//	                               its runs at open
 //	12 reserved                 4  zero
 //	16 meta u64                 8  the caller's (e.g. the journal sequence covered)
 //	24 table x 3 (32 bytes each): off u64 | count u64 | fanoutOff u64 |
@@ -73,10 +77,18 @@
 // Most changesets have one parent, so it is inline and a lookup needs no
 // second read; merges read their other parents from the heap.
 //
-// Object record (56 bytes):
+// Object record (64 bytes; version 1: the first 52 bytes, then crc32c):
 //
 //	0 id [32] | 32 kind u8 | 33 flags u8 | 34 zero u16 | 36 segment u32 |
-//	40 offset u64 | 48 length u32 | 52 crc32c u32
+//	40 offset u64 | 48 length u32 | 52 stored u32 | 56 inner u32 | 60 crc32c u32
+//
+// flags: bit 0 loose (the object is a file under objects/, length its
+// size); bit 1 in a compressed group: the blob is `length` bytes at
+// `inner` of what the zstd frame of `stored` bytes at offset decodes to
+// (a group of blobs of a split journal frame's body, core/internal/zblob);
+// stored is 1 to MaxGroup and inner+length at most MaxGroup. Stored and
+// inner are zero otherwise. Both bits at once, or any other bit, is
+// damage. Length is the object's size in every case.
 //
 // Delta record (68 bytes): delta [32] | changeset id [32] | crc32c u32.
 //

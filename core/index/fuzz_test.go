@@ -17,6 +17,7 @@ func FuzzOpenRun(f *testing.F) {
 		b := g.batch(n, n)
 		if n > 0 {
 			b.Changesets[0].Parents = []objects.ID{{1}, {2}}
+			b.Objects[0].Loc = Loc{Segment: 1, Offset: 512, Length: 9000, Stored: 2000} // compressed: a version 2 run
 		}
 		if _, err := WriteRun(mem, "seed", 1, b); err != nil {
 			f.Fatal(err)

@@ -76,6 +76,9 @@ func (g *gen) cs() CSRecord {
 
 func (g *gen) obj() ObjRecord {
 	o := ObjRecord{ID: rid(g.r), Kind: objects.Kind(1 + g.r.IntN(2)), Loc: g.loc()}
+	if l := &o.Loc; !l.Loose && g.r.IntN(4) == 0 { // a blob of a compressed group
+		l.Stored, l.Inner, l.Length = 1+g.r.Uint32N(MaxGroup), g.r.Uint32N(MaxGroup/2), g.r.Uint32N(MaxGroup/2)
+	}
 	g.ids = append(g.ids, o.ID)
 	return o
 }
@@ -469,6 +472,11 @@ func TestInvalidRecordsAreRejected(t *testing.T) {
 		{Objects: []ObjRecord{{ID: objects.ID{1}, Kind: objects.KindChangeset}}},
 		{Objects: []ObjRecord{{ID: objects.ID{1}, Kind: objects.KindBlob, Loc: Loc{Offset: -1}}}},
 		{Changesets: []CSRecord{{ID: objects.ID{1}, Parents: make([]objects.ID, objects.MaxParents+1)}}},
+		{Changesets: []CSRecord{{ID: objects.ID{1}, Loc: Loc{Length: 9, Stored: 3}}}},
+		{Objects: []ObjRecord{{ID: objects.ID{1}, Kind: objects.KindBlob, Loc: Loc{Length: 9, Stored: 3, Loose: true}}}},
+		{Objects: []ObjRecord{{ID: objects.ID{1}, Kind: objects.KindBlob, Loc: Loc{Length: 9, Stored: MaxGroup + 1}}}},
+		{Objects: []ObjRecord{{ID: objects.ID{1}, Kind: objects.KindBlob, Loc: Loc{Length: 9, Stored: 5, Inner: MaxGroup - 8}}}},
+		{Objects: []ObjRecord{{ID: objects.ID{1}, Kind: objects.KindBlob, Loc: Loc{Length: 9, Inner: 5}}}},
 	}
 	for i, b := range bad {
 		if _, err := x.AddRun(fmt.Sprintf("r%d", i), 0, b); !errors.Is(err, ErrInvalid) {

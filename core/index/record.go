@@ -12,13 +12,21 @@ import (
 
 // Loc is where an object's encoding lives: a byte range of a journal
 // segment, or a loose object file (Loose set; Segment and Offset are then
-// zero and Length is the object's size).
+// zero and Length is the object's size). A blob of a compressed group
+// (Stored > 0, object records only) is Length bytes at Inner of what the
+// zstd frame of Stored bytes at Offset decodes to.
 type Loc struct {
 	Segment uint32
 	Offset  int64
 	Length  uint32
 	Loose   bool
+	Stored  uint32
+	Inner   uint32
 }
+
+// MaxGroup bounds what a compressed group decodes to, so its frame's
+// stored length, and a member's Inner+Length, are at most MaxGroup.
+const MaxGroup = 256 << 10
 
 // CSRecord is the index record of a changeset.
 type CSRecord struct {
@@ -85,13 +93,18 @@ const (
 // Record sizes in bytes (see the package doc for the layouts).
 const (
 	csRecSize    = 136
-	objRecSize   = 56
+	objRecSize   = 64 // runs of version 2; version 1 runs have 56-byte object records
+	objRecSizeV1 = 56
 	deltaRecSize = 68
 )
 
 var recSizes = [nTables]int{csRecSize, objRecSize, deltaRecSize}
 
 const flagLoose = 1
+
+// flagZ marks an object record of a blob in a compressed group: stored
+// (u32 at 52) and inner (u32 at 56) say where (version 2 records only).
+const flagZ = 2
 
 // recCRC is the checksum of a record at position i of table tab.
 func recCRC(tab byte, i uint64, rec []byte) uint32 {
@@ -134,6 +147,9 @@ func validCS(r *CSRecord) error {
 	if r.ID.IsZero() {
 		return fmt.Errorf("%w: changeset with zero id", ErrInvalid)
 	}
+	if r.Loc.Stored != 0 || r.Loc.Inner != 0 {
+		return fmt.Errorf("%w: changeset %s stored compressed", ErrInvalid, r.ID)
+	}
 	if len(r.Parents) > objects.MaxParents {
 		return fmt.Errorf("%w: changeset %s has %d parents", ErrInvalid, r.ID, len(r.Parents))
 	}
@@ -143,6 +159,10 @@ func validCS(r *CSRecord) error {
 func validObj(r *ObjRecord) error {
 	if r.ID.IsZero() {
 		return fmt.Errorf("%w: object with zero id", ErrInvalid)
+	}
+	if l := r.Loc; l.Stored > 0 && (l.Loose || l.Stored > MaxGroup || uint64(l.Inner)+uint64(l.Length) > MaxGroup) ||
+		l.Stored == 0 && l.Inner != 0 {
+		return fmt.Errorf("%w: object %s in a group of %d stored bytes at %d+%d (loose %v)", ErrInvalid, r.ID, l.Stored, l.Inner, l.Length, l.Loose)
 	}
 	if r.Kind != objects.KindBlob && r.Kind != objects.KindTree {
 		return fmt.Errorf("%w: object %s has kind %v (changesets go in CSRecords)", ErrInvalid, r.ID, r.Kind)
@@ -224,14 +244,24 @@ func encodeObj(rec []byte, r *ObjRecord) {
 	copy(rec[0:32], r.ID[:])
 	rec[32] = byte(r.Kind)
 	rec[33] = looseFlag(r.Loc)
+	if r.Loc.Stored > 0 {
+		rec[33] |= flagZ
+	}
 	putLoc(rec[36:52], r.Loc)
+	binary.BigEndian.PutUint32(rec[52:], r.Loc.Stored)
+	binary.BigEndian.PutUint32(rec[56:], r.Loc.Inner)
 }
 
+// decodeObj decodes an object record of either version (by its length).
 func decodeObj(rec []byte) ObjRecord {
 	var r ObjRecord
 	copy(r.ID[:], rec[0:32])
 	r.Kind = objects.Kind(rec[32])
 	r.Loc = getLoc(rec[36:52], rec[33])
+	if len(rec) == objRecSize && rec[33]&flagZ != 0 {
+		r.Loc.Stored = binary.BigEndian.Uint32(rec[52:])
+		r.Loc.Inner = binary.BigEndian.Uint32(rec[56:])
+	}
 	return r
 }
 
@@ -240,10 +270,27 @@ func objRecOK(rec []byte) string {
 	switch {
 	case k != objects.KindBlob && k != objects.KindTree:
 		return fmt.Sprintf("object record of kind %d", rec[32])
-	case rec[33]&^flagLoose != 0 || rec[34] != 0 || rec[35] != 0:
+	case rec[33]&^(flagLoose|flagZ) != 0 || rec[33] == flagLoose|flagZ || rec[34] != 0 || rec[35] != 0 ||
+		len(rec) != objRecSize && rec[33]&flagZ != 0:
 		return "object record with unknown flags"
+	case len(rec) == objRecSize && groupOK(rec) != "":
+		return groupOK(rec)
 	case int64(binary.BigEndian.Uint64(rec[40:])) < 0:
 		return "object record with negative offset"
+	}
+	return ""
+}
+
+// groupOK checks a version 2 object record's stored length and inner
+// offset: both zero without flagZ; with it, a group of at most MaxGroup
+// bytes holding the object.
+func groupOK(rec []byte) string {
+	stored, inner, n := binary.BigEndian.Uint32(rec[52:]), binary.BigEndian.Uint32(rec[56:]), binary.BigEndian.Uint32(rec[48:])
+	switch {
+	case rec[33]&flagZ == 0 && (stored != 0 || inner != 0):
+		return "object record with a group but no compressed flag"
+	case rec[33]&flagZ != 0 && (stored == 0 || stored > MaxGroup || uint64(inner)+uint64(n) > MaxGroup):
+		return fmt.Sprintf("compressed object record with a group of %d stored bytes holding %d+%d", stored, inner, n)
 	}
 	return ""
 }

@@ -15,10 +15,16 @@ import (
 )
 
 const (
-	runMagic    = "SWOIDX\x00\x01"
-	runVersion  = 1
-	headerSize  = 256
-	headerCRCAt = headerSize - 4
+	runMagic = "SWOIDX\x00\x01"
+	// runVersion is the version this build writes: 64-byte object
+	// records, which can place a blob in a compressed group (flagZ). A
+	// build that predates them refuses such a run at open ("version 2,
+	// want 1"). Version 1 runs (56-byte object records, no groups) are
+	// read as they are.
+	runVersion   = 2
+	runVersionV1 = 1
+	headerSize   = 256
+	headerCRCAt  = headerSize - 4
 	// maxFanoutBits bounds the fanout table (2^24 entries, 128 MiB) so a
 	// corrupt header cannot ask for more.
 	maxFanoutBits = 24
@@ -37,6 +43,7 @@ type table struct {
 
 // header is the fixed first 256 bytes of a run.
 type header struct {
+	version  uint32 // runVersion, or runVersionV1 (read only)
 	meta     uint64
 	tables   [nTables]table
 	heapOff  int64
@@ -97,10 +104,11 @@ func decodeHeader(b []byte, size int64) (*header, string, int64) {
 	if string(b[:8]) != runMagic {
 		return nil, "bad magic", 0
 	}
-	if v := binary.BigEndian.Uint32(b[8:]); v != runVersion {
-		return nil, fmt.Sprintf("version %d, want %d", v, runVersion), 8
+	v := binary.BigEndian.Uint32(b[8:])
+	if v != runVersion && v != runVersionV1 {
+		return nil, fmt.Sprintf("version %d, want %d or %d", v, runVersion, runVersionV1), 8
 	}
-	h := &header{meta: binary.BigEndian.Uint64(b[16:])}
+	h := &header{version: v, meta: binary.BigEndian.Uint64(b[16:])}
 	h.heapOff = int64(binary.BigEndian.Uint64(b[120:]))
 	h.heapLen = int64(binary.BigEndian.Uint64(b[128:]))
 	h.fileSize = int64(binary.BigEndian.Uint64(b[136:]))
@@ -119,8 +127,12 @@ func decodeHeader(b []byte, size int64) (*header, string, int64) {
 			recSize:   binary.BigEndian.Uint32(p[28:]),
 		}
 		at := int64(24 + 32*i)
-		if t.recSize != uint32(recSizes[i]) {
-			return nil, fmt.Sprintf("table %d record size %d, want %d", i, t.recSize, recSizes[i]), at + 28
+		want := recSizes[i]
+		if i == tabObj && v == runVersionV1 {
+			want = objRecSizeV1
+		}
+		if t.recSize != uint32(want) {
+			return nil, fmt.Sprintf("table %d record size %d, want %d", i, t.recSize, want), at + 28
 		}
 		if t.bits > maxFanoutBits {
 			return nil, fmt.Sprintf("table %d fanout bits %d", i, t.bits), at + 24

@@ -406,7 +406,7 @@ type cursor struct {
 // are the same either way.
 func (r *Run) cursor(tab byte) *cursor {
 	n := min(r.h.tables[tab].count, scanChunk)
-	return &cursor{r: r, tab: tab, buf: make([]byte, n*uint64(recSizes[tab]))}
+	return &cursor{r: r, tab: tab, buf: make([]byte, n*uint64(r.h.tables[tab].recSize))}
 }
 
 // next returns the next record (valid until the following call), checking

@@ -12,6 +12,7 @@ import (
 	"github.com/swarmops/swarmops/core/internal/loose"
 	"github.com/swarmops/swarmops/core/internal/proj"
 	"github.com/swarmops/swarmops/core/internal/txn"
+	"github.com/swarmops/swarmops/core/internal/zblob"
 	"github.com/swarmops/swarmops/core/journal"
 	"github.com/swarmops/swarmops/core/objects"
 	"github.com/swarmops/swarmops/core/vfs"
@@ -55,9 +56,14 @@ type scannedFrame struct {
 type inlineObj struct {
 	id   objects.ID
 	kind objects.Kind
-	data []byte
-	file string
-	off  int64
+	data []byte // the stored bytes: its group's zstd frame when z
+	size int64
+	// z marks a blob of a compressed group, whose bytes are at inner in
+	// what data decodes to.
+	z     bool
+	inner int64
+	file  string
+	off   int64
 }
 
 // deepWorkers is how many goroutines check references after the scan.
@@ -70,9 +76,30 @@ func New(fsys vfs.FS, storeDir string, fresh *proj.Proj) *Check {
 		hashed: make(chan struct{}), badHash: map[objects.ID]bool{}}
 	go func() {
 		defer close(dc.hashed)
+		// A group's members come one after another: its frame is decoded
+		// once, for the first.
+		var frame, group []byte
+		var gerr error
 		for objs := range dc.hashCh {
 			for _, o := range objs {
-				if objects.IDOf(o.kind, o.data) != o.id {
+				data := o.data
+				if o.z {
+					if len(frame) != len(o.data) || &frame[0] != &o.data[0] {
+						frame = o.data
+						group, gerr = zblob.Decode(frame)
+					}
+					err := gerr
+					if err == nil {
+						data, err = zblob.Member(group, o.inner, o.size)
+					}
+					if err != nil {
+						dc.badHash[o.id] = true
+						dc.hashPs = append(dc.hashPs, Problem{File: o.file, Offset: o.off, Object: o.id.String(),
+							Reason: fmt.Sprintf("compressed %s: %v", o.kind, err)})
+						continue
+					}
+				}
+				if objects.IDOf(o.kind, data) != o.id {
 					dc.badHash[o.id] = true
 					dc.hashPs = append(dc.hashPs, Problem{File: o.file, Offset: o.off, Object: o.id.String(),
 						Reason: fmt.Sprintf("%s does not hash to its id", o.kind)})
@@ -92,7 +119,7 @@ func (dc *Check) Frame(fr *journal.Frame, file string, t *txn.Txn) {
 		if o.Loose {
 			continue
 		}
-		dc.batch = append(dc.batch, inlineObj{o.ID, o.Kind, o.Data, file, base + int64(o.Off)})
+		dc.batch = append(dc.batch, inlineObj{o.ID, o.Kind, o.Data, o.Size, o.Stored > 0, int64(o.Inner), file, base + int64(o.Off)})
 		if len(dc.batch) >= 1024 {
 			dc.hashCh <- dc.batch
 			dc.batch = nil
@@ -100,8 +127,10 @@ func (dc *Check) Frame(fr *journal.Frame, file string, t *txn.Txn) {
 	}
 }
 
-// inlineData returns the bytes of the inline object at l, from the frame
-// that holds it.
+// inlineData returns the stored bytes of the inline object at l, from the
+// frame that holds it: a compressed blob's are its zstd frame (the hasher
+// decodes it; blobs name nothing, so the reference checks need no bytes
+// of theirs).
 func (dc *Check) inlineData(l proj.Loc) (data []byte, file string, ok bool) {
 	i := sort.Search(len(dc.frames), func(i int) bool {
 		f := dc.frames[i]
@@ -112,10 +141,11 @@ func (dc *Check) inlineData(l proj.Loc) (data []byte, file string, ok bool) {
 	}
 	f := dc.frames[i]
 	rel := l.Off - f.off
-	if f.seg != l.Seg || rel < 0 || l.Size < 0 || rel+l.Size > int64(len(f.payload)) {
+	n := l.StoredLen()
+	if f.seg != l.Seg || rel < 0 || n < 0 || rel+n > int64(len(f.payload)) {
 		return nil, "", false
 	}
-	return f.payload[rel : rel+l.Size], f.file, true
+	return f.payload[rel : rel+n], f.file, true
 }
 
 // EndHashing hands over the last batch and waits for the hasher.

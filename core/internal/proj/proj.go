@@ -20,9 +20,22 @@ type Loc struct {
 	Seq   uint64
 	Seg   uint64
 	Off   int64 // file offset of the encoding inside the segment (inline objects)
-	Size  int64
+	Size  int64 // the encoding's length
 	Kind  objects.Kind
 	Loose bool
+	// Stored is the length of the zstd frame at Off of the compressed
+	// group that holds an inline blob (zblob), and Inner where the blob's
+	// bytes start in what the frame decodes to; 0: the encoding itself is
+	// at Off.
+	Stored, Inner uint32
+}
+
+// StoredLen is how many bytes of the segment at Off hold the object.
+func (l Loc) StoredLen() int64 {
+	if l.Stored > 0 {
+		return int64(l.Stored)
+	}
+	return l.Size
 }
 
 // MemIndex is the in-memory index of the frames past the checkpoint (the
@@ -203,7 +216,8 @@ func (p *Proj) ApplyTxn(fr *journal.Frame, t *txn.Txn, segPath string) error {
 		return err
 	}
 	for i, o := range t.Objs {
-		loc := Loc{Seq: fr.Seq, Seg: fr.Pos.Seg, Size: o.Size, Kind: o.Kind, Loose: o.Loose}
+		loc := Loc{Seq: fr.Seq, Seg: fr.Pos.Seg, Size: o.Size, Kind: o.Kind, Loose: o.Loose, Stored: uint32(o.Stored),
+			Inner: uint32(o.Inner)}
 		if !o.Loose {
 			loc.Off = base + int64(o.Off)
 		}

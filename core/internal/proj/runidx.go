@@ -101,7 +101,8 @@ func csLoc(c index.CSRecord) Loc {
 }
 
 func objRecLoc(o index.ObjRecord) Loc {
-	return Loc{Seg: uint64(o.Loc.Segment), Off: o.Loc.Offset, Size: int64(o.Loc.Length), Kind: o.Kind, Loose: o.Loc.Loose}
+	return Loc{Seg: uint64(o.Loc.Segment), Off: o.Loc.Offset, Size: int64(o.Loc.Length), Kind: o.Kind, Loose: o.Loc.Loose,
+		Stored: o.Loc.Stored, Inner: o.Loc.Inner}
 }
 
 // Get returns the record of id, from the tail or else the newest run that
@@ -293,7 +294,7 @@ func (r *RunIdx) BatchBetween(lo, hi uint64) index.Batch {
 		if l.Seq < lo || l.Seq >= hi {
 			return
 		}
-		loc := index.Loc{Segment: uint32(l.Seg), Offset: l.Off, Length: uint32(l.Size), Loose: l.Loose}
+		loc := index.Loc{Segment: uint32(l.Seg), Offset: l.Off, Length: uint32(l.Size), Loose: l.Loose, Stored: l.Stored, Inner: l.Inner}
 		if l.Kind == objects.KindChangeset {
 			b.Changesets = append(b.Changesets, index.CSRecord{ID: objects.ID(id), Generation: l.Seq, Delta: delta[id], Loc: loc})
 		} else {

@@ -33,9 +33,20 @@
 // does:
 //
 //	object in the body: kind u8 (blob) | flags u8 (2) | id [32] | len uvarint
+//	in a group:         kind u8 (blob) | flags u8 (3) | id [32] | len uvarint | stored uvarint
+//
+// Consecutive body blobs of at most zblob.GroupMax bytes together form a
+// group, stored as one zstd frame of their bytes when that is smaller
+// (flags 3). The group's first member gives the frame's length (stored >
+// 0) and the frame takes its place in the body; each later member gives
+// stored 0 and takes no body bytes: its bytes follow the previous
+// member's in what the frame decodes to. A body blob stored as it is
+// (flags 2) ends a group. A reader that predates flags 3 refuses the
+// frame as malformed (corruption), never misreads it.
 //
 // Replay reads only the head: what it keeps of a blob is its id, size and
-// place, and the id it would otherwise hash the bytes for is in the head.
+// place (with its stored length), and the id it would otherwise hash the
+// bytes for is in the head, so replay never decompresses.
 // A transaction whose inline blobs total more than SplitAbove bytes is
 // split; smaller ones keep the compact layout, so a one-file commit stays
 // one sector.
@@ -52,6 +63,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/swarmops/swarmops/core/internal/zblob"
 	"github.com/swarmops/swarmops/core/journal"
 	"github.com/swarmops/swarmops/core/objects"
 	"github.com/swarmops/swarmops/core/refs"
@@ -84,8 +96,13 @@ type Obj struct {
 	Kind  objects.Kind
 	Loose bool
 	ID    objects.ID
-	Data  []byte // encoding; nil if loose
-	Size  int64  // len(Data), or the loose file's size
+	Data  []byte // encoding; nil if loose; the stored bytes if Stored > 0
+	Size  int64  // the encoding's length, or the loose file's size
+	// Stored is the length of the zstd frame of a body blob's compressed
+	// group (flags 3), set by encode and decode: Off is the frame's
+	// offset, Data, when decoded, the frame, and Inner where the blob's
+	// bytes start in what it decodes to. 0: not compressed.
+	Stored, Inner int
 	// Off is the offset of Data inside the payload, set by Encode and by
 	// Decode: the projection locates an inline object in its segment by
 	// it.
@@ -121,6 +138,9 @@ const flagLoose = 1
 // flagBody marks a blob whose bytes are in a split frame's body.
 const flagBody = 2
 
+// flagBodyZ marks a body blob stored as a zstd frame (zblob).
+const flagBodyZ = 3
+
 // moveNewInFrame marks a move whose new value is an object of the frame.
 const moveNewInFrame = 1
 
@@ -149,60 +169,6 @@ func EncodePayload(t *Txn) ([]byte, int) {
 		}
 	}
 	return encode(t, blobs > SplitAbove)
-}
-
-// encode is Encode, with inline blobs in the body when split.
-func encode(t *Txn, split bool) ([]byte, int) {
-	n := 1 + 8 + 10 + 10
-	for _, o := range t.Objs {
-		n += 2 + 32 + 10 + len(o.Data)
-	}
-	for _, m := range t.Moves {
-		n += 10 + len(m.Name) + 64
-	}
-	n += 1 + 10 + len(t.Origin.Agent) + 10
-	for _, p := range t.Protect {
-		n += 10 + len(p.Pattern) + 1
-	}
-	b := make([]byte, 0, n)
-	if len(t.Protect) > 0 {
-		b = append(b, VersionProtect)
-	} else {
-		b = append(b, Version)
-	}
-	b = binary.LittleEndian.AppendUint64(b, uint64(t.Time.UnixNano()))
-	b = binary.AppendUvarint(b, uint64(len(t.Objs)))
-	inBody := func(o Obj) bool { return split && !o.Loose && o.Kind == objects.KindBlob }
-	for i, o := range t.Objs {
-		var fl byte
-		switch {
-		case o.Loose:
-			fl = flagLoose
-		case inBody(o):
-			fl = flagBody
-		}
-		b = append(b, byte(o.Kind), fl)
-		if fl != 0 {
-			b = append(b, o.ID[:]...)
-		}
-		b = binary.AppendUvarint(b, uint64(o.Size))
-		if fl == 0 {
-			t.Objs[i].Off = len(b)
-			b = append(b, o.Data...)
-		}
-	}
-	b = encodeMoves(b, t)
-	if !split {
-		return b, 0
-	}
-	head := len(b)
-	for i, o := range t.Objs {
-		if inBody(o) {
-			t.Objs[i].Off = len(b)
-			b = append(b, o.Data...)
-		}
-	}
-	return b, head
 }
 
 // encodeMoves appends t's moves and origin.
@@ -286,6 +252,9 @@ func decode(t *Txn, p []byte, head, total int, headOnly bool) error {
 	pos := 0
 	whole := p
 	body := 0 // the next body object's offset in the payload
+	// gOff and gStored locate the current compressed group's frame (0:
+	// none), gInner is where its next member starts in what it decodes to.
+	var gOff, gStored, gInner int
 	if head > 0 {
 		if head > len(p) || (!headOnly && len(p) != total) || (headOnly && len(p) != head) {
 			return fmt.Errorf("%w: head of %d bytes in a payload of %d (%d read)", ErrMalformed, head, total, len(p))
@@ -321,7 +290,8 @@ func decode(t *Txn, p []byte, head, total int, headOnly bool) error {
 			return fail("short object header")
 		}
 		o := Obj{Kind: objects.Kind(p[pos]), Loose: p[pos+1] == flagLoose}
-		inBody := p[pos+1] == flagBody
+		compressed := p[pos+1] == flagBodyZ
+		inBody := p[pos+1] == flagBody || compressed
 		if !o.Kind.Valid() || (p[pos+1] != 0 && o.Kind != objects.KindBlob) || (p[pos+1] > flagLoose && !(inBody && head > 0)) {
 			return fail("bad object kind or flags")
 		}
@@ -338,7 +308,32 @@ func decode(t *Txn, p []byte, head, total int, headOnly bool) error {
 			return fail("bad object size")
 		}
 		o.Size = int64(sz)
-		if inBody {
+		if compressed {
+			st, ok := uv()
+			switch {
+			case !ok || st > zblob.GroupMax:
+				return fail("bad stored length of a compressed group")
+			case st > 0: // a group's first member: the group's frame is next in the body
+				if uint64(total-body) < st {
+					return fail("compressed group past the end of the payload")
+				}
+				gOff, gStored, gInner = body, int(st), 0
+				body += int(st)
+			case gStored == 0:
+				return fail("compressed object outside a group")
+			}
+			if uint64(gInner)+sz > zblob.GroupMax {
+				return fail("compressed group of more than zblob.GroupMax bytes")
+			}
+			o.Off, o.Stored, o.Inner = gOff, gStored, gInner
+			gInner += int(sz)
+			if !headOnly {
+				o.Data = whole[gOff : gOff+gStored]
+			}
+		} else if inBody {
+			gStored = 0 // a body blob stored as it is ends the group
+		}
+		if inBody && !compressed {
 			if uint64(total-body) < sz {
 				return fail("body object past the end of the payload")
 			}

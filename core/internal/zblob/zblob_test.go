@@ -1,0 +1,177 @@
+package zblob
+
+import (
+	"bytes"
+	"errors"
+	"math/rand/v2"
+	"testing"
+)
+
+// text is n bytes of something like source code: compressible.
+func text(n int, seed uint64) []byte {
+	var b bytes.Buffer
+	r := rand.New(rand.NewPCG(seed, 2))
+	for b.Len() < n {
+		b.WriteString("func f")
+		b.WriteByte(byte('a' + r.IntN(26)))
+		b.WriteString("(x int) int { return x + 1 }\n")
+	}
+	return b.Bytes()[:n]
+}
+
+// noise is n random bytes: incompressible.
+func noise(n int, seed uint64) []byte {
+	b := make([]byte, n)
+	r := rand.New(rand.NewPCG(seed, 4))
+	for i := range b {
+		b[i] = byte(r.Uint32())
+	}
+	return b
+}
+
+// TestGroupsAreCompressedOnlyWhenItPays: a compressible group is appended
+// as a smaller frame that decodes to it, and each member reads back at
+// its offset; an incompressible group, one too small to gain and one over
+// GroupMax are refused and leave dst as it was.
+func TestGroupsAreCompressedOnlyWhenItPays(t *testing.T) {
+	prefix := []byte("before")
+	for _, c := range []struct {
+		name  string
+		group []byte
+		want  bool
+	}{
+		{"text", text(20_000, 1), true},
+		{"a full group", text(GroupMax, 2), true},
+		{"noise", noise(5_000, 3), false},
+		{"one byte", []byte("x"), false},
+		{"empty", nil, false},
+		{"over GroupMax", text(GroupMax+1, 4), false},
+	} {
+		out, ok := Append(bytes.Clone(prefix), c.group)
+		if ok != c.want {
+			t.Fatalf("%s: Append of %d bytes: %v (frame of %d); want %v", c.name, len(c.group), ok, len(out)-len(prefix), c.want)
+		}
+		if !bytes.HasPrefix(out, prefix) {
+			t.Fatalf("%s: Append changed dst's bytes", c.name)
+		}
+		if !ok {
+			if len(out) != len(prefix) {
+				t.Fatalf("%s: refused, but dst grew by %d bytes", c.name, len(out)-len(prefix))
+			}
+			continue
+		}
+		z := out[len(prefix):]
+		got, err := Decode(z)
+		if err != nil || !bytes.Equal(got, c.group) || len(z) >= len(c.group) {
+			t.Fatalf("%s: a frame of %d bytes decodes to %d bytes, %v; want the group's %d back", c.name, len(z), len(got), err, len(c.group))
+		}
+		m, err := Member(got, 100, 50)
+		if err != nil || !bytes.Equal(m, c.group[100:150]) {
+			t.Fatalf("%s: member at 100: %q, %v", c.name, m, err)
+		}
+	}
+}
+
+// TestDamagedFramesAreErrorsNeverPanics: a frame with any bit flipped,
+// cut short, or with bytes after it, is ErrDecode or (a flip the frame's
+// checks cannot see) exactly the bytes its header declares, at most
+// GroupMax, which the store's id check then rejects; never a panic. A
+// member outside the group is ErrDecode.
+func TestDamagedFramesAreErrorsNeverPanics(t *testing.T) {
+	group := text(6_000, 7)
+	z, ok := Append(nil, group)
+	if !ok {
+		t.Fatal("test group does not compress")
+	}
+	check := func(what string, z []byte) {
+		got, err := Decode(z)
+		if err != nil {
+			if !errors.Is(err, ErrDecode) {
+				t.Fatalf("%s: %v; want ErrDecode", what, err)
+			}
+			return
+		}
+		if len(got) > GroupMax {
+			t.Fatalf("%s: %d bytes without an error; want at most GroupMax", what, len(got))
+		}
+	}
+	for i := range len(z) * 8 {
+		d := bytes.Clone(z)
+		d[i/8] ^= 1 << (i % 8)
+		check("flip", d)
+	}
+	for i := range len(z) {
+		check("cut", z[:i])
+	}
+	if _, err := Decode(append(bytes.Clone(z), z...)); !errors.Is(err, ErrDecode) {
+		t.Fatalf("two frames: %v; want ErrDecode (more than the first declares)", err)
+	}
+	check("trailing bytes", append(bytes.Clone(z), 1, 2, 3))
+	for _, m := range [][2]int64{{0, 6_001}, {5_999, 2}, {-1, 1}, {1, -1}, {1 << 40, 1}} {
+		if _, err := Member(group, m[0], m[1]); !errors.Is(err, ErrDecode) {
+			t.Fatalf("member %d+%d of a %d-byte group: %v; want ErrDecode", m[0], m[1], len(group), err)
+		}
+	}
+}
+
+// TestTheCacheServesOnlyItsKeys: a cached group is served for its key
+// alone (epoch, segment, offset), the oldest of more than four is
+// dropped, and a nil cache holds nothing.
+func TestTheCacheServesOnlyItsKeys(t *testing.T) {
+	var c Cache
+	for i := range 5 {
+		c.Put(Key{Epoch: 1, Seg: 2, Off: int64(i)}, []byte{byte(i)})
+	}
+	if _, ok := c.Get(Key{Epoch: 1, Seg: 2, Off: 0}); ok {
+		t.Fatal("the oldest of five groups is still cached")
+	}
+	if g, ok := c.Get(Key{Epoch: 1, Seg: 2, Off: 4}); !ok || g[0] != 4 {
+		t.Fatalf("the newest group: %v %v", g, ok)
+	}
+	for _, k := range []Key{{Epoch: 2, Seg: 2, Off: 4}, {Epoch: 1, Seg: 3, Off: 4}, {Epoch: 1, Seg: 2, Off: 5}} {
+		if _, ok := c.Get(k); ok {
+			t.Fatalf("served %+v, which was never put", k)
+		}
+	}
+	var n *Cache
+	n.Put(Key{}, []byte{1})
+	if _, ok := n.Get(Key{}); ok {
+		t.Fatal("a nil cache served a group")
+	}
+}
+
+// FuzzDecode: arbitrary bytes never panic, and what decodes is at most
+// GroupMax bytes.
+func FuzzDecode(f *testing.F) {
+	for i, b := range [][]byte{text(3_000, 8), text(40_000, 9), append(text(500, 10), noise(500, 11)...)} {
+		z, ok := Append(nil, b)
+		if !ok {
+			f.Fatalf("seed %d does not compress", i)
+		}
+		f.Add(z)
+	}
+	f.Fuzz(func(t *testing.T, z []byte) {
+		got, err := Decode(z)
+		if err == nil && len(got) > GroupMax {
+			t.Fatalf("decoded %d bytes; want at most GroupMax", len(got))
+		}
+		if err != nil && !errors.Is(err, ErrDecode) {
+			t.Fatalf("%v; want ErrDecode", err)
+		}
+	})
+}
+
+// BenchmarkDecodeGroup is what a read of a blob of a full group costs
+// when the group is not cached: one decode of GroupMax bytes.
+func BenchmarkDecodeGroup(b *testing.B) {
+	z, ok := Append(nil, text(GroupMax, 12))
+	if !ok {
+		b.Fatal("the group does not compress")
+	}
+	b.SetBytes(GroupMax)
+	for b.Loop() {
+		if _, err := Decode(z); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
