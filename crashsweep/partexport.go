@@ -73,7 +73,7 @@ func exportPart(_ context.Context, pc *partRun) error {
 	}
 	const name = "export"
 	done := filepath.Join(tmp, "done.git")
-	if err := copyTree(base, done); err != nil {
+	if err := CopyTree(base, done); err != nil {
 		return err
 	}
 	ref, err := gitx.Export(sn, done, opts(nil))
@@ -95,7 +95,7 @@ func exportPart(_ context.Context, pc *partRun) error {
 		}
 		n++
 		work := filepath.Join(tmp, fmt.Sprintf("point-%d.git", n))
-		if err := copyTree(base, work); err != nil {
+		if err := CopyTree(base, work); err != nil {
 			return err
 		}
 		_, err := gitx.Export(sn, work, opts(faultfs.NewCrashing(vfs.OS(), at)))
@@ -245,9 +245,10 @@ func exportOracle(git, dir, before string, again func() (*gitx.ExportResult, err
 	return ""
 }
 
-// copyTree copies a directory of regular files and directories on the
-// real filesystem.
-func copyTree(src, dst string) error {
+// CopyTree copies a directory of regular files and directories on the
+// real filesystem (a store, a work tree, a git repository), leaving out
+// links and special files.
+func CopyTree(src, dst string) error {
 	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err

@@ -43,8 +43,10 @@ import (
 const (
 	treeStore = "/s"
 	treeDir   = "/w"
-	absent    = "<absent>"
 )
+
+// Absent is what FileContent returns for a path that holds no file.
+const Absent = "<absent>"
 
 // treeFixture is a store on a memory filesystem and the revisions the
 // part moves a tree between.
@@ -210,7 +212,7 @@ func (pc *partRun) treeSweep(name string, base *faultfs.MemFS, sync bool, op fun
 		pc.rep.States++
 		pcl := m.CrashClone(faultfs.ProcessCrash, 0)
 		for _, p := range union(old, new) {
-			if got := fileContent(pcl, treeDir+"/"+p); got != or(old[p]) && got != or(new[p]) {
+			if got := FileContent(pcl, treeDir+"/"+p); got != or(old[p]) && got != or(new[p]) {
 				return pc.violation("tree", name, at, "process", "%s holds %q, neither the old %q nor the new %q", p, got, or(old[p]), or(new[p]))
 			}
 		}
@@ -286,7 +288,7 @@ func statusLie(fsys vfs.FS, tornIndexOK bool) string {
 		if changed[e.Path] {
 			continue
 		}
-		got := fileContent(fsys, treeDir+"/"+e.Path)
+		got := FileContent(fsys, treeDir+"/"+e.Path)
 		data := got
 		if e.Mode == objects.ModeSymlink {
 			data = strings.TrimPrefix(got, "->")
@@ -298,13 +300,13 @@ func statusLie(fsys vfs.FS, tornIndexOK bool) string {
 	return ""
 }
 
-// fileContent is what p holds for the oracle: a file's bytes, "->" and a
-// link's target, or absent (a directory holds no file content).
-func fileContent(fsys vfs.FS, p string) string {
+// FileContent is what p holds for a work-tree oracle: a file's bytes, "->"
+// and a link's target, or Absent (a directory holds no file content).
+func FileContent(fsys vfs.FS, p string) string {
 	fi, err := vfs.Lstat(fsys, p)
 	switch {
 	case errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) || (err == nil && fi.IsDir()):
-		return absent
+		return Absent
 	case err != nil:
 		return "<" + err.Error() + ">"
 	case fi.Mode()&fs.ModeSymlink != 0:
@@ -336,7 +338,7 @@ func treeFiles(fsys vfs.FS) map[string]string {
 			return fs.SkipDir
 		}
 		if !fi.IsDir() && p != treeDir {
-			out[rel] = fileContent(fsys, p)
+			out[rel] = FileContent(fsys, p)
 		}
 		return nil
 	})
@@ -345,7 +347,7 @@ func treeFiles(fsys vfs.FS) map[string]string {
 
 func or(s string) string {
 	if s == "" {
-		return absent
+		return Absent
 	}
 	return s
 }

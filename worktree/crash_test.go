@@ -3,45 +3,23 @@ package worktree_test
 import (
 	"errors"
 	"fmt"
-	"io"
-	"io/fs"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/swarmops/swarmops/core"
 	"github.com/swarmops/swarmops/core/objects"
 	"github.com/swarmops/swarmops/core/vfs"
+	"github.com/swarmops/swarmops/crashsweep"
 	"github.com/swarmops/swarmops/faultfs"
 	"github.com/swarmops/swarmops/worktree"
 )
 
-const absent = "<absent>"
+const absent = crashsweep.Absent
 
-// content returns what p holds for the crash oracle: a file's bytes, "->"
-// and a link's target, or absent (a directory holds no file content).
+// content returns what p holds for the crash oracle (crashsweep.FileContent).
 func content(t testing.TB, fsys vfs.FS, p string) string {
 	t.Helper()
-	fi, err := vfs.Lstat(fsys, p)
-	switch {
-	case errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) || (err == nil && fi.IsDir()):
-		return absent
-	case err != nil:
-		return "<" + err.Error() + ">"
-	case fi.Mode()&fs.ModeSymlink != 0:
-		target, _ := vfs.Readlink(fsys, p)
-		return "->" + target
-	}
-	f, err := fsys.Open(p)
-	if err != nil {
-		return "<" + err.Error() + ">"
-	}
-	defer f.Close()
-	b, err := io.ReadAll(f)
-	if err != nil {
-		return "<" + err.Error() + ">"
-	}
-	return string(b)
+	return crashsweep.FileContent(fsys, p)
 }
 
 // files maps every file path of changeset id to what content returns.

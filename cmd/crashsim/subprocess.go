@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"maps"
 	"os"
 	"os/exec"
@@ -18,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/swarmops/swarmops/crashsweep"
 	"github.com/swarmops/swarmops/faultfs"
 	"github.com/swarmops/swarmops/scenarios"
 )
@@ -325,7 +325,7 @@ func (e *cliEnv) crashPoint(ctx context.Context, tmp, base string, existed bool,
 	defer os.RemoveAll(work)
 	store := filepath.Join(work, "store")
 	if existed {
-		if err := copyDir(base, store); err != nil {
+		if err := crashsweep.CopyTree(base, store); err != nil {
 			return nil, false, err
 		}
 	}
@@ -416,26 +416,4 @@ func (e *cliEnv) check(ctx context.Context, store string, existed bool, before m
 		vs = append(vs, subViolation{"C6", fmt.Sprintf("verify --deep after the crash: %s", r.out)})
 	}
 	return vs, false, nil
-}
-
-// copyDir copies a store directory (regular files and directories only).
-func copyDir(src, dst string) error {
-	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, p)
-		t := filepath.Join(dst, rel)
-		if d.IsDir() {
-			return os.MkdirAll(t, 0o755)
-		}
-		if !d.Type().IsRegular() {
-			return nil
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(t, b, 0o644)
-	})
 }

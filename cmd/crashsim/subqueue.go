@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/swarmops/swarmops/core"
+	"github.com/swarmops/swarmops/crashsweep"
 	"github.com/swarmops/swarmops/faultfs"
 )
 
@@ -51,7 +52,7 @@ func (e *cliEnv) queueSweep(ctx context.Context, tmp string, stride, workers int
 		return []string{"land", e.labels["Q3"], "--onto", "main", "--check", queueCheck(root)}
 	}
 	done := filepath.Join(tmp, "queue-done")
-	if err := copyDir(base, done); err != nil {
+	if err := crashsweep.CopyTree(base, done); err != nil {
 		return 0, nil, err
 	}
 	if r, err := e.run(ctx, filepath.Join(done, "store"), 0, "", args(done)...); err != nil || !r.env.OK {
@@ -111,7 +112,7 @@ func (e *cliEnv) queuePoint(ctx context.Context, tmp, base string, want []string
 		return nil, false, err
 	}
 	defer os.RemoveAll(work)
-	if err := copyDir(base, work); err != nil {
+	if err := crashsweep.CopyTree(base, work); err != nil {
 		return nil, false, err
 	}
 	store := filepath.Join(work, "store")

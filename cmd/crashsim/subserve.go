@@ -15,6 +15,7 @@ import (
 
 	"github.com/swarmops/swarmops/core"
 	"github.com/swarmops/swarmops/core/objects"
+	"github.com/swarmops/swarmops/crashsweep"
 	"github.com/swarmops/swarmops/faultfs"
 )
 
@@ -65,7 +66,7 @@ func (e *cliEnv) servePoint(ctx context.Context, tmp, base string, at int64) ([]
 	}
 	defer os.RemoveAll(work)
 	store := filepath.Join(work, "store")
-	if err := copyDir(filepath.Join(base, "store"), store); err != nil {
+	if err := crashsweep.CopyTree(filepath.Join(base, "store"), store); err != nil {
 		return nil, false, err
 	}
 	srv := exec.CommandContext(ctx, e.bin, "--store", store, "serve", "--grace", "5s")

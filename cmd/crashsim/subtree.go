@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/swarmops/swarmops/crashsweep"
 	"github.com/swarmops/swarmops/faultfs"
 )
 
@@ -46,7 +47,7 @@ func (e *cliEnv) treeSweep(ctx context.Context, tmp string, stride, workers int6
 		return 0, nil, err
 	}
 	done := filepath.Join(tmp, "tree-done")
-	if err := copyDir(base, done); err != nil {
+	if err := crashsweep.CopyTree(base, done); err != nil {
 		return 0, nil, err
 	}
 	args := func(root string) []string { return []string{"update", filepath.Join(root, "wt"), "--onto", "main"} }
@@ -151,7 +152,7 @@ func (e *cliEnv) treePoint(ctx context.Context, tmp, base string, before, after 
 		return nil, false, err
 	}
 	defer os.RemoveAll(work)
-	if err := copyDir(base, work); err != nil {
+	if err := crashsweep.CopyTree(base, work); err != nil {
 		return nil, false, err
 	}
 	r, err := e.run(ctx, filepath.Join(work, "store"), at, "", args(work)...)
