@@ -332,7 +332,7 @@ func sweepConfig(o *options) (crashsweep.Config, error) {
 	if o.noFaults {
 		cfg.Faults = false
 	}
-	if o.canary != "" {
+	if o.canary != "" && !o.subprocess { // subprocessSweep takes a server canary
 		if cfg.Weaken, err = crashsweep.ParseCanary(o.canary); err != nil {
 			return crashsweep.Config{}, err
 		}
@@ -547,7 +547,22 @@ func selfTest(ctx context.Context, scs []*scenarios.Scenario, cfg crashsweep.Con
 		}
 		out = append(out, jr)
 	}
-	fmt.Fprintf(stdout, "crashsim --self-test: %d canaries, %d caught, %d missed (%.1f s)\n", len(res), len(res)-missed, missed, time.Since(start).Seconds())
+	sstart := time.Now()
+	sres, err := serveCanaries(ctx, stderr)
+	if err != nil {
+		return 0, err
+	}
+	smissed := printServeCanaries(stdout, sres, time.Since(sstart))
+	for _, r := range sres {
+		jr := jsonResult{Canary: r.name, Caught: r.caught}
+		if r.caught {
+			jr.Claim, jr.Repro = "C1", serveCanaryRepro(r.name)
+		}
+		out = append(out, jr)
+	}
+	missed += smissed
+	total := len(res) + len(sres)
+	fmt.Fprintf(stdout, "crashsim --self-test: %d canaries, %d caught, %d missed (%.1f s)\n", total, total-missed, missed, time.Since(start).Seconds())
 	if err := writeJSON(o.jsonPath, out); err != nil {
 		return 0, err
 	}

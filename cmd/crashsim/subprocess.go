@@ -62,6 +62,9 @@ var cliWorkflow = []cliStep{
 type cliEnv struct {
 	bin    string
 	labels map[string]string
+	// serveEnv is added to the environment of the server part's server
+	// (SWARMOPS_TEST_CANARY, for a canary build).
+	serveEnv []string
 }
 
 type cliResult struct {
@@ -160,6 +163,21 @@ func subprocessSweep(ctx context.Context, _ []*scenarios.Scenario, o *options, s
 	if err != nil {
 		return 0, err
 	}
+	var serveEnv []string
+	if o.canary != "" {
+		// A server canary weakens the server part's server, on a canary
+		// build: the commands the sweep checks with stay correct.
+		if !serverCanary(o.canary) {
+			return 0, usagef("--subprocess --canary %q: want a server canary (server-early-reply)", o.canary)
+		}
+		weak, err := canaryBinary(ctx, tmp, stderr)
+		if err != nil {
+			return 0, err
+		}
+		serveEnv = []string{canaryEnv + "=" + o.canary}
+		fmt.Fprintf(stdout, "subprocess: the server part runs a %s build with %s=%s\n", canaryTag, canaryEnv, o.canary)
+		bin = weak
+	}
 	workers := o.workers
 	if workers == 0 {
 		// The points wait on real fsyncs and process starts, not on CPU.
@@ -205,6 +223,7 @@ func subprocessSweep(ctx context.Context, _ []*scenarios.Scenario, o *options, s
 		return exitViolation, err
 	}
 	fmt.Fprintf(stdout, "subprocess: %-26s crashed at %d of its calls (stride %d)\n", "land --check (queue)", steps, stride)
+	e.serveEnv = serveEnv
 	steps, vs, err = e.serveSweep(ctx, tmp, stride, int64(workers))
 	violations = append(violations, vs...)
 	points += steps
