@@ -170,3 +170,12 @@ func serverCanary(name string) bool {
 	w, err := testknobs.Parse(name)
 	return err == nil && w&^testknobs.ServerCanaries == 0
 }
+
+// serverCanaryNames lists the server canaries' names.
+func serverCanaryNames() []string {
+	var ns []string
+	for _, c := range serverCanaries {
+		ns = append(ns, c.name)
+	}
+	return ns
+}

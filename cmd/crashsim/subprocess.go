@@ -153,6 +153,9 @@ func (e *cliEnv) refs(ctx context.Context, store string) (map[string]string, boo
 // filesystem call of each command of cliWorkflow, on a copy of a base store
 // that the uncrashed commands advance, and checks what each crash left.
 func subprocessSweep(ctx context.Context, _ []*scenarios.Scenario, o *options, stdout, stderr io.Writer) (int, error) {
+	if o.canary != "" && !serverCanary(o.canary) {
+		return 0, usagef("--subprocess --canary %q: want a server canary (%s)", o.canary, strings.Join(serverCanaryNames(), ", "))
+	}
 	start := time.Now()
 	tmp, err := os.MkdirTemp("", "crashsim-subprocess-")
 	if err != nil {
@@ -167,9 +170,6 @@ func subprocessSweep(ctx context.Context, _ []*scenarios.Scenario, o *options, s
 	if o.canary != "" {
 		// A server canary weakens the server part's server, on a canary
 		// build: the commands the sweep checks with stay correct.
-		if !serverCanary(o.canary) {
-			return 0, usagef("--subprocess --canary %q: want a server canary (server-early-reply)", o.canary)
-		}
 		weak, err := canaryBinary(ctx, tmp, stderr)
 		if err != nil {
 			return 0, err
