@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -178,4 +179,34 @@ func serverCanaryNames() []string {
 		ns = append(ns, c.name)
 	}
 	return ns
+}
+
+// selfTestServer runs the self-test's server canaries, prints a line for
+// each, and returns their --json results and how many were missed.
+func selfTestServer(ctx context.Context, stdout, stderr io.Writer) ([]jsonResult, int, error) {
+	start := time.Now()
+	res, err := serveCanaries(ctx, stderr)
+	if err != nil {
+		return nil, 0, err
+	}
+	missed := printServeCanaries(stdout, res, time.Since(start))
+	var out []jsonResult
+	for _, r := range res {
+		jr := jsonResult{Canary: r.name, Caught: r.caught}
+		if r.caught {
+			jr.Claim, jr.Repro = claimOf(r.detail), serveCanaryRepro(r.name)
+		}
+		out = append(out, jr)
+	}
+	return out, missed, nil
+}
+
+// claimOf returns the claim a server-part violation names ("C1: …"), or
+// "" for one that names none (an uncrashed run's).
+func claimOf(detail string) string {
+	c, _, ok := strings.Cut(detail, ":")
+	if !ok || len(c) < 2 || len(c) > 3 || c[0] != 'C' {
+		return ""
+	}
+	return c
 }
