@@ -1,7 +1,10 @@
 // Package testknobs holds the store's test-only canaries and hooks, out of
 // core's API. It is internal to the module: core's tests, crashsweep,
-// cmd/crashsim, props and cmd/swarmops's test hook reach it; a user of
-// core cannot, so no user can weaken a store.
+// cmd/crashsim, props and cmd/swarmops's test hook reach it, and so does
+// a swarmops binary built with the swarmops_canary tag, which sets the
+// canaries SWARMOPS_TEST_CANARY names (cmd/swarmops/canary.go); a user of
+// core cannot, and a normal build reads no such variable, so no user can
+// weaken a store.
 //
 // The canaries each break one durability rule on purpose, so that the crash
 // sweep and the property tests can show they would notice: a check that
