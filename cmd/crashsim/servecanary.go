@@ -155,12 +155,12 @@ func printServeCanaries(w io.Writer, res []serveCanaryResult, took time.Duration
 			fmt.Fprintf(w, "canary %-16s NOT CAUGHT (%s): %d server crash points checked and every claim held\n", r.name, r.why, r.points)
 			continue
 		}
-		where := fmt.Sprintf("call %d", r.at)
+		where := fmt.Sprintf("point %d", r.at)
 		if r.at == 0 {
-			where = "the uncrashed run"
+			where = "uncrashed run"
 		}
-		fmt.Fprintf(w, "canary %-16s caught by the server part (subprocess, %s, %.1f s)\n    %s\n    reproduce: %s\n",
-			r.name, where, took.Seconds(), r.detail, serveCanaryRepro(r.name))
+		fmt.Fprintf(w, "canary %-16s caught by %-4s in subprocess serve (%s, model process, %.1f s)\n    %s\n    reproduce: %s\n",
+			r.name, claimOf(r.detail), where, took.Seconds(), r.detail, serveCanaryRepro(r.name))
 	}
 	return missed
 }
