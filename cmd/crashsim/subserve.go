@@ -61,7 +61,13 @@ func (e *cliEnv) serveSweep(ctx context.Context, tmp string, stride, workers int
 		}
 		return 0, vs, nil
 	}
-	return crashEveryCall(ctx, stride, workers, "serve", "`swarmops serve` with clients committing through it", "the server part",
+	part := "the server part"
+	for _, v := range e.serveEnv {
+		if name, ok := strings.CutPrefix(v, canaryEnv+"="); ok {
+			part += ", with --canary " + name
+		}
+	}
+	return crashEveryCall(ctx, stride, workers, "serve", "`swarmops serve` with clients committing through it", part,
 		func(at int64) ([]string, bool, error) { return e.servePoint(ctx, tmp, base, at) })
 }
 
