@@ -11,6 +11,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/swarmops/swarmops/internal/testknobs"
 )
 
 // requestTimeout bounds how long a connected client may take to send its
@@ -127,6 +129,11 @@ func (s *Server) invoke(sc *sconn, in incoming) bool {
 		inv.Stdin = bytes.NewReader(in.req.Stdin)
 	}
 	inv.Request.Stdin = nil
+	var early *earlyReply
+	if s.cfg.weaken&testknobs.ServerEarlyReply != 0 {
+		early = &earlyReply{r: inv.Stdin, sc: sc}
+		inv.Stdin = early
+	}
 	sc.wmu.Lock()
 	sc.hold = s.cfg.Stream != nil && !s.cfg.Stream(in.req)
 	sc.wmu.Unlock()
@@ -140,6 +147,9 @@ func (s *Server) invoke(sc *sconn, in incoming) bool {
 	sc.wanted = false
 	sc.wmu.Unlock()
 	sc.busy.Store(false)
+	if early != nil && early.sent {
+		return false // the client was told already; the connection ends
+	}
 	sc.exitBuf = append(strconv.AppendInt(append(sc.exitBuf[:0], `{"status":`...), int64(status), 10), '}')
 	return sc.write(fExit, sc.exitBuf) == nil
 }
@@ -282,4 +292,26 @@ func mustJSON(v any) []byte {
 		panic(err) // only fixed message types are marshalled
 	}
 	return b
+}
+
+// earlyReply is the canary testknobs.ServerEarlyReply: a server that
+// acknowledges a request once it has received it whole (its stdin read to
+// the end) and runs it afterwards, as a queue that acknowledges on
+// enqueue would. The client is told status 0 while the command, a commit
+// say, has not yet returned, so its sync step has not run; a crash then
+// loses what the client was told succeeded. Its reads are the handler's,
+// on the invocation's goroutine.
+type earlyReply struct {
+	r    io.Reader
+	sc   *sconn
+	sent bool
+}
+
+func (e *earlyReply) Read(b []byte) (int, error) {
+	n, err := e.r.Read(b)
+	if err == io.EOF && !e.sent {
+		e.sent = true
+		e.sc.write(fExit, []byte(`{"status":0}`))
+	}
+	return n, err
 }

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/swarmops/swarmops/internal/testknobs"
 )
 
 // File names in the store directory.
@@ -55,6 +57,15 @@ type Config struct {
 	// PeerUID is the uid a peer must have; nil means the server's own
 	// (os.Getuid). Tests set it to check the refusal.
 	PeerUID *uint32
+
+	// weaken holds the test-only canaries of the server
+	// (internal/testknobs.ServerCanaries), set only through
+	// testknobs.Weaken; the zero value is the correct server.
+	weaken testknobs.Weakening
+}
+
+func init() {
+	testknobs.RegisterOptions(func(c *Config) *testknobs.Weakening { return &c.weaken })
 }
 
 // Server is a running server.

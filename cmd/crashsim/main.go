@@ -332,7 +332,7 @@ func sweepConfig(o *options) (crashsweep.Config, error) {
 	if o.noFaults {
 		cfg.Faults = false
 	}
-	if o.canary != "" {
+	if o.canary != "" && !o.subprocess { // subprocessSweep takes a server canary
 		if cfg.Weaken, err = crashsweep.ParseCanary(o.canary); err != nil {
 			return crashsweep.Config{}, err
 		}
@@ -483,6 +483,15 @@ func writeJSON(path string, v any) error {
 	return os.WriteFile(path, append(data, '\n'), 0o644)
 }
 
+// jsonResult is one canary's line of the self-test's --json file.
+type jsonResult struct {
+	Canary    string                `json:"canary"`
+	Caught    bool                  `json:"caught"`
+	Claim     string                `json:"claim,omitempty"`
+	Violation *crashsweep.Violation `json:"violation,omitempty"`
+	Repro     string                `json:"reproduce,omitempty"`
+}
+
 func selfTest(ctx context.Context, scs []*scenarios.Scenario, cfg crashsweep.Config, o *options, stdout, stderr io.Writer) (int, error) {
 	if cfg.Weaken != 0 {
 		return 0, usagef("--self-test runs every canary; do not combine it with --canary")
@@ -496,13 +505,6 @@ func selfTest(ctx context.Context, scs []*scenarios.Scenario, cfg crashsweep.Con
 		fmt.Fprintf(stdout, "note: the unweakened store already has %d violations under this sweep (run crashsim --quick); a canary counts as caught only by a violation outside them\n", n)
 	}
 	missed := 0
-	type jsonResult struct {
-		Canary    string                `json:"canary"`
-		Caught    bool                  `json:"caught"`
-		Claim     string                `json:"claim,omitempty"`
-		Violation *crashsweep.Violation `json:"violation,omitempty"`
-		Repro     string                `json:"reproduce,omitempty"`
-	}
 	var out []jsonResult
 	sc := newSchedCatcher(o)
 	for _, r := range res {
@@ -547,7 +549,14 @@ func selfTest(ctx context.Context, scs []*scenarios.Scenario, cfg crashsweep.Con
 		}
 		out = append(out, jr)
 	}
-	fmt.Fprintf(stdout, "crashsim --self-test: %d canaries, %d caught, %d missed (%.1f s)\n", len(res), len(res)-missed, missed, time.Since(start).Seconds())
+	sout, smissed, err := selfTestServer(ctx, stdout, stderr)
+	if err != nil {
+		return 0, err
+	}
+	out = append(out, sout...)
+	missed += smissed
+	total := len(res) + len(sout)
+	fmt.Fprintf(stdout, "crashsim --self-test: %d canaries, %d caught, %d missed (%.1f s)\n", total, total-missed, missed, time.Since(start).Seconds())
 	if err := writeJSON(o.jsonPath, out); err != nil {
 		return 0, err
 	}

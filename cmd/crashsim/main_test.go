@@ -56,6 +56,8 @@ func TestBadInputExitsTwo(t *testing.T) {
 		{[]string{"--sweep", "--sched-ops", "3"}, "need --sched or --quick"},
 		{[]string{"--sched", "--canary", "ack-before-sync"}, "ack-before-sync syncs on a goroutine"},
 		{[]string{"--part", "nope"}, `unknown part "nope"`},
+		{[]string{"--subprocess", "--canary", "skip-datasync"}, "want a server canary (server-early-reply)"},
+		{[]string{"--subprocess", "--canary", "nope"}, "want a server canary"},
 		{[]string{"--part", "queue", "--quick"}, "give one of"},
 	}
 	for _, c := range cases {

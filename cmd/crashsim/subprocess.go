@@ -62,6 +62,9 @@ var cliWorkflow = []cliStep{
 type cliEnv struct {
 	bin    string
 	labels map[string]string
+	// serveEnv is added to the environment of the server part's server
+	// (SWARMOPS_TEST_CANARY, for a canary build).
+	serveEnv []string
 }
 
 type cliResult struct {
@@ -150,6 +153,9 @@ func (e *cliEnv) refs(ctx context.Context, store string) (map[string]string, boo
 // filesystem call of each command of cliWorkflow, on a copy of a base store
 // that the uncrashed commands advance, and checks what each crash left.
 func subprocessSweep(ctx context.Context, _ []*scenarios.Scenario, o *options, stdout, stderr io.Writer) (int, error) {
+	if o.canary != "" && !serverCanary(o.canary) {
+		return 0, usagef("--subprocess --canary %q: want a server canary (%s)", o.canary, strings.Join(serverCanaryNames(), ", "))
+	}
 	start := time.Now()
 	tmp, err := os.MkdirTemp("", "crashsim-subprocess-")
 	if err != nil {
@@ -159,6 +165,18 @@ func subprocessSweep(ctx context.Context, _ []*scenarios.Scenario, o *options, s
 	bin, err := cliBinary(ctx, tmp, o.binary, stderr)
 	if err != nil {
 		return 0, err
+	}
+	var serveEnv []string
+	if o.canary != "" {
+		// A server canary weakens the server part's server, on a canary
+		// build: the commands the sweep checks with stay correct.
+		weak, err := canaryBinary(ctx, tmp, stderr)
+		if err != nil {
+			return 0, err
+		}
+		serveEnv = []string{canaryEnv + "=" + o.canary}
+		fmt.Fprintf(stdout, "subprocess: the server part runs a %s build with %s=%s\n", canaryTag, canaryEnv, o.canary)
+		bin = weak
 	}
 	workers := o.workers
 	if workers == 0 {
@@ -205,6 +223,7 @@ func subprocessSweep(ctx context.Context, _ []*scenarios.Scenario, o *options, s
 		return exitViolation, err
 	}
 	fmt.Fprintf(stdout, "subprocess: %-26s crashed at %d of its calls (stride %d)\n", "land --check (queue)", steps, stride)
+	e.serveEnv = serveEnv
 	steps, vs, err = e.serveSweep(ctx, tmp, stride, int64(workers))
 	violations = append(violations, vs...)
 	points += steps

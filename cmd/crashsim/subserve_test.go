@@ -46,3 +46,34 @@ func TestServeSweepPasses(t *testing.T) {
 		t.Error(v)
 	}
 }
+
+// TestServeCanaryCaught builds the canary binary and runs the server part
+// with each server canary, as the self-test does: each must be caught by
+// a point the correct binary passes.
+func TestServeCanaryCaught(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds two swarmops binaries and crashes them a few dozen times; -short skips it")
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chdir("../.."); err != nil { // canaryBinary builds ./cmd/swarmops
+		t.Fatal(err)
+	}
+	defer os.Chdir(wd)
+	res, err := serveCanaries(context.Background(), os.Stderr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res) != len(serverCanaries) {
+		t.Fatalf("%d results for %d server canaries", len(res), len(serverCanaries))
+	}
+	for _, r := range res {
+		if !r.caught {
+			t.Errorf("server canary %s not caught in %d points", r.name, r.points)
+			continue
+		}
+		t.Logf("%s caught at call %d: %s", r.name, r.at, r.detail)
+	}
+}

@@ -69,8 +69,14 @@ func (a *app) serve(grace time.Duration, cpuprofile string) error {
 	if err != nil {
 		return err
 	}
-	srv, err := server.Start(server.Config{Dir: dir, Handler: serveHandler(s, dir), Stream: streams,
-		Logf: func(format string, args ...any) { fmt.Fprintf(a.stderr, "swarmops serve: "+format+"\n", args...) }})
+	cfg := server.Config{Dir: dir, Handler: serveHandler(s, dir), Stream: streams,
+		Logf: func(format string, args ...any) { fmt.Fprintf(a.stderr, "swarmops serve: "+format+"\n", args...) }}
+	if weakenHook != nil {
+		if err := weakenHook(a.getenv, &cfg); err != nil {
+			return err
+		}
+	}
+	srv, err := server.Start(cfg)
 	if errors.Is(err, server.ErrRunning) {
 		return &cliError{kind: kindRunning, err: err, msg: fmt.Sprintf("store %s: %v", dir, err),
 			hint: "its clients use it already; stop it (SIGTERM) to start another"}

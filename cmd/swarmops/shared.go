@@ -77,6 +77,11 @@ func (a *app) options() (core.Options, error) {
 		return o, err
 	}
 	o.FS = fsys
+	if weakenHook != nil {
+		if err := weakenHook(a.getenv, &o); err != nil {
+			return o, err
+		}
+	}
 	if v := a.getenv(segmentSizeEnv); v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || n < 4096 || n > 1<<40 {
@@ -86,6 +91,12 @@ func (a *app) options() (core.Options, error) {
 	}
 	return o, nil
 }
+
+// weakenHook applies the canaries a crash test asks for to a
+// *core.Options or a *server.Config. Only canary.go sets it, in a binary
+// built with the swarmops_canary tag (crashsim --self-test builds one): in
+// a normal build it is nil, so nothing can weaken a store or a server.
+var weakenHook func(getenv func(string) string, opts any) error
 
 // segmentSizeEnv sets the journal segment size a command's writes roll
 // over at (tests only: a small size makes gc reclaim segments in a test's

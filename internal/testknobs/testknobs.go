@@ -1,17 +1,24 @@
 // Package testknobs holds the store's test-only canaries and hooks, out of
 // core's API. It is internal to the module: core's tests, crashsweep,
-// cmd/crashsim, props and cmd/swarmops's test hook reach it; a user of
-// core cannot, so no user can weaken a store.
+// cmd/crashsim, props and cmd/swarmops's test hook reach it, and so does
+// a swarmops binary built with the swarmops_canary tag, which sets the
+// canaries SWARMOPS_TEST_CANARY names (cmd/swarmops/canary.go); a user of
+// core cannot, and a normal build reads no such variable, so no user can
+// weaken a store.
 //
 // The canaries each break one durability rule on purpose, so that the crash
 // sweep and the property tests can show they would notice: a check that
 // cannot fail proves nothing. Weaken sets them on a core.Options (or a
 // worktree.Options, mergequeue.Options or gitx.ExportOptions, for the
-// canaries of those paths), through a function each package registers
-// when it is initialized.
+// canaries of those paths, or a server.Config for the server's), through
+// a function each package registers when it is initialized.
 package testknobs
 
-import "fmt"
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
 
 // Weakening is a set of canaries. The zero value is the correct store.
 type Weakening uint32
@@ -34,7 +41,43 @@ const (
 	UpdateTrustsStat                        // a work tree's update records a merged file's stat data as clean
 	QueueTwoFrames                          // the merge queue publishes its entries' outcomes and the target's move in two frames
 	ExportTrustsMap                         // an export builds on the commits its mapping file names without checking git has them
+	ServerEarlyReply                        // the server replies success to a request once it has read its stdin, before the command returns
 )
+
+// ServerCanaries are the canaries of the server (server.Config); the
+// others weaken the store and the paths built on it.
+const ServerCanaries = ServerEarlyReply
+
+// names maps each canary to the name crashsim and SWARMOPS_TEST_CANARY
+// use (crashsweep.Canaries lists the same names, with why each matters).
+var names = map[string]Weakening{
+	"skip-datasync": SkipDatasync, "ack-before-sync": AckBeforeSync, "skip-dirsync": SkipDirSync,
+	"skip-checksum": SkipChecksum, "early-durable": EarlyDurable, "false-fresh": FalseFresh,
+	"skip-reflog-sync": SkipReflogSync, "drop-protections": DropProtections,
+	"queue-skip-waiter": QueueSkipWaiter, "cas-if-exists": CASIfExists, "land-no-ff": LandNoFastForward,
+	"gc-ignores-leases": GCIgnoresLeases, "gc-skips-rebuild": GCSkipsRebuild,
+	"update-trusts-stat": UpdateTrustsStat, "queue-two-frames": QueueTwoFrames,
+	"export-trusts-map": ExportTrustsMap, "server-early-reply": ServerEarlyReply,
+}
+
+// Parse maps a comma-separated list of canary names to their weakening.
+// An empty or unknown name is an error naming the known ones.
+func Parse(list string) (Weakening, error) {
+	var w Weakening
+	for _, n := range strings.Split(list, ",") {
+		b, ok := names[strings.TrimSpace(n)]
+		if !ok {
+			known := make([]string, 0, len(names))
+			for k := range names {
+				known = append(known, k)
+			}
+			sort.Strings(known)
+			return 0, fmt.Errorf("unknown canary %q (known: %s)", n, strings.Join(known, ", "))
+		}
+		w |= b
+	}
+	return w, nil
+}
 
 // attach holds, per package that has canaries, the function that sets
 // them on its options type; each package registers its own.
@@ -43,7 +86,8 @@ var attach []func(opts any, w Weakening) bool
 // RegisterOptions is how a package registers its options type O, whose
 // canaries live in an unexported field that field returns: core for
 // core.Options, worktree for worktree.Options, mergequeue for
-// mergequeue.Options, gitx for gitx.ExportOptions. It is called once per
+// mergequeue.Options, gitx for gitx.ExportOptions, server for
+// server.Config. It is called once per
 // package, by its initialization.
 func RegisterOptions[O any](field func(*O) *Weakening) {
 	attach = append(attach, func(opts any, w Weakening) bool {
@@ -56,7 +100,7 @@ func RegisterOptions[O any](field func(*O) *Weakening) {
 }
 
 // Weaken sets the canaries of opts (a *core.Options, *worktree.Options,
-// *mergequeue.Options or *gitx.ExportOptions) to w: everything opened or run with opts (or a
+// *mergequeue.Options, *gitx.ExportOptions or *server.Config) to w: everything opened or run with opts (or a
 // copy) runs with them. It panics when no linked-in package owns the
 // type of opts, a mistake of the test that calls it.
 func Weaken[O any](opts *O, w Weakening) {

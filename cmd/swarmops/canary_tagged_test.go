@@ -1,0 +1,5 @@
+//go:build swarmops_canary
+
+package main
+
+const canaryBuild = true
