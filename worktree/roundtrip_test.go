@@ -1,15 +1,12 @@
 package worktree_test
 
 import (
-	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/swarmops/swarmops/core"
-	"github.com/swarmops/swarmops/core/objects"
 	"github.com/swarmops/swarmops/core/vfs"
 	"github.com/swarmops/swarmops/worktree"
 )
@@ -92,32 +89,4 @@ func TestRoundTripOnTheRealOS(t *testing.T) {
 			t.Fatalf("status of %s after the round trip: %v, %v", d, kinds(st), err)
 		}
 	}
-}
-
-// TestATreeOfAnotherStoreIsRefused: a work tree records the store it was
-// checked out from; opened for another store (whose changesets its base
-// and index do not name) it is ErrOtherStore, opened for its own store
-// under another spelling it opens.
-func TestATreeOfAnotherStoreIsRefused(t *testing.T) {
-	base := t.TempDir()
-	f := newFixture(t, vfs.OS(), filepath.Join(base, "store"))
-	other := newFixture(t, vfs.OS(), filepath.Join(base, "other"))
-	id := f.commit(objects.ID{}, core.Change{Path: "a", Data: []byte("a\n")})
-	dir := filepath.Join(base, "tree")
-	if _, err := worktree.Checkout(f.snap(), id, dir, f.opts()); err != nil {
-		t.Fatal(err)
-	}
-	if tr, err := worktree.Open(dir, other.opts()); !errors.Is(err, worktree.ErrOtherStore) {
-		if err == nil {
-			tr.Close()
-		}
-		t.Fatalf("open for another store: %v; want ErrOtherStore", err)
-	}
-	o := f.opts()
-	o.StoreDir = filepath.Join(base, "tree", "..", "store")
-	tr, err := worktree.Open(dir, o)
-	if err != nil {
-		t.Fatalf("open for its own store spelled %s: %v", o.StoreDir, err)
-	}
-	tr.Close()
 }

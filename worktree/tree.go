@@ -17,11 +17,6 @@ import (
 	"github.com/swarmops/swarmops/internal/testknobs"
 )
 
-// ErrOtherStore is returned by Open for a work tree that recorded another
-// store than the one it is opened for: its base and index name that
-// store's changesets.
-var ErrOtherStore = errors.New("worktree: the work tree belongs to another store")
-
 // ErrNotWorkTree is returned by Open for a directory without a work-tree
 // index (including one whose first checkout was interrupted before its
 // index was written).
@@ -174,33 +169,7 @@ func Open(dir string, o Options) (*Tree, error) {
 		t.root.Close()
 		return nil, err
 	}
-	if err := t.checkStore(); err != nil {
-		t.root.Close()
-		return nil, err
-	}
 	return t, nil
-}
-
-// checkStore refuses a tree whose recorded store still exists and is
-// another directory than Options.StoreDir (compared by identity, so any
-// spelling of the same store passes). A recorded store that is gone (moved
-// or removed) is not checked.
-func (t *Tree) checkStore() error {
-	if t.store == nil {
-		return nil
-	}
-	rec, err := StorePath(t.fs, t.dir)
-	if err != nil || rec == "" {
-		return err
-	}
-	fi, err := t.fs.Stat(rec)
-	if err != nil {
-		return nil
-	}
-	if in, ok := vfs.InodeOf(fi); ok && (in.Dev != t.store.Dev || in.Ino != t.store.Ino) {
-		return fmt.Errorf("%w: %q was checked out from %s, not %s", ErrOtherStore, t.dir, rec, t.opts.StoreDir)
-	}
-	return nil
 }
 
 // Close releases the tree's directory handles.

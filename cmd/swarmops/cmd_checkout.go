@@ -6,7 +6,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -243,9 +242,6 @@ func treeErr(verb, dir string, err error) error {
 			hint: "check the tree out again with 'swarmops checkout REV DIR --force'"}
 	case errors.Is(err, worktree.ErrSpecialFile):
 		return usagef("%s: %w", prefix, err)
-	case errors.Is(err, worktree.ErrOtherStore):
-		return &cliError{kind: kindUsage, err: err, msg: fmt.Sprintf("%s: %s", prefix, strings.TrimPrefix(plainText(err), "worktree: ")),
-			hint: "give that store with --store, or remove the tree's " + worktree.MetaDir + " to use it as a plain directory"}
 	}
 	return err
 }

@@ -350,11 +350,35 @@ func (a *app) commitTree(sn *core.Snapshot, dir string, opts worktree.Options, c
 					c.dir, idText(base), short(ps[0])),
 				hint: staleHint(base, ps[0], c.dir)}
 		}
+		if err := baseInStore(sn, t, c.dir); err != nil {
+			t.Close()
+			return nil, nil, err
+		}
 		if len(ps) == 0 && !t.Base().IsZero() {
 			ps = []core.ID{t.Base()}
 		}
 	}
 	return t, ps, nil
+}
+
+// baseInStore refuses a work tree whose base this store lacks: a tree made
+// from another store (it records which), whose changes against that base
+// would be no changes at all, or a commit on a parent the store lacks.
+func baseInStore(sn *core.Snapshot, t *worktree.Tree, dir string) error {
+	base := t.Base()
+	if base.IsZero() {
+		return nil
+	}
+	if _, err := sn.Changeset(base); !errors.Is(err, core.ErrNotFound) {
+		return err
+	}
+	from, _ := worktree.StorePath(nil, t.Dir())
+	if from == "" {
+		from = "another store"
+	}
+	return &cliError{kind: kindNotFound, err: errors.New("base not in store"), subject: map[string]any{"base": base.String()},
+		msg:  fmt.Sprintf("commit --dir %q: the work tree's base %s is not in this store (the tree was checked out from %s)", dir, short(base), from),
+		hint: "give the tree's store with --store, or remove its " + worktree.MetaDir + " to commit it as a plain directory"}
 }
 
 // treeMemoryLimit is the Go runtime's soft memory limit for a commit,

@@ -73,6 +73,16 @@ var _ = Describe("work trees", func() {
 		Expect(e.run("", "cat", "main:z.txt").Stdout).To(Equal("z\n"))
 	})
 
+	It("refuses to commit a tree into a store that lacks its base, naming the store it came from", func() {
+		o := newEnv()
+		o.ok("", "init")
+		Expect(os.WriteFile(filepath.Join(wt, "a.txt"), []byte("changed\n"), 0o644)).To(Succeed())
+		er := o.run("", "commit", "--dir", wt, "--advance", "main", "--json").Err()
+		Expect(er["code"]).To(Equal("E_NOT_FOUND"), "%v", er)
+		Expect(er["message"]).To(ContainSubstring("checked out from"))
+		Expect(o.run("", "ref", "get", "main", "--json").Err()["code"]).To(Equal("E_NOT_FOUND"), "the other store's main moved")
+	})
+
 	It("refuses to switch over local changes without --force, and removes what the new revision deleted", func() {
 		e.commit("put a.txt = \"two\\n\"\nput gone.txt = \"g\\n\"\n", "--advance", "main")
 		e.ok("", "checkout", "main", wt)
