@@ -79,53 +79,58 @@ func (g *gc) copyForward() error {
 		}
 		return nil
 	}
-	// Changesets are copied parents first (by generation): a copy frame
-	// left past the checkpoint is replayed in order, and a changeset whose
-	// parent came later in the journal would be a dangling reference to
-	// every reader between the two (verify --deep reports it). In id
-	// order a child preceded its parent about half the time.
-	var css []index.CSRecord
-	err := g.x0.ForEachChangeset(func(c index.CSRecord) error {
-		if g.live[c.ID] && (c.Loc.Loose || g.reclaimed(c.Loc)) {
-			css = append(css, c)
-		}
-		return nil
-	})
-	slices.SortFunc(css, func(a, b index.CSRecord) int {
-		return cmp.Or(cmp.Compare(a.Generation, b.Generation), bytes.Compare(a.ID[:], b.ID[:]))
-	})
-	for i := range css {
-		if err != nil {
-			break
-		}
-		err = add(css[i].ID, objects.KindChangeset, css[i].Loc, gcCopy{cs: &css[i]})
-	}
-	// Blobs and trees are copied in the order of their bytes in the
-	// journal, not of their ids: the blobs of a compressed group are then
-	// read one after another (one decode of the group, not one a blob)
-	// and land in a group together again.
-	var objs []index.ObjRecord
-	if err == nil {
-		err = g.x0.ForEachObject(func(o index.ObjRecord) error {
-			if g.live[o.ID] && (o.Loc.Loose || g.reclaimed(o.Loc)) {
-				objs = append(objs, o)
-			}
-			return nil
-		})
-	}
+	css, objs, err := g.toCopy()
 	if err != nil {
-		return errs.Index("gc: read index runs", err)
+		return err
 	}
-	slices.SortFunc(objs, func(a, b index.ObjRecord) int {
-		x, y := a.Loc, b.Loc
-		return cmp.Or(cmp.Compare(x.Segment, y.Segment), cmp.Compare(x.Offset, y.Offset), cmp.Compare(x.Inner, y.Inner))
-	})
+	for i := range css {
+		if err := add(css[i].ID, objects.KindChangeset, css[i].Loc, gcCopy{cs: &css[i]}); err != nil {
+			return err
+		}
+	}
 	for _, o := range objs {
 		if err := add(o.ID, o.Kind, o.Loc, gcCopy{obj: o}); err != nil {
 			return err
 		}
 	}
 	return flush()
+}
+
+// toCopy lists the live changesets and objects of the reclaimed segments
+// in the order copyForward copies them. Changesets go parents first (by
+// generation): a copy frame left past the checkpoint is replayed in
+// order, and in id order a child preceded its parent about half the time.
+// Blobs and trees go in the order of their bytes in the journal, not of
+// their ids: the blobs of a compressed group are then read one after
+// another (one decode of the group, not one a blob) and land in a group
+// together again.
+func (g *gc) toCopy() (css []index.CSRecord, objs []index.ObjRecord, err error) {
+	moves := func(l index.Loc) bool { return l.Loose || g.reclaimed(l) }
+	err = g.x0.ForEachChangeset(func(c index.CSRecord) error {
+		if g.live[c.ID] && moves(c.Loc) {
+			css = append(css, c)
+		}
+		return nil
+	})
+	if err == nil {
+		err = g.x0.ForEachObject(func(o index.ObjRecord) error {
+			if g.live[o.ID] && moves(o.Loc) {
+				objs = append(objs, o)
+			}
+			return nil
+		})
+	}
+	if err != nil {
+		return nil, nil, errs.Index("gc: read index runs", err)
+	}
+	slices.SortFunc(css, func(a, b index.CSRecord) int {
+		return cmp.Or(cmp.Compare(a.Generation, b.Generation), bytes.Compare(a.ID[:], b.ID[:]))
+	})
+	slices.SortFunc(objs, func(a, b index.ObjRecord) int {
+		x, y := a.Loc, b.Loc
+		return cmp.Or(cmp.Compare(x.Segment, y.Segment), cmp.Compare(x.Offset, y.Offset), cmp.Compare(x.Inner, y.Inner))
+	})
+	return css, objs, nil
 }
 
 // copyLocs finds where the copy frames before limit put each copied

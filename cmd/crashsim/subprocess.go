@@ -149,6 +149,23 @@ func (e *cliEnv) refs(ctx context.Context, store string) (map[string]string, boo
 	return m, true, nil
 }
 
+// sweepBinary returns the binary the sweep runs and the environment of
+// its server part: the CLI as built (or --binary), or with a server
+// canary a canary build of it, which the server part runs weakened while
+// the commands the sweep checks with stay correct.
+func sweepBinary(ctx context.Context, tmp string, o *options, stdout, stderr io.Writer) (string, []string, error) {
+	bin, err := cliBinary(ctx, tmp, o.binary, stderr)
+	if err != nil || o.canary == "" {
+		return bin, nil, err
+	}
+	weak, err := canaryBinary(ctx, tmp, stderr)
+	if err != nil {
+		return "", nil, err
+	}
+	fmt.Fprintf(stdout, "subprocess: the server part runs a %s build with %s=%s\n", canaryTag, canaryEnv, o.canary)
+	return weak, []string{canaryEnv + "=" + o.canary}, nil
+}
+
 // subprocessSweep crashes the real swarmops binary at every stride-th
 // filesystem call of each command of cliWorkflow, on a copy of a base store
 // that the uncrashed commands advance, and checks what each crash left.
@@ -162,21 +179,9 @@ func subprocessSweep(ctx context.Context, _ []*scenarios.Scenario, o *options, s
 		return 0, err
 	}
 	defer os.RemoveAll(tmp)
-	bin, err := cliBinary(ctx, tmp, o.binary, stderr)
+	bin, serveEnv, err := sweepBinary(ctx, tmp, o, stdout, stderr)
 	if err != nil {
 		return 0, err
-	}
-	var serveEnv []string
-	if o.canary != "" {
-		// A server canary weakens the server part's server, on a canary
-		// build: the commands the sweep checks with stay correct.
-		weak, err := canaryBinary(ctx, tmp, stderr)
-		if err != nil {
-			return 0, err
-		}
-		serveEnv = []string{canaryEnv + "=" + o.canary}
-		fmt.Fprintf(stdout, "subprocess: the server part runs a %s build with %s=%s\n", canaryTag, canaryEnv, o.canary)
-		bin = weak
 	}
 	workers := o.workers
 	if workers == 0 {
@@ -209,28 +214,29 @@ func subprocessSweep(ctx context.Context, _ []*scenarios.Scenario, o *options, s
 		}
 		fmt.Fprintf(stdout, "subprocess: %-26s crashed at %d of its calls (stride %d)\n", st.name, steps, stride)
 	}
-	steps, vs, err := e.treeSweep(ctx, tmp, stride, int64(workers))
-	violations = append(violations, vs...)
-	points += steps
-	if err != nil {
-		return exitViolation, err
+	// The parts run apart from the workflow, each on a copy of its own;
+	// only the server part runs the canary build's environment.
+	parts := []struct {
+		name  string
+		serve bool
+		run   func(context.Context, string, int64, int64) (int, []string, error)
+	}{
+		{"update (work tree)", false, e.treeSweep},
+		{"land --check (queue)", false, e.queueSweep},
+		{"serve (3 clients)", true, e.serveSweep},
 	}
-	fmt.Fprintf(stdout, "subprocess: %-26s crashed at %d of its calls (stride %d)\n", "update (work tree)", steps, stride)
-	steps, vs, err = e.queueSweep(ctx, tmp, stride, int64(workers))
-	violations = append(violations, vs...)
-	points += steps
-	if err != nil {
-		return exitViolation, err
+	for _, part := range parts {
+		if part.serve {
+			e.serveEnv = serveEnv
+		}
+		steps, vs, err := part.run(ctx, tmp, stride, int64(workers))
+		violations = append(violations, vs...)
+		points += steps
+		if err != nil {
+			return exitViolation, err
+		}
+		fmt.Fprintf(stdout, "subprocess: %-26s crashed at %d of its calls (stride %d)\n", part.name, steps, stride)
 	}
-	fmt.Fprintf(stdout, "subprocess: %-26s crashed at %d of its calls (stride %d)\n", "land --check (queue)", steps, stride)
-	e.serveEnv = serveEnv
-	steps, vs, err = e.serveSweep(ctx, tmp, stride, int64(workers))
-	violations = append(violations, vs...)
-	points += steps
-	if err != nil {
-		return exitViolation, err
-	}
-	fmt.Fprintf(stdout, "subprocess: %-26s crashed at %d of its calls (stride %d)\n", "serve (3 clients)", steps, stride)
 	for _, v := range violations {
 		fmt.Fprintln(stdout, v)
 	}
