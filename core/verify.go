@@ -54,6 +54,7 @@ func (s *Store) Verify(deep bool, progress func(done, total int)) (*VerifyReport
 	v.fresh.Idx.Mem.SizeFor(s.objectCountHint())
 	if deep {
 		v.dc = deepcheck.New(s.fs, s.dir, v.fresh)
+		v.dc.Collected = horizon > 0
 		defer v.dc.EndHashing()
 	}
 	if err := v.replay(progress); err != nil {

@@ -33,11 +33,11 @@ type Check struct {
 	// object is found from its location by a binary search (a map of every
 	// object by id cost a third of the scan).
 	frames []scannedFrame
-	// copied holds the sequence numbers of the frames whose changesets
-	// were stored already when they were appended (txn.FrameTxn: gc's
-	// copies and resurrections): a changeset's place there is not where
-	// it first appeared.
-	copied map[uint64]bool
+	// Collected says a garbage collection has run: it copies a parent, or
+	// brings it back, in a frame after children that named it where it
+	// was before, so the journal order of a parent and its child says
+	// nothing, and only the parent's presence is checked.
+	Collected bool
 
 	batch   []inlineObj
 	hashCh  chan []inlineObj
@@ -120,12 +120,6 @@ func New(fsys vfs.FS, storeDir string, fresh *proj.Proj) *Check {
 func (dc *Check) Frame(fr *journal.Frame, file string, t *txn.Txn) {
 	base := fr.Pos.Off + fr.PayloadOff()
 	dc.frames = append(dc.frames, scannedFrame{seg: fr.Pos.Seg, off: base, payload: fr.Payload, file: file})
-	if fr.Kind != txn.FrameFresh {
-		if dc.copied == nil {
-			dc.copied = map[uint64]bool{}
-		}
-		dc.copied[fr.Seq] = true
-	}
 	for _, o := range t.Objs {
 		if o.Loose {
 			continue
@@ -283,13 +277,9 @@ func (dc *Check) check(ps *[]Problem, id objects.ID, l proj.Loc) {
 			if !ok {
 				continue
 			}
-			// A parent precedes its child: in an earlier frame, or earlier
-			// in the same one (gc copies changesets parents first, many
-			// to a frame). A copy says nothing of the order: gc copies a
-			// parent, or brings it back, after children that named it
-			// where it was before.
-			copied := dc.copied[pl.Seq] || dc.copied[l.Seq]
-			if !copied && (pl.Seq > l.Seq || (pl.Seq == l.Seq && pl.Off >= l.Off)) {
+			// A parent precedes its child, in an earlier frame (or, in gc's
+			// copies, earlier in the same one), unless a collection moved it.
+			if !dc.Collected && (pl.Seq > l.Seq || (pl.Seq == l.Seq && pl.Off >= l.Off)) {
 				problem(file, off, "parent %s comes later in the journal", p)
 			}
 			if pd, _, ok := dc.inlineData(pl); ok && !pl.Loose {
