@@ -101,8 +101,11 @@ func (g *gcAgent) work(rounds int, wt string) {
 // agent's checkout of the changeset it has just committed, in a fresh
 // process while a gc installs its checkpoints, fails now and then with
 // E_NOT_FOUND for that changeset or E_IO for a blob in a removed segment
-// (about 1 run in 3 on a 2-core machine). Every acknowledged commit still
-// reads back once the gcs are done. Run it with
+// (about 1 run in 3 on a 2-core machine). In the E_NOT_FOUND case the
+// checkpoint the process loads covers the changeset's frame (it replays no
+// tail) and none of its runs holds the record: a checkpoint or gc's index
+// rewrite left it out. Every acknowledged commit still reads back once the
+// gcs are done. Run it with
 // go run github.com/onsi/ginkgo/v2/ginkgo --label-filter=slow --focus 'gc beside agents' ./contention
 var _ = Describe("gc beside agents", Label("slow"), func() {
 	It("runs 20 times while 32 processes commit, land and hold leases, and every acknowledged commit still reachable reads back", func() {
