@@ -126,7 +126,9 @@ func (cfg *Config) recoveryTasks(sc int, ref *reference, ms []modelSeed, points 
 			for _, n := range points {
 				rec[n] = true
 			}
-		case cfg.RecoveryPoints > 0:
+		case cfg.RecoveryPoints > 0 && len(points) > 0:
+			// (A reference run that a canary stopped before its first
+			// crash point leaves no points, and nothing to recover.)
 			k := cfg.RecoveryPoints
 			for i := 1; i <= k; i++ {
 				rec[points[(len(points)-1)*i/k]] = true
