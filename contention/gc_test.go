@@ -97,20 +97,7 @@ func (g *gcAgent) work(rounds int, wt string) {
 	}
 }
 
-// Labelled slow, so out of the default run, until a known race is fixed: an
-// agent's checkout of the changeset it has just committed, in a fresh
-// process while a gc installs its checkpoints, fails now and then with
-// E_NOT_FOUND for that changeset or E_IO for a blob in a removed segment
-// (about 1 run in 3 on a 2-core machine). The cause, traced once: the
-// agent recommits a changeset identical to one an earlier gc found dead
-// (same tree, parent and message, so the same id); its frame is a
-// duplicate, so no new index record is made. The running gc's rescan then
-// finds the old one live again, too late to copy ("late"): rewrite drops
-// its old record at install, and only finish, afterwards, appends the
-// resurrection frame. Between the two, no run and no tail frame holds it.
-// Every acknowledged commit reads back once the gcs are done. Run it with
-// go run github.com/onsi/ginkgo/v2/ginkgo --label-filter=slow --focus 'gc beside agents' ./contention
-var _ = Describe("gc beside agents", Label("slow"), func() {
+var _ = Describe("gc beside agents", func() {
 	It("runs 20 times while 32 processes commit, land and hold leases, and every acknowledged commit still reachable reads back", func() {
 		dir := GinkgoT().TempDir()
 		store := filepath.Join(dir, "store")

@@ -152,23 +152,23 @@ func (g *gc) run() error {
 	if err := g.copyForward(); err != nil {
 		return err
 	}
-	// 4. A checkpoint covering the copies, then one whose runs name the
-	// copies and not what is reclaimed.
+	// 4. A checkpoint covering the copies.
 	if err := g.checkpoint(); err != nil {
 		return err
 	}
 	if err := g.rescan(); err != nil {
 		return err
 	}
-	if err := g.rewrite(c0); err != nil {
-		return err
-	}
-	// 5. The last rescan and the generation step, in one turn of the
-	// writer lock; then nothing names what is reclaimed.
 	if h := testknobs.GCBeforeFinish; h != nil {
 		h()
 	}
-	if err := g.finish(); err != nil {
+	// 5. In one turn of the writer lock: the last rescan, the
+	// resurrection of what it found revived, the checkpoint whose runs
+	// name the copies and not what is reclaimed, and the generation step.
+	// No commit can revive anything meanwhile, and every live object is
+	// indexed at every instant: its old record is dropped only once its
+	// copy is durable and in the new run.
+	if err := g.finish(c0); err != nil {
 		return err
 	}
 	g.rep.Live = len(g.live)

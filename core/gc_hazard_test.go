@@ -173,10 +173,11 @@ func TestGCKeepsWhatACommitDuringTheMarkNames(t *testing.T) {
 }
 
 // TestGCResurrectsWhatAStaleWriterNames: another process, whose index is
-// the one before gc's rewrite, commits x's bytes after that rewrite is
-// installed and before gc's last rescan: its builder finds x in its old
-// index and names it by id. The last rescan, under the writer lock,
-// appends x again (the resurrection frame).
+// the one before gc's rewrite, commits x's bytes after gc's copies and
+// before its last turn of the writer lock: its builder finds x in its old
+// index and names it by id. The last rescan, in that turn, finds x live
+// again and appends it (the resurrection frame) before the rewritten
+// index drops its old record.
 func TestGCResurrectsWhatAStaleWriterNames(t *testing.T) {
 	dir, o, x, _ := deadStore(t, 0)
 	s, err := core.Open(dir, o)

@@ -211,8 +211,13 @@ func (g *gc) rewrite(c0 *ckpt.Checkpoint) error {
 	}
 	dead := map[ID]bool{}
 	var late []index.ObjRecord // live, reclaimed and not copied
+	lateCS := map[ID]index.CSRecord{}
 	err = g.x0.ForEachChangeset(func(c index.CSRecord) error {
+		n := len(late)
 		g.classify(c.ID, objects.KindChangeset, c.Loc, dead, &late)
+		if len(late) > n {
+			lateCS[c.ID] = c
+		}
 		return nil
 	})
 	if err == nil {
@@ -225,7 +230,8 @@ func (g *gc) rewrite(c0 *ckpt.Checkpoint) error {
 		return errs.Index("gc: read index runs", err)
 	}
 	// What a concurrent commit revived after the last copies goes into the
-	// resurrection frame, read now while its segment is sure to exist.
+	// resurrection frame, durable before the install drops the old
+	// records, and named by the new run like any copy.
 	for _, o := range late {
 		data, err := g.readAt(o.ID, o.Kind, o.Loc)
 		if err != nil {
@@ -233,6 +239,12 @@ func (g *gc) rewrite(c0 *ckpt.Checkpoint) error {
 		}
 		g.revive(o.ID, o.Kind, o.Loc, data)
 	}
+	more, err := g.resurrectNow(cur, late, lateCS)
+	if err != nil {
+		return err
+	}
+	extra.Changesets = append(extra.Changesets, more.Changesets...)
+	extra.Objects = append(extra.Objects, more.Objects...)
 	keep := func(id ID, l index.Loc) bool {
 		if dead[id] {
 			g.rep.RecordsDropped++ // a live one in a reclaimed segment is replaced by its copy
@@ -292,28 +304,19 @@ func (g *gc) classify(id ID, k objects.Kind, l index.Loc, dead map[ID]bool, late
 	}
 }
 
-// finish makes the last rescan and steps the gc generation in one turn of
-// the writer lock: every frame appended before it has been rescanned (what
-// it names that the new index dropped is appended again, in a
-// resurrection frame), and every commit appended after it that was built
-// against an older index is built again (checkLocked).
-func (g *gc) finish() error {
+// finish makes the last rescan, resurrects what it revived, installs the
+// rewritten index (rewrite) and steps the gc generation, in one turn of the
+// writer lock: every frame appended before it has been rescanned, and
+// every commit appended after it that was built against an older index is
+// built again (checkLocked).
+func (g *gc) finish(c0 *ckpt.Checkpoint) error {
 	s := g.s
-	var seq, epoch uint64
-	err := s.writer.With(func() error {
+	return s.writer.With(func() error {
 		if err := g.rescan(); err != nil {
 			return err
 		}
-		if len(g.resurrect) > 0 {
-			t := &txn.Txn{Time: s.opts.Now().UTC(), Objs: g.resurrect}
-			s.view.mu.Lock()
-			t.BuiltEpoch, t.BuiltGC = s.view.epoch, s.view.gc
-			s.view.mu.Unlock()
-			payload, head := txn.EncodePayload(t)
-			var err error
-			if seq, epoch, err = s.appendLocked(t, payload, journal.PayloadDigests(payload, head), nil); err != nil {
-				return err
-			}
+		if err := g.rewrite(c0); err != nil {
+			return err
 		}
 		if s.opts.weaken&testknobs.GCSkipsRebuild != 0 {
 			return nil
@@ -334,11 +337,40 @@ func (g *gc) finish() error {
 		s.view.mu.Unlock()
 		return nil
 	})
-	if err != nil || seq == 0 {
-		return err
+}
+
+// resurrectNow appends g.resurrect (the late objects, read from x0) as one
+// frame under the writer lock the caller holds, waits until it is durable,
+// and returns the index records of its objects at their new places, for
+// the rewritten run. Changesets keep their records' other fields (late
+// holds their x0 records).
+func (g *gc) resurrectNow(cur *ckpt.Checkpoint, late []index.ObjRecord, lateCS map[ID]index.CSRecord) (index.Batch, error) {
+	s := g.s
+	if len(g.resurrect) == 0 {
+		return index.Batch{}, nil
+	}
+	t := &txn.Txn{Time: s.opts.Now().UTC(), Objs: g.resurrect}
+	s.view.mu.Lock()
+	t.BuiltEpoch, t.BuiltGC = s.view.epoch, s.view.gc
+	s.view.mu.Unlock()
+	payload, head := txn.EncodePayload(t)
+	seq, epoch, err := s.appendLocked(t, payload, journal.PayloadDigests(payload, head), nil)
+	if err != nil {
+		return index.Batch{}, err
+	}
+	if err := s.syncer.To(seq, epoch, false); err != nil {
+		return index.Batch{}, err
 	}
 	g.rep.Copied += len(g.resurrect)
-	return s.syncer.To(seq, epoch, false)
+	g.resurrect = nil
+	for _, o := range late {
+		c := gcCopy{seq: seq, obj: o}
+		if cs, ok := lateCS[o.ID]; ok {
+			c = gcCopy{seq: seq, cs: &cs}
+		}
+		g.copies[o.ID] = c
+	}
+	return g.copyLocs(cur.Pos, cur.NextSeq, seq+1)
 }
 
 // sweep deletes the reclaimed segments and the unreachable loose objects

@@ -225,11 +225,23 @@ func (g *gc) rescan() error {
 // readMoved reads id from where the current checkpoint's runs put it, after
 // a read at the projection's location failed with err: a garbage
 // collection in another process copied it forward and removed its segment
-// (ok false: not that case).
+// (ok false: not that case). Collections that follow each other may move
+// it again, and remove that segment too, between the checkpoint's read and
+// the object's: a read that finds its segment gone reads the checkpoint
+// again, a few times.
 func (s *Store) readMoved(id ID, k objects.Kind, err error) (data []byte, ok bool, _ error) {
-	if !errors.Is(err, fs.ErrNotExist) {
-		return nil, false, nil
+	for attempt := 0; attempt < 4 && errors.Is(err, fs.ErrNotExist); attempt++ {
+		data, ok, err = s.readMovedOnce(id, k)
+		if ok || err == nil {
+			return data, ok, err
+		}
 	}
+	return nil, false, nil
+}
+
+// readMovedOnce is one attempt of readMoved. It returns the read's error
+// with ok false when the object's segment is gone again.
+func (s *Store) readMovedOnce(id ID, k objects.Kind) (data []byte, ok bool, _ error) {
 	c, cerr := ckpt.Read(s.fs, s.dir)
 	if cerr != nil {
 		return nil, false, nil
@@ -241,13 +253,13 @@ func (s *Store) readMoved(id ID, k objects.Kind, err error) (data []byte, ok boo
 	}
 	r := journal.NewReader(s.jcfg)
 	defer r.Close()
-	data, err = s.readInline(r, nil, 0, inlineAt{l.Seg, l.Off, l.Size, l.Stored, l.Inner})
+	data, err := s.readInline(r, nil, 0, inlineAt{l.Seg, l.Off, l.Size, l.Stored, l.Inner})
 	var ce *errs.CorruptError
 	if errors.As(err, &ce) {
 		return nil, true, err
 	}
 	if err != nil {
-		return nil, false, nil
+		return nil, false, err
 	}
 	if objects.IDOf(k, data) != id {
 		return nil, true, errs.Corrupt(s.jcfg.SegPath(l.Seg), l.Off, "%s %s does not hash to its id", k, id)

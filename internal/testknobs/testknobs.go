@@ -129,7 +129,8 @@ var QueueCheck func(target string, paths []string) (exit int, output string)
 var LandBeforeCommit func(attempt int)
 
 // GCAfterMark and GCBeforeFinish, when not nil, are called by core's GC
-// after its first mark and before its last rescan (the generation step),
+// after its first mark and before its last turn of the writer lock (the
+// last rescan, the rewrite and the generation step),
 // so that a test can put a commit in those windows. They are set before
 // any GC runs and never while one runs.
 var GCAfterMark, GCBeforeFinish func()
