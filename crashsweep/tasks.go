@@ -127,8 +127,10 @@ func (cfg *Config) recoveryTasks(sc int, ref *reference, ms []modelSeed, points 
 				rec[n] = true
 			}
 		case cfg.RecoveryPoints > 0 && len(points) > 0:
-			// (A reference run that a canary stopped before its first
-			// crash point leaves no points, and nothing to recover.)
+			// A reference run can leave no points: under ack-before-sync,
+			// whose sync runs on a background goroutine, the calls of a
+			// generated workload's run vary (gen-adv1-undo-cas1x, about
+			// one self-test in six). Then there is nothing to recover.
 			k := cfg.RecoveryPoints
 			for i := 1; i <= k; i++ {
 				rec[points[(len(points)-1)*i/k]] = true
