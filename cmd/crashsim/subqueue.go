@@ -12,7 +12,6 @@ import (
 
 	"github.com/swarmops/swarmops/core"
 	"github.com/swarmops/swarmops/crashsweep"
-	"github.com/swarmops/swarmops/faultfs"
 )
 
 // The merge-queue part of the subprocess sweep crashes `swarmops land
@@ -107,27 +106,15 @@ func (e *cliEnv) queueSetup(ctx context.Context, tmp string) (string, error) {
 // queuePoint copies the set-up store, crashes the gated land at call at,
 // checks what it left, lands again uncrashed and checks the result.
 func (e *cliEnv) queuePoint(ctx context.Context, tmp, base string, want []string, args func(string) []string, at int64) ([]string, bool, error) {
-	work, err := os.MkdirTemp(tmp, "queue-point-")
-	if err != nil {
-		return nil, false, err
-	}
+	work, done, vs, err := e.crashCopy(ctx, tmp, "queue-point-", base, args, at)
 	defer os.RemoveAll(work)
-	if err := crashsweep.CopyTree(base, work); err != nil {
-		return nil, false, err
+	if done || vs != nil || err != nil {
+		return vs, done, err
 	}
 	store := filepath.Join(work, "store")
-	r, err := e.run(ctx, store, at, "", args(work)...)
+	vs = queueOracle(work, nil)
+	r, err := e.run(ctx, store, 0, "", args(work)...)
 	if err != nil {
-		return nil, false, err
-	}
-	if r.code == 0 {
-		return nil, true, nil
-	}
-	if r.code != faultfs.CrashExitStatus {
-		return []string{fmt.Sprintf("exited %d instead of crashing: %s", r.code, r.out)}, false, nil
-	}
-	vs := queueOracle(work, nil)
-	if r, err = e.run(ctx, store, 0, "", args(work)...); err != nil {
 		return nil, false, err
 	}
 	if !r.env.OK {

@@ -147,25 +147,11 @@ func (e *cliEnv) treeSetup(ctx context.Context, tmp string) (string, map[string]
 // treePoint copies the set-up tree and store, crashes the update at call
 // at, and checks what it left.
 func (e *cliEnv) treePoint(ctx context.Context, tmp, base string, before, after map[string]string, args func(string) []string, at int64) ([]string, bool, error) {
-	work, err := os.MkdirTemp(tmp, "tree-point-")
-	if err != nil {
-		return nil, false, err
-	}
+	work, done, vs, err := e.crashCopy(ctx, tmp, "tree-point-", base, args, at)
 	defer os.RemoveAll(work)
-	if err := crashsweep.CopyTree(base, work); err != nil {
-		return nil, false, err
+	if done || vs != nil || err != nil {
+		return vs, done, err
 	}
-	r, err := e.run(ctx, filepath.Join(work, "store"), at, "", args(work)...)
-	if err != nil {
-		return nil, false, err
-	}
-	if r.code == 0 {
-		return nil, true, nil
-	}
-	if r.code != faultfs.CrashExitStatus {
-		return []string{fmt.Sprintf("exited %d instead of crashing: %s", r.code, r.out)}, false, nil
-	}
-	var vs []string
 	got, err := readTree(filepath.Join(work, "wt"))
 	if err != nil {
 		return nil, false, err
@@ -275,4 +261,27 @@ func (r *cliResult) outOr() string {
 		return ""
 	}
 	return string(r.out)
+}
+
+// crashCopy copies base into a new directory under tmp and runs args there
+// crashed at call at: done when the command finished before that call, a
+// violation when it exited otherwise than by the crash. The caller removes
+// work (empty when it was never made) and checks what the crash left.
+func (e *cliEnv) crashCopy(ctx context.Context, tmp, prefix, base string, args func(string) []string, at int64) (work string, done bool, vs []string, err error) {
+	if work, err = os.MkdirTemp(tmp, prefix); err != nil {
+		return "", false, nil, err
+	}
+	if err := crashsweep.CopyTree(base, work); err != nil {
+		return work, false, nil, err
+	}
+	r, err := e.run(ctx, filepath.Join(work, "store"), at, "", args(work)...)
+	switch {
+	case err != nil:
+		return work, false, nil, err
+	case r.code == 0:
+		return work, true, nil, nil
+	case r.code != faultfs.CrashExitStatus:
+		return work, false, []string{fmt.Sprintf("exited %d instead of crashing: %s", r.code, r.out)}, nil
+	}
+	return work, false, nil, nil
 }

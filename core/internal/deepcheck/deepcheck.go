@@ -277,9 +277,8 @@ func (dc *Check) check(ps *[]Problem, id objects.ID, l proj.Loc) {
 			if !ok {
 				continue
 			}
-			// A parent precedes its child, in an earlier frame (or, in gc's
-			// copies, earlier in the same one), unless a collection moved it.
-			if !dc.Collected && (pl.Seq > l.Seq || (pl.Seq == l.Seq && pl.Off >= l.Off)) {
+			// A parent precedes its child, unless a collection moved it.
+			if !dc.Collected && pl.Seq >= l.Seq {
 				problem(file, off, "parent %s comes later in the journal", p)
 			}
 			if pd, _, ok := dc.inlineData(pl); ok && !pl.Loose {
