@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	"lukechampine.com/blake3"
@@ -274,6 +275,9 @@ func decodeEntries(body []byte, off int, ix *Index) (int, error) {
 		return badAt(off-4, "%d entries do not fit in %d bytes", count, len(body)-off)
 	}
 	ix.Entries = make([]IndexEntry, 0, count)
+	// The paths are substrings of one copy of the body: an allocation a
+	// path is most of what decoding costs, and a status decodes them all.
+	text := string(body)
 	for i := uint32(0); i < count; i++ {
 		start := off
 		if len(body)-off < entryFixed {
@@ -284,7 +288,7 @@ func decodeEntries(body []byte, off int, ix *Index) (int, error) {
 		if len(body)-off < plen+entryFixed-2 {
 			return badAt(start, "entry %d: path of %d bytes does not fit", i, plen)
 		}
-		e := IndexEntry{Path: string(body[off : off+plen])}
+		e := IndexEntry{Path: text[off : off+plen]}
 		off += plen
 		e.Mode = objects.Mode(binary.BigEndian.Uint32(body[off:]))
 		e.Stat.Size = int64(binary.BigEndian.Uint64(body[off+4:]))
@@ -366,6 +370,26 @@ func (ix *Index) conflict(path string) (*ConflictRecord, bool) {
 func (ix *Index) find(path string) (int, bool) {
 	i := sort.Search(len(ix.Entries), func(i int) bool { return ix.Entries[i].Path >= path })
 	return i, i < len(ix.Entries) && ix.Entries[i].Path == path
+}
+
+// span returns the range of entries at or below the directory dir ("."
+// for the root): they are contiguous, since the entries are sorted by path.
+func (ix *Index) span(dir string) (lo, hi int) {
+	if dir == "." {
+		return 0, len(ix.Entries)
+	}
+	prefix := dir + "/"
+	lo, _ = ix.find(prefix)
+	hi = lo + sort.Search(len(ix.Entries)-lo, func(i int) bool {
+		return !strings.HasPrefix(ix.Entries[lo+i].Path, prefix)
+	})
+	return lo, hi
+}
+
+// findIn is find within entries[lo:hi], a span holding path if any does.
+func (ix *Index) findIn(lo, hi int, path string) (int, bool) {
+	i := lo + sort.Search(hi-lo, func(i int) bool { return ix.Entries[lo+i].Path >= path })
+	return i, i < hi && ix.Entries[i].Path == path
 }
 
 // hasUnder reports whether any entry lies below the directory dir.

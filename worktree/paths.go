@@ -56,6 +56,11 @@ func fold(s string) string {
 // reservedName reports why a single path component may never be part of a
 // work tree's content, or "" if it may.
 func reservedName(name string) string {
+	// Both reserved names begin with a dot, which no other character folds
+	// to: every other name is decided without folding it.
+	if name == "" || name[0] != '.' {
+		return ""
+	}
 	switch fold(name) {
 	case ".git":
 		return "a .git directory is never part of a tree"

@@ -101,6 +101,8 @@ func (t *Tree) walkDir(pf *prefetcher, dir string, r *rules, ignored bool, fn vi
 			return err
 		}
 	}
+	// Each lookup searches only the entries below dir.
+	lo, hi := t.idx.span(dir)
 	// The subdirectories the walk will enter are listed ahead, in order.
 	enter := make(map[string]bool)
 	for _, fi := range fis {
@@ -129,7 +131,7 @@ func (t *Tree) walkDir(pf *prefetcher, dir string, r *rules, ignored bool, fn vi
 		if reservedName(fi.Name()) != "" || under(p, t.storeRel) || t.isStore(fi) {
 			continue
 		}
-		i, tracked := t.idx.find(p)
+		i, tracked := t.idx.findIn(lo, hi, p)
 		var e *IndexEntry
 		if tracked {
 			e, seen[i] = &t.idx.Entries[i], true
@@ -289,11 +291,18 @@ func (t *Tree) Refresh(st *Status) error {
 	if !t.onDisk {
 		return fmt.Errorf("%w: %q: refresh needs a checked-out tree", ErrNotWorkTree, t.dir)
 	}
+	changed := len(st.Refreshed) > 0 || t.idx.BootID != t.boot
+	for i := 0; i < len(t.idx.Entries) && !changed; i++ {
+		e := &t.idx.Entries[i]
+		changed = t.carry(*e).Smudged != e.Smudged
+	}
+	if !changed {
+		return nil // the common case, an unchanged tree: no copy of the index
+	}
 	fresh := make(map[string]IndexEntry, len(st.Refreshed))
 	for _, e := range st.Refreshed {
 		fresh[e.Path] = e
 	}
-	changed := len(fresh) > 0 || t.idx.BootID != t.boot
 	ix := &Index{Base: t.idx.Base, Ref: t.idx.Ref, Conflicts: t.idx.Conflicts, Entries: make([]IndexEntry, len(t.idx.Entries))}
 	for i, e := range t.idx.Entries {
 		if f, ok := fresh[e.Path]; ok {

@@ -93,6 +93,7 @@ whose size, times or inode changed since they were recorded are read, and
 status needs no store.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: runE(func(cmd *cobra.Command, args []string) error {
+			a.limitTreeMemory()
 			t, err := a.openTree(args, noIgnore)
 			if err != nil {
 				return err

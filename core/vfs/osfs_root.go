@@ -1,12 +1,14 @@
 package vfs
 
 import (
+	"encoding/binary"
 	"fmt"
 	"io/fs"
 	"os"
 	"path"
 	"sort"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -359,7 +361,9 @@ func (r *osRoot) ReadDir(name string) ([]fs.FileInfo, error) {
 	// getdents on the descriptor itself: an os.File around it would cost
 	// an fcntl a directory, and a status lists every directory of a tree.
 	var names []string
-	buf := make([]byte, 32<<10)
+	bp := direntBufs.Get().(*[]byte)
+	defer direntBufs.Put(bp)
+	buf := *bp
 	for {
 		var n int
 		err := ignoringEINTR(func() (err error) {
@@ -372,12 +376,15 @@ func (r *osRoot) ReadDir(name string) ([]fs.FileInfo, error) {
 		if n <= 0 {
 			break
 		}
-		_, _, names = unix.ParseDirent(buf[:n], -1, names)
+		names = appendDirents(names, buf[:n])
 	}
 	sort.Strings(names)
+	// One backing array for the directory's infos: a status lists every
+	// directory of a tree, and an allocation an entry is most of its heap.
+	infos := make([]statInfo, len(names))
 	out := make([]fs.FileInfo, 0, len(names))
+	var st unix.Stat_t
 	for _, n := range names {
-		var st unix.Stat_t
 		err := ignoringEINTR(func() error { return unix.Fstatat(fd, n, &st, unix.AT_SYMLINK_NOFOLLOW) })
 		if err == unix.ENOENT {
 			continue
@@ -385,7 +392,9 @@ func (r *osRoot) ReadDir(name string) ([]fs.FileInfo, error) {
 		if err != nil {
 			return nil, r.perr("readdir", path.Join(name, n), err)
 		}
-		out = append(out, newStatInfo(n, &st))
+		s := &infos[len(out)]
+		s.set(n, &st)
+		out = append(out, s)
 	}
 	return out, nil
 }
@@ -425,15 +434,49 @@ type statInfo struct {
 
 // newStatInfo converts st: unix.Stat_t and syscall.Stat_t describe the same
 // kernel structure, generated twice with different padding fields.
+// appendDirents appends the names of the linux_dirent64 records in buf,
+// less "." and "..", to names. The names are substrings of one copy of buf:
+// a string a name would be most of what listing a directory allocates.
+func appendDirents(names []string, buf []byte) []string {
+	const nameOff = 19 // d_ino 8, d_off 8, d_reclen 2, d_type 1
+	text := string(buf)
+	for off := 0; off+nameOff <= len(text); {
+		reclen := int(binary.NativeEndian.Uint16(buf[off+16:]))
+		if reclen < nameOff || off+reclen > len(text) {
+			break // never from the kernel; a short record ends the parse
+		}
+		name := text[off+nameOff : off+reclen]
+		if i := strings.IndexByte(name, 0); i >= 0 {
+			name = name[:i]
+		}
+		ino := binary.NativeEndian.Uint64(buf[off:])
+		off += reclen
+		if ino == 0 || name == "." || name == ".." || name == "" {
+			continue
+		}
+		names = append(names, name)
+	}
+	return names
+}
+
+// direntBufs holds getdents buffers: a status lists every directory of a
+// tree, and a fresh 32 KiB buffer each would be most of what it allocates.
+var direntBufs = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+
 func newStatInfo(name string, st *unix.Stat_t) *statInfo {
-	s := &statInfo{name: name}
+	s := &statInfo{}
+	s.set(name, st)
+	return s
+}
+
+func (s *statInfo) set(name string, st *unix.Stat_t) {
+	s.name = name
 	s.st.Dev, s.st.Ino, s.st.Nlink = st.Dev, st.Ino, st.Nlink
 	s.st.Mode, s.st.Uid, s.st.Gid, s.st.Rdev = st.Mode, st.Uid, st.Gid, st.Rdev
 	s.st.Size, s.st.Blksize, s.st.Blocks = st.Size, st.Blksize, st.Blocks
 	s.st.Atim = syscall.Timespec{Sec: st.Atim.Sec, Nsec: st.Atim.Nsec}
 	s.st.Mtim = syscall.Timespec{Sec: st.Mtim.Sec, Nsec: st.Mtim.Nsec}
 	s.st.Ctim = syscall.Timespec{Sec: st.Ctim.Sec, Nsec: st.Ctim.Nsec}
-	return s
 }
 
 func (s *statInfo) Name() string       { return s.name }
