@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -121,9 +122,8 @@ func lexLine(line string, errAt errAtFunc) ([]token, error) {
 				if i+3 >= len(line) || !isHex(line[i+2:i+4]) {
 					return nil, errAt(i+1, "\\x needs two hex digits")
 				}
-				var v byte
-				fmt.Sscanf(line[i+2:i+4], "%02x", &v)
-				b.WriteByte(v)
+				v, _ := strconv.ParseUint(line[i+2:i+4], 16, 8) // isHex said it parses
+				b.WriteByte(byte(v))
 				i += 2
 			default:
 				return nil, errAt(i+1, "unknown escape \\%c (use \\\\ \\\" \\n \\t \\r \\0 \\xHH)", e)
