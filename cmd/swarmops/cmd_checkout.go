@@ -54,7 +54,7 @@ reports as changed.`,
 				if hasRef(sn, args[0]) {
 					opts.Ref = args[0] // the tree follows it: update's default
 				}
-				a.limitTreeMemory()
+				a.limitTreeMemory(false)
 				// The base is held from garbage collection before it is read.
 				if err := a.leaseTree(s, dir, id); err != nil {
 					return err
@@ -93,7 +93,7 @@ whose size, times or inode changed since they were recorded are read, and
 status needs no store.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: runE(func(cmd *cobra.Command, args []string) error {
-			a.limitTreeMemory()
+			a.limitTreeMemory(true)
 			t, err := a.openTree(args, noIgnore)
 			if err != nil {
 				return err

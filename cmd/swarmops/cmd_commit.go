@@ -275,7 +275,7 @@ func (a *app) commitDir(s *core.Store, sn *core.Snapshot, c commitFlags) error {
 	if err != nil {
 		return err
 	}
-	a.limitTreeMemory()
+	a.limitTreeMemory(true)
 	t, ps, err := a.commitTree(sn, dir, opts, &c)
 	if err != nil {
 		return err
@@ -391,16 +391,19 @@ const treeMemoryLimit = 48 << 20
 
 // limitTreeMemory sets treeMemoryLimit unless GOMEMLIMIT sets a limit, or
 // the command runs in a server, whose caches and clients it would starve.
-// Under the limit the collector runs only as the heap nears it (unless GOGC
-// is set): a status of Go's src allocates about 10 MB and needs no
-// collection at all, and collecting as the heap doubled from the runtime's
-// 4 MB start cost it about 15 % of its time.
-func (a *app) limitTreeMemory() {
-	if a.getenv("GOMEMLIMIT") == "" && a.shared == nil {
-		debug.SetMemoryLimit(treeMemoryLimit)
-		if a.getenv("GOGC") == "" {
-			debug.SetGCPercent(-1)
-		}
+// With lazy (status and commit --dir), the collector runs only as the heap
+// nears the limit, unless GOGC is set: a status of Go's src allocates about
+// 10 MB and then needs no collection at all, where collecting each time
+// the heap doubled from the runtime's 4 MB start cost it about 15 % of its
+// time. A checkout gains no time from it and would peak higher, so it
+// collects as usual.
+func (a *app) limitTreeMemory(lazy bool) {
+	if a.getenv("GOMEMLIMIT") != "" || a.shared != nil {
+		return
+	}
+	debug.SetMemoryLimit(treeMemoryLimit)
+	if lazy && a.getenv("GOGC") == "" {
+		debug.SetGCPercent(-1)
 	}
 }
 

@@ -109,7 +109,7 @@ gives the same ids. Submodules are skipped and listed.`,
 					return usagef("import: --as: %w", err)
 				}
 			}
-			a.limitTreeMemory()
+			a.limitTreeMemory(false)
 			return a.withStore(func(s *core.Store, _ *core.Snapshot) error {
 				res, err := gitx.Import(s, a.path(gitDir), gitx.ImportOptions{Rev: args[0], As: as, History: history,
 					CheckRef: func(name string) error {
