@@ -135,18 +135,55 @@ func (s *Store) readObject(id ID, k objects.Kind, maxSeq uint64, catchUp bool) (
 
 // readObjectSeq is readObject that also returns the sequence number of the
 // frame that brought the object (0 for a blob or tree from an index run).
+// The view's lock is held while the object is found and its bytes read;
+// a compressed group is decoded, and the object hashed, after it is
+// released, so one reader's decode never holds up another's read or a
+// commit's.
 func (s *Store) readObjectSeq(id ID, k objects.Kind, maxSeq uint64, catchUp bool) ([]byte, uint64, error) {
+	f, err := s.fetchObject(id, k, maxSeq, catchUp)
+	if err != nil {
+		return nil, 0, err
+	}
+	data := f.data
+	if f.read != nil {
+		if data, err = s.decodeInline(f.read); err != nil {
+			return nil, 0, err
+		}
+	}
+	if !f.checked && s.opts.weaken&testknobs.SkipChecksum == 0 && objects.IDOf(k, data) != id {
+		file, off := f.file, int64(0)
+		if f.read != nil {
+			file, off = s.jcfg.SegPath(f.read.at.seg), f.read.at.off
+		}
+		return nil, 0, errs.Corrupt(file, off, "%s %s does not hash to its id", k, id)
+	}
+	return data, f.seq, nil
+}
+
+// fetched is an object found and read by fetchObject: its bytes, or the
+// inline read still to decode; checked when readMoved already hashed it.
+type fetched struct {
+	data    []byte
+	read    *inlineRead
+	seq     uint64
+	file    string // a loose object's file
+	checked bool
+}
+
+// fetchObject finds object id of kind k visible at maxSeq and reads its
+// bytes, under the view's lock.
+func (s *Store) fetchObject(id ID, k objects.Kind, maxSeq uint64, catchUp bool) (fetched, error) {
 	s.view.mu.Lock()
 	defer s.view.mu.Unlock()
 	l, ok := s.view.proj.Idx.GetKind(id, k)
 	if !ok && catchUp {
 		end, eok, err := s.state.ReadStable(state.End, s.boot)
 		if err != nil {
-			return nil, 0, err
+			return fetched{}, err
 		}
 		if eok && end.Epoch == s.view.epoch {
 			if err := s.catchUp(end.NextSeq); err != nil {
-				return nil, 0, err
+				return fetched{}, err
 			}
 			l, ok = s.view.proj.Idx.GetKind(id, k)
 		}
@@ -161,45 +198,31 @@ func (s *Store) readObjectSeq(id ID, k objects.Kind, maxSeq uint64, catchUp bool
 	}
 	if !ok || l.Seq > maxSeq {
 		if err := s.view.proj.Idx.TakeErr(); err != nil {
-			return nil, 0, err
+			return fetched{}, err
 		}
 	}
 	if !ok || l.Seq > maxSeq {
-		return nil, 0, fmt.Errorf("%w: %s %s", ErrNotFound, k, id)
+		return fetched{}, fmt.Errorf("%w: %s %s", ErrNotFound, k, id)
 	}
 	if l.Kind != k {
-		return nil, 0, fmt.Errorf("%w: %s is a %s, not a %s", ErrNotFound, id, l.Kind, k)
+		return fetched{}, fmt.Errorf("%w: %s is a %s, not a %s", ErrNotFound, id, l.Kind, k)
 	}
-	var data []byte
-	var file string
-	var off int64
 	if l.Loose {
-		data = make([]byte, l.Size)
-		_, file = loose.Path(s.dir, id)
+		data := make([]byte, l.Size)
+		_, file := loose.Path(s.dir, id)
 		if err := loose.Read(s.fs, file, data); err != nil {
-			return nil, 0, err
+			return fetched{}, err
 		}
-	} else {
-		var err error
-		data, err = s.readInline(s.view.reader, &s.groups, s.view.epoch, inlineAt{l.Seg, l.Off, l.Size, l.Stored, l.Inner})
-		var ce *errs.CorruptError
-		if errors.As(err, &ce) {
-			return nil, 0, err
-		}
-		if err != nil {
-			if moved, ok, merr := s.readMoved(id, k, err); ok || merr != nil {
-				return moved, l.Seq, merr
-			}
-			return nil, 0, errs.IO("read "+id.String(), err)
-		}
+		return fetched{data: data, seq: l.Seq, file: file}, nil
 	}
-	if s.opts.weaken&testknobs.SkipChecksum == 0 && objects.IDOf(k, data) != id {
-		if !l.Loose {
-			file, off = s.jcfg.SegPath(l.Seg), l.Off
+	rd, err := s.readInlineBytes(s.view.reader, &s.groups, s.view.epoch, inlineAt{l.Seg, l.Off, l.Size, l.Stored, l.Inner})
+	if err != nil {
+		if moved, ok, merr := s.readMoved(id, k, err); ok || merr != nil {
+			return fetched{data: moved, seq: l.Seq, checked: true}, merr
 		}
-		return nil, 0, errs.Corrupt(file, off, "%s %s does not hash to its id", k, id)
+		return fetched{}, errs.IO("read "+id.String(), err)
 	}
-	return data, l.Seq, nil
+	return fetched{read: rd, seq: l.Seq}, nil
 }
 
 // inlineAt is where an inline object is: its segment and offset, its
@@ -212,6 +235,17 @@ type inlineAt struct {
 	stored, inner uint32
 }
 
+// inlineRead is an inline object's stored bytes, read: the object itself
+// (plain), or its group's zstd frame, or its group already decoded
+// (from the cache), with where the group goes in the cache.
+type inlineRead struct {
+	at           inlineAt
+	plain, frame []byte
+	group        []byte
+	cache        *zblob.Cache
+	key          zblob.Key
+}
+
 // readInline reads the inline object at a through r: its encoding, or,
 // for a blob of a compressed group, its bytes in what the group's zstd
 // frame decodes to (cache, when not nil, keeps the last groups decoded,
@@ -221,25 +255,43 @@ type inlineAt struct {
 // segment and the frame's offset, never a panic. The caller still checks
 // the bytes against the id.
 func (s *Store) readInline(r *journal.Reader, cache *zblob.Cache, epoch uint64, a inlineAt) ([]byte, error) {
-	if a.stored == 0 {
-		data := make([]byte, a.size)
-		if err := r.ReadAt(a.seg, a.off, data); err != nil {
-			return nil, err
-		}
-		return data, nil
+	rd, err := s.readInlineBytes(r, cache, epoch, a)
+	if err != nil {
+		return nil, err
 	}
-	key := zblob.Key{Epoch: epoch, Seg: a.seg, Off: a.off}
-	group, ok := cache.Get(key)
-	if !ok {
-		z := make([]byte, a.stored)
-		if err := r.ReadAt(a.seg, a.off, z); err != nil {
-			return nil, err
-		}
+	return s.decodeInline(rd)
+}
+
+// readInlineBytes is readInline's I/O: the object's or its group's stored
+// bytes, or the group from the cache. Only a read error is returned.
+func (s *Store) readInlineBytes(r *journal.Reader, cache *zblob.Cache, epoch uint64, a inlineAt) (*inlineRead, error) {
+	rd := &inlineRead{at: a, cache: cache, key: zblob.Key{Epoch: epoch, Seg: a.seg, Off: a.off}}
+	if a.stored == 0 {
+		rd.plain = make([]byte, a.size)
+		return rd, r.ReadAt(a.seg, a.off, rd.plain)
+	}
+	if g, ok := cache.Get(rd.key); ok {
+		rd.group = g
+		return rd, nil
+	}
+	rd.frame = make([]byte, a.stored)
+	return rd, r.ReadAt(a.seg, a.off, rd.frame)
+}
+
+// decodeInline is readInline's decode: it needs no lock, and it keeps a
+// group it decodes in the read's cache.
+func (s *Store) decodeInline(rd *inlineRead) ([]byte, error) {
+	a := rd.at
+	if a.stored == 0 {
+		return rd.plain, nil
+	}
+	group := rd.group
+	if group == nil {
 		var err error
-		if group, err = zblob.Decode(z); err != nil {
+		if group, err = zblob.Decode(rd.frame); err != nil {
 			return nil, errs.Corrupt(s.jcfg.SegPath(a.seg), a.off, "compressed group of %d bytes: %v", a.stored, err)
 		}
-		cache.Put(key, group)
+		rd.cache.Put(rd.key, group)
 	}
 	data, err := zblob.Member(group, int64(a.inner), a.size)
 	if err != nil {
