@@ -360,6 +360,7 @@ func (a *app) diffWork(args []string, f diffFormat) error {
 			data, _, err := t.ReadWork(p)
 			return data, err
 		}
+		src.parallel = false // the work tree's handles serve one goroutine at a time
 		fds, err := contentDiffs(src, pcs, f)
 		if err != nil {
 			return err

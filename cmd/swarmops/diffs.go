@@ -3,7 +3,10 @@ package main
 import (
 	"fmt"
 	"io"
+	"runtime"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/spf13/cobra"
 
@@ -44,55 +47,90 @@ type fileDiff struct {
 }
 
 // blobSource reads the two sides of a change: old from the store, new from
-// the store or, for a work tree, from its files.
+// the store or, for a work tree, from its files. parallel says both may be
+// called from several goroutines at once (a snapshot; not a work tree).
 type blobSource struct {
 	old, new func(e objects.Entry, path string) ([]byte, error)
+	parallel bool
 }
 
 // storeBlobs reads both sides from a snapshot.
 func storeBlobs(sn *core.Snapshot) blobSource {
 	read := func(e objects.Entry, _ string) ([]byte, error) { return sn.Blob(e.ID) }
-	return blobSource{old: read, new: read}
+	return blobSource{old: read, new: read, parallel: true}
 }
 
-// contentDiffs diffs each change's content, one path at a time so only two
-// blobs are held at once. Under --name-status nothing is read.
+// contentDiffs diffs each change's content, a path at a time on each of up
+// to GOMAXPROCS goroutines when src allows it (reading a blob of a
+// compressed group decodes the group, which runs outside the store's
+// lock), so two blobs a goroutine are held at once. Under --name-status
+// nothing is read. The error is the first path's to fail, as a single
+// goroutine would return it: paths are taken in order and each taken is
+// finished.
 func contentDiffs(src blobSource, pcs []core.PathChange, f diffFormat) ([]fileDiff, error) {
 	out := make([]fileDiff, len(pcs))
-	for i, pc := range pcs {
-		out[i].pc = pc
-		if f.nameStatus {
-			continue
+	if f.nameStatus {
+		for i, pc := range pcs {
+			out[i].pc = pc
 		}
-		var a, b []byte
-		var err error
-		if pc.Op != "add" {
-			if a, err = src.old(pc.Old, pc.Path); err != nil {
-				return nil, err
-			}
-		}
-		if pc.Op != "delete" {
-			if b, err = src.new(pc.New, pc.Path); err != nil {
-				return nil, err
-			}
-		}
-		fd, err := textmerge.Unified(a, b, f.context)
-		if err != nil {
-			return nil, usagef("%w", err)
-		}
-		out[i].fd = fd
-		for _, h := range fd.Hunks {
-			for _, l := range h.Lines {
-				switch l.Op {
-				case textmerge.OpInsert:
-					out[i].added++
-				case textmerge.OpDelete:
-					out[i].deleted++
+		return out, nil
+	}
+	errs := make([]error, len(pcs))
+	workers := 1
+	if src.parallel {
+		workers = max(1, min(runtime.GOMAXPROCS(0), len(pcs)))
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := int(next.Add(1) - 1); i < len(pcs); i = int(next.Add(1) - 1) {
+				if out[i], errs[i] = contentDiff(src, pcs[i], f); errs[i] != nil {
+					return
 				}
 			}
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
 		}
 	}
 	return out, nil
+}
+
+// contentDiff diffs one change's content.
+func contentDiff(src blobSource, pc core.PathChange, f diffFormat) (fileDiff, error) {
+	d := fileDiff{pc: pc}
+	var a, b []byte
+	var err error
+	if pc.Op != "add" {
+		if a, err = src.old(pc.Old, pc.Path); err != nil {
+			return d, err
+		}
+	}
+	if pc.Op != "delete" {
+		if b, err = src.new(pc.New, pc.Path); err != nil {
+			return d, err
+		}
+	}
+	if d.fd, err = textmerge.Unified(a, b, f.context); err != nil {
+		return d, usagef("%w", err)
+	}
+	for _, h := range d.fd.Hunks {
+		for _, l := range h.Lines {
+			switch l.Op {
+			case textmerge.OpInsert:
+				d.added++
+			case textmerge.OpDelete:
+				d.deleted++
+			}
+		}
+	}
+	return d, nil
 }
 
 // diffsJSON renders diffs: every change's path, op and entries, and with
