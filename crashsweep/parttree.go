@@ -297,7 +297,10 @@ func StatusLie(fsys vfs.FS, tornIndexOK bool) string {
 		got := FileContent(fsys, treeDir+"/"+e.Path)
 		data := got
 		if e.Mode == objects.ModeSymlink {
-			data = strings.TrimPrefix(got, "->")
+			var isLink bool
+			if data, isLink = strings.CutPrefix(got, "->"); !isLink {
+				return fmt.Sprintf("status calls %s clean, but it holds %q, not the index's link", e.Path, got)
+			}
 		}
 		if objects.BlobID([]byte(data)) != e.ID {
 			return fmt.Sprintf("status calls %s clean, but it holds %q, not the index's object", e.Path, got)
