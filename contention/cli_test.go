@@ -11,7 +11,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/anishathalye/porcupine"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
@@ -253,6 +252,36 @@ func (f *fixture) checkLands(r *run, writers, count int) {
 	}
 }
 
+// cliSpec runs knobs.Writers agents of count operations each in mode
+// through runCLI, checks what the mode promises (every private chain
+// intact, every land on main once, every publish on main once and main's
+// history linearizable) and reports the run as kind and what. With serve,
+// which starts a server on the fixture's store, every command goes
+// through that server (SWARMOPS_SERVER=required).
+func cliSpec(kind, what string, serve func(*fixture), mode string, count int) *run {
+	GinkgoHelper()
+	f := newFixture()
+	var env []string
+	if serve != nil {
+		serve(f)
+		env = []string{"SWARMOPS_SERVER=required"}
+	}
+	r := f.runCLIEnv(swarmopsBin, knobs.Writers, count, mode, env)
+	switch mode {
+	case ModeChain:
+		f.checkChains(r, knobs.Writers, count)
+	case modeLand:
+		f.checkLands(r, knobs.Writers, count)
+	default:
+		f.checkPublishes(r, procOpts{mode: mode, count: count, ref: "main"}, knobs.Writers)
+	}
+	report(fmt.Sprintf("%s, %s, %d × %d", kind, what, knobs.Writers, count), r)
+	if mode == ModeAdvance || mode == ModeRefSet {
+		f.expectLinearizable(r, f.initialMain, false)
+	}
+	return r
+}
+
 // The CLI-level specs are one Ordered container because they share the
 // binary built and the E_BUSY control run once in BeforeAll.
 var _ = Describe("CLI level (real swarmops processes)", Ordered, ContinueOnFailure, Serial, func() {
@@ -287,10 +316,7 @@ var _ = Describe("CLI level (real swarmops processes)", Ordered, ContinueOnFailu
 
 	It("keeps every agent's private chain intact", func() {
 		requireCLIBusyControl()
-		f := newFixture()
-		r := f.runCLI(bin, knobs.Writers, knobs.CLIPerWriter, ModeChain)
-		f.checkChains(r, knobs.Writers, knobs.CLIPerWriter)
-		report(fmt.Sprintf("CLI, private chains, %d × %d", knobs.Writers, knobs.CLIPerWriter), r)
+		cliSpec("CLI", "private chains", nil, ModeChain, knobs.CLIPerWriter)
 	})
 
 	// A loser's retry through the CLI is a new process, started while the
@@ -305,22 +331,13 @@ var _ = Describe("CLI level (real swarmops processes)", Ordered, ContinueOnFailu
 		}
 		It("lands every publish onto a shared main exactly once ("+mode+")", labels, func() {
 			requireCLIBusyControl()
-			f := newFixture()
-			r := f.runCLI(bin, knobs.Writers, 1, mode)
-			f.checkPublishes(r, procOpts{mode: mode, count: 1, ref: "main"}, knobs.Writers)
-			report(fmt.Sprintf("CLI, shared main by %s, %d × 1", mode, knobs.Writers), r)
-			for ref, res := range f.linearizability(r, f.initialMain, false) {
-				Expect(res).To(Equal(porcupine.Ok), "history of %s", ref)
-			}
+			cliSpec("CLI", "shared main by "+mode, nil, mode, 1)
 		})
 	}
 
 	It("lands racing changes onto main, each exactly once", func() {
 		requireCLIBusyControl()
-		f := newFixture()
-		r := f.runCLI(bin, knobs.Writers, knobs.CLIPerWriter, modeLand)
-		f.checkLands(r, knobs.Writers, knobs.CLIPerWriter)
-		report(fmt.Sprintf("CLI, land races onto main, %d × %d", knobs.Writers, knobs.CLIPerWriter), r)
+		r := cliSpec("CLI", "land races onto main", nil, modeLand, knobs.CLIPerWriter)
 		// A loser keeps the writer lock for its retry; re-queueing behind
 		// every other lander instead ran 16 of 32 landers out of attempts
 		// (E_BUSY) in this spec.
@@ -333,14 +350,7 @@ var _ = Describe("CLI level (real swarmops processes)", Ordered, ContinueOnFailu
 		for _, mode := range []string{ModeChain, modeLand} {
 			It("serves "+mode+" agents in turn with no E_BUSY", func() {
 				requireCLIBusyControl()
-				f := newFixture()
-				r := f.runCLI(bin, knobs.Writers, knobs.SlowPerWriter, mode)
-				if mode == ModeChain {
-					f.checkChains(r, knobs.Writers, knobs.SlowPerWriter)
-				} else {
-					f.checkLands(r, knobs.Writers, knobs.SlowPerWriter)
-				}
-				report(fmt.Sprintf("CLI, %s, %d × %d", mode, knobs.Writers, knobs.SlowPerWriter), r)
+				r := cliSpec("CLI", mode, nil, mode, knobs.SlowPerWriter)
 				Expect(r.summary.Busy).To(Equal(0), "E_BUSY below the lock timeout (C8)")
 				Expect(r.summary.Spread).To(BeNumerically("<=", 1.10), "spread, slowest agent ÷ fastest (target 1.05)")
 			})

@@ -15,6 +15,7 @@ import (
 
 	"github.com/swarmops/swarmops/core"
 	"github.com/swarmops/swarmops/core/objects"
+	"github.com/swarmops/swarmops/crashsweep"
 )
 
 // gcAgent is one agent of the gc spec: every operation is one swarmops
@@ -149,7 +150,6 @@ var _ = Describe("gc beside agents", func() {
 		defer s.Close()
 		sn, err := s.Snapshot()
 		Expect(err).NotTo(HaveOccurred())
-		reach := map[core.ID]bool{}
 		var roots []core.ID
 		refs, err := sn.Refs()
 		Expect(err).NotTo(HaveOccurred())
@@ -161,17 +161,14 @@ var _ = Describe("gc beside agents", func() {
 		for _, l := range leases {
 			roots = append(roots, l.Roots...)
 		}
-		for len(roots) > 0 {
-			id := roots[len(roots)-1]
-			roots = roots[:len(roots)-1]
-			if reach[id] {
-				continue
-			}
-			reach[id] = true
+		reach, err := crashsweep.Reachable(roots, func(id core.ID) ([]core.ID, error) {
 			cs, err := sn.Changeset(id)
-			Expect(err).NotTo(HaveOccurred(), "a root or its ancestry: %s", id)
-			roots = append(roots, cs.Parents...)
-		}
+			if err != nil {
+				return nil, fmt.Errorf("a root or its ancestry: %s: %w", id, err)
+			}
+			return cs.Parents, nil
+		})
+		Expect(err).NotTo(HaveOccurred())
 		checked := 0
 		for _, a := range agents {
 			for _, h := range a.acked {

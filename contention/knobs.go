@@ -69,61 +69,61 @@ func KnobsFromEnv() (Knobs, error) {
 
 func knobsFrom(lookup func(string) (string, bool)) (Knobs, error) {
 	k := DefaultKnobs()
-	ints := []struct {
-		name string
-		dst  *int
-		min  int
-	}{
-		{EnvWriters, &k.Writers, 1},
-		{EnvPerWriter, &k.PerWriter, 1},
-		{EnvCLIPerWriter, &k.CLIPerWriter, 1},
-		{EnvSlowPerWriter, &k.SlowPerWriter, 1},
-		{EnvQueueAgents, &k.QueueAgents, 3},
+	atLeast := func(min int) func(int) string {
+		return func(n int) string {
+			if n < min {
+				return fmt.Sprintf(", want at least %d", min)
+			}
+			return ""
+		}
 	}
-	for _, v := range ints {
-		s, ok := lookup(v.name)
-		if !ok {
-			continue
-		}
-		n, err := strconv.Atoi(s)
-		if err != nil {
-			return k, fmt.Errorf("%w: %s=%q is not an integer: %w", ErrKnob, v.name, s, err)
-		}
-		if n < v.min {
-			return k, fmt.Errorf("%w: %s=%d, want at least %d", ErrKnob, v.name, n, v.min)
-		}
-		*v.dst = n
-	}
-	if s, ok := lookup(EnvPauseUS); ok {
-		n, err := strconv.ParseInt(s, 10, 64)
-		if err != nil {
-			return k, fmt.Errorf("%w: %s=%q is not an integer number of microseconds: %w", ErrKnob, EnvPauseUS, s, err)
-		}
-		if n < 0 {
-			return k, fmt.Errorf("%w: %s=%d is negative", ErrKnob, EnvPauseUS, n)
-		}
-		k.Pause = time.Duration(n) * time.Microsecond
-	}
-	durs := []struct {
-		name string
-		dst  *time.Duration
-	}{
-		{EnvLockTimeout, &k.LockTimeout},
-		{EnvLinTimeout, &k.LinTimeout},
-	}
-	for _, v := range durs {
-		s, ok := lookup(v.name)
-		if !ok {
-			continue
-		}
-		d, err := time.ParseDuration(s)
-		if err != nil {
-			return k, fmt.Errorf("%w: %s=%q is not a Go duration such as 10s: %w", ErrKnob, v.name, s, err)
-		}
+	positive := func(d time.Duration) string {
 		if d <= 0 {
-			return k, fmt.Errorf("%w: %s=%s, want a positive duration", ErrKnob, v.name, d)
+			return ", want a positive duration"
 		}
-		*v.dst = d
+		return ""
+	}
+	pauseUS := int64(k.Pause / time.Microsecond)
+	errs := []error{
+		readKnob(lookup, EnvWriters, &k.Writers, strconv.Atoi, "an integer", atLeast(1)),
+		readKnob(lookup, EnvPerWriter, &k.PerWriter, strconv.Atoi, "an integer", atLeast(1)),
+		readKnob(lookup, EnvCLIPerWriter, &k.CLIPerWriter, strconv.Atoi, "an integer", atLeast(1)),
+		readKnob(lookup, EnvSlowPerWriter, &k.SlowPerWriter, strconv.Atoi, "an integer", atLeast(1)),
+		readKnob(lookup, EnvQueueAgents, &k.QueueAgents, strconv.Atoi, "an integer", atLeast(3)),
+		readKnob(lookup, EnvPauseUS, &pauseUS, func(s string) (int64, error) { return strconv.ParseInt(s, 10, 64) },
+			"an integer number of microseconds", func(n int64) string {
+				if n < 0 {
+					return " is negative"
+				}
+				return ""
+			}),
+		readKnob(lookup, EnvLockTimeout, &k.LockTimeout, time.ParseDuration, "a Go duration such as 10s", positive),
+		readKnob(lookup, EnvLinTimeout, &k.LinTimeout, time.ParseDuration, "a Go duration such as 10s", positive),
+	}
+	k.Pause = time.Duration(pauseUS) * time.Microsecond
+	for _, err := range errs {
+		if err != nil {
+			return k, err
+		}
 	}
 	return k, nil
+}
+
+// readKnob stores in dst the value of the variable name, when lookup has
+// it: parsed by parse (syntax says what it must look like) and refused
+// when bad says what is wrong with it (an empty string: nothing).
+func readKnob[T any](lookup func(string) (string, bool), name string, dst *T, parse func(string) (T, error), syntax string, bad func(T) string) error {
+	s, ok := lookup(name)
+	if !ok {
+		return nil
+	}
+	v, err := parse(s)
+	if err != nil {
+		return fmt.Errorf("%w: %s=%q is not %s: %w", ErrKnob, name, s, syntax, err)
+	}
+	if msg := bad(v); msg != "" {
+		return fmt.Errorf("%w: %s=%v%s", ErrKnob, name, v, msg)
+	}
+	*dst = v
+	return nil
 }

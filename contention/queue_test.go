@@ -34,17 +34,18 @@ type gatedResult struct {
 	batch  int
 }
 
-// swarmopsJSON runs the CLI with --json and decodes its envelope.
-func swarmopsJSON(bin, store, stdin string, args ...string) (map[string]any, error) {
+// swarmopsJSON runs the CLI with --json and decodes its envelope into an
+// E (a map, or the envelope struct).
+func swarmopsJSON[E any](bin, store, stdin string, args ...string) (E, error) {
 	full := append([]string{"--store", store, "--json", "--lock-timeout", knobs.LockTimeout.String()}, args...)
 	cmd := exec.Command(bin, full...)
 	cmd.Stdin = strings.NewReader(stdin)
 	var out bytes.Buffer
 	cmd.Stdout = &out
 	_ = cmd.Run()
-	var env map[string]any
+	var env E
 	if err := json.Unmarshal(out.Bytes(), &env); err != nil {
-		return nil, fmt.Errorf("swarmops %v: no JSON envelope: %q", args, out.String())
+		return env, fmt.Errorf("swarmops %v: no JSON envelope: %q", args, out.String())
 	}
 	return env, nil
 }
@@ -57,7 +58,7 @@ func gatedCommit(bin, store, base string, w int, bad bool) (string, error) {
 		list += fmt.Sprintf("put BAD-w%02d = \"breaks the check\\n\"\n", w)
 	}
 	for {
-		env, err := swarmopsJSON(bin, store, list, "commit", "-F", "-", "--parent", base, "-m", fmt.Sprintf("agent %d", w))
+		env, err := swarmopsJSON[map[string]any](bin, store, list, "commit", "-F", "-", "--parent", base, "-m", fmt.Sprintf("agent %d", w))
 		if err != nil {
 			return "", err
 		}
@@ -73,7 +74,7 @@ func gatedCommit(bin, store, base string, w int, bad bool) (string, error) {
 // gatedLand lands change onto main through the queue, again on E_BUSY.
 func gatedLand(bin, store, change, check string) (gatedResult, error) {
 	for {
-		env, err := swarmopsJSON(bin, store, "", "land", change, "--onto", "main", "--check", check)
+		env, err := swarmopsJSON[map[string]any](bin, store, "", "land", change, "--onto", "main", "--check", check)
 		if err != nil {
 			return gatedResult{}, err
 		}

@@ -1,10 +1,8 @@
 package contention
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -38,17 +36,7 @@ func registryFile(n int, edits map[int]string) string {
 // It returns the number of E_CONFLICT answers and any other failure.
 func registryAgent(bin, store, base string, n, w int) (conflicts int, err error) {
 	run := func(stdin string, args ...string) (envelope, error) {
-		full := append([]string{"--store", store, "--json", "--lock-timeout", knobs.LockTimeout.String()}, args...)
-		cmd := exec.Command(bin, full...)
-		cmd.Stdin = strings.NewReader(stdin)
-		var out bytes.Buffer
-		cmd.Stdout = &out
-		_ = cmd.Run()
-		var env envelope
-		if err := json.Unmarshal(out.Bytes(), &env); err != nil {
-			return env, fmt.Errorf("swarmops %v: no JSON envelope: %q", args, out.String())
-		}
-		return env, nil
+		return swarmopsJSON[envelope](bin, store, stdin, args...)
 	}
 	list := fmt.Sprintf("put registry.txt = %q\nput agents/w%02d.txt = %q\n",
 		registryFile(n, map[int]string{w: fmt.Sprintf("agent %d was here", w)}), w, fmt.Sprintf("agent %d's own file\n", w))

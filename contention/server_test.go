@@ -49,20 +49,12 @@ var _ = Describe("CLI level through a server (swarmops serve)", Ordered, Continu
 	}
 
 	It("keeps every agent's private chain intact", func() {
-		f := newFixture()
-		serve(f)
-		r := f.runCLIEnv(swarmopsBin, knobs.Writers, knobs.CLIPerWriter, ModeChain, []string{"SWARMOPS_SERVER=required"})
-		f.checkChains(r, knobs.Writers, knobs.CLIPerWriter)
-		report(fmt.Sprintf("CLI through a server, private chains, %d × %d", knobs.Writers, knobs.CLIPerWriter), r)
+		r := cliSpec("CLI through a server", "private chains", serve, ModeChain, knobs.CLIPerWriter)
 		Expect(r.summary.Busy).To(Equal(0), "E_BUSY through the server")
 	})
 
 	It("lands racing changes onto main, each exactly once", func() {
-		f := newFixture()
-		serve(f)
-		r := f.runCLIEnv(swarmopsBin, knobs.Writers, knobs.CLIPerWriter, modeLand, []string{"SWARMOPS_SERVER=required"})
-		f.checkLands(r, knobs.Writers, knobs.CLIPerWriter)
-		report(fmt.Sprintf("CLI through a server, land races onto main, %d × %d", knobs.Writers, knobs.CLIPerWriter), r)
+		r := cliSpec("CLI through a server", "land races onto main", serve, modeLand, knobs.CLIPerWriter)
 		Expect(r.summary.Busy).To(Equal(0), "E_BUSY from land races through the server")
 	})
 

@@ -60,42 +60,21 @@ var _ = Describe("Store level (writer processes over the Go API)", Ordered, Cont
 	})
 
 	It("keeps every writer's private chain intact", func() {
-		requireBusyControl()
-		f := newFixture()
-		o := procOpts{mode: ModeChain, count: knobs.PerWriter, chainBase: true}
-		r := f.runProcesses(knobs.Writers, o)
-		f.checkChains(r, knobs.Writers, o.count)
-		report(fmt.Sprintf("processes, private chains, %d × %d", knobs.Writers, o.count), r)
 		// C8 in hand-offs: nobody waits longer than one round of the
 		// others. (At this size a bare flock passed too, with at most 19;
 		// core/internal/lockq's TestServedInArrivalOrder is the check that
 		// fails when the order is broken.)
-		Expect(r.summary.OvertakesMax).To(BeNumerically("<=", knobs.Writers), "acquisitions by other writers during one wait (C8)")
+		privateChains("processes", (*fixture).runProcesses)
 	})
 
-	var advanceRate, refsetRate float64
+	var advanceRate float64
 
 	It("lands every publish onto a shared main exactly once with commit --advance", func() {
-		requireBusyControl()
-		f := newFixture()
-		o := procOpts{mode: ModeAdvance, count: knobs.PerWriter, ref: "main"}
-		r := f.runProcesses(knobs.Writers, o)
-		f.checkPublishes(r, o, knobs.Writers)
-		report(fmt.Sprintf("processes, shared main by commit --advance, %d × %d", knobs.Writers, o.count), r)
-		advanceRate = float64(knobs.Writers*o.count) / r.summary.Wall.Seconds()
-		for ref, res := range f.linearizability(r, f.initialMain, false) {
-			Expect(res).To(Equal(porcupine.Ok), "history of %s", ref)
-		}
+		advanceRate = sharedMain("processes", "commit --advance", (*fixture).runProcesses, ModeAdvance)
 	})
 
 	It("lands every publish onto a shared main exactly once with commit then ref CAS", func() {
-		requireBusyControl()
-		f := newFixture()
-		o := procOpts{mode: ModeRefSet, count: knobs.PerWriter, ref: "main"}
-		r := f.runProcesses(knobs.Writers, o)
-		f.checkPublishes(r, o, knobs.Writers)
-		report(fmt.Sprintf("processes, shared main by commit then ref CAS, %d × %d", knobs.Writers, o.count), r)
-		refsetRate = float64(knobs.Writers*o.count) / r.summary.Wall.Seconds()
+		refsetRate := sharedMain("processes", "commit then ref CAS", (*fixture).runProcesses, ModeRefSet)
 		// Publishes per second, one transaction against two: reported, not
 		// asserted (C8 is about fairness, not about this ratio).
 		if advanceRate > 0 {
@@ -104,30 +83,17 @@ var _ = Describe("Store level (writer processes over the Go API)", Ordered, Cont
 			GinkgoWriter.Println(msg)
 			AddReportEntry("advance vs commit then CAS", msg)
 		}
-		for ref, res := range f.linearizability(r, f.initialMain, false) {
-			Expect(res).To(Equal(porcupine.Ok), "history of %s", ref)
-		}
 	})
 
 	It("keeps every ref's CAS history linearizable, losers and reads included", func() {
-		requireBusyControl()
-		f := newFixture()
 		// Four refs keep about eight writers on each, which porcupine
 		// checks whole in milliseconds (see SplitConflicts).
-		o := procOpts{mode: ModeRefSet, count: knobs.PerWriter, ref: "lin", refs: 4}
-		r := f.runProcesses(knobs.Writers, o)
-		f.checkPublishes(r, o, knobs.Writers)
-		report(fmt.Sprintf("processes, 4 refs by commit then CAS, %d × %d", knobs.Writers, o.count), r)
-		for ref, res := range f.linearizability(r, func(string) string { return "" }, true) {
-			Expect(res).To(Equal(porcupine.Ok), "history of %s", ref)
-		}
+		fourRefs(procOpts{count: knobs.PerWriter}, "")
 	})
 
 	It("keeps ref CAS linearizable while writers are SIGKILLed mid-operation", func() {
-		requireBusyControl()
-		f := newFixture()
 		victims := min(3, knobs.Writers-1)
-		o := procOpts{mode: ModeRefSet, count: max(knobs.PerWriter, 4), ref: "lin", refs: 4,
+		fourRefs(procOpts{count: max(knobs.PerWriter, 4),
 			kill: func(f *fixture, sessions []*gexec.Session) map[int]bool {
 				killed := map[int]bool{}
 				// Kill each victim once it is half-way, so it dies with
@@ -141,16 +107,7 @@ var _ = Describe("Store level (writer processes over the Go API)", Ordered, Cont
 					killed[v] = true
 				}
 				return killed
-			}}
-		r := f.runProcesses(knobs.Writers, o)
-		for v := range r.killed {
-			GinkgoWriter.Printf("killed writer %d\n", v)
-		}
-		f.checkPublishes(r, o, knobs.Writers)
-		report(fmt.Sprintf("processes, 4 refs by commit then CAS, %d killed, %d × %d", victims, knobs.Writers, o.count), r)
-		for ref, res := range f.linearizability(r, func(string) string { return "" }, true) {
-			Expect(res).To(Equal(porcupine.Ok), "history of %s", ref)
-		}
+			}}, fmt.Sprintf("%d killed, ", victims))
 	})
 
 	It("rejects the history of a deliberately broken, non-atomic CAS (negative control)", func() {
@@ -165,25 +122,11 @@ var _ = Describe("Store level (writer processes over the Go API)", Ordered, Cont
 
 	Context("threads as processes (one Store handle per goroutine)", func() {
 		It("keeps every goroutine's private chain intact", func() {
-			requireBusyControl()
-			f := newFixture()
-			o := procOpts{mode: ModeChain, count: knobs.PerWriter, chainBase: true}
-			r := f.runGoroutines(knobs.Writers, o)
-			f.checkChains(r, knobs.Writers, o.count)
-			report(fmt.Sprintf("goroutines, private chains, %d × %d", knobs.Writers, o.count), r)
-			Expect(r.summary.OvertakesMax).To(BeNumerically("<=", knobs.Writers), "acquisitions by other writers during one wait (C8)")
+			privateChains("goroutines", (*fixture).runGoroutines)
 		})
 
 		It("lands every publish onto a shared main exactly once", func() {
-			requireBusyControl()
-			f := newFixture()
-			o := procOpts{mode: ModeAdvance, count: knobs.PerWriter, ref: "main"}
-			r := f.runGoroutines(knobs.Writers, o)
-			f.checkPublishes(r, o, knobs.Writers)
-			report(fmt.Sprintf("goroutines, shared main by commit --advance, %d × %d", knobs.Writers, o.count), r)
-			for ref, res := range f.linearizability(r, f.initialMain, false) {
-				Expect(res).To(Equal(porcupine.Ok), "history of %s", ref)
-			}
+			sharedMain("goroutines", "commit --advance", (*fixture).runGoroutines, ModeAdvance)
 		})
 	})
 
@@ -208,6 +151,63 @@ var _ = Describe("Store level (writer processes over the Go API)", Ordered, Cont
 		}
 	})
 })
+
+// starter starts n writers with o: as processes or as goroutines.
+type starter func(f *fixture, n int, o procOpts) *run
+
+// privateChains runs knobs.Writers writers of kind through start, each on
+// a chain of its own, and checks every chain intact and that no writer
+// waited through more than one round of the others (C8).
+func privateChains(kind string, start starter) {
+	requireBusyControl()
+	f := newFixture()
+	o := procOpts{mode: ModeChain, count: knobs.PerWriter, chainBase: true}
+	r := start(f, knobs.Writers, o)
+	f.checkChains(r, knobs.Writers, o.count)
+	report(fmt.Sprintf("%s, private chains, %d × %d", kind, knobs.Writers, o.count), r)
+	Expect(r.summary.OvertakesMax).To(BeNumerically("<=", knobs.Writers), "acquisitions by other writers during one wait (C8)")
+}
+
+// sharedMain runs knobs.Writers writers of kind through start, publishing
+// onto main by mode (described as how), and checks every publish landed
+// exactly once and main's history linearizable; it returns the
+// publishes per second.
+func sharedMain(kind, how string, start starter, mode string) float64 {
+	requireBusyControl()
+	f := newFixture()
+	o := procOpts{mode: mode, count: knobs.PerWriter, ref: "main"}
+	r := start(f, knobs.Writers, o)
+	f.checkPublishes(r, o, knobs.Writers)
+	report(fmt.Sprintf("%s, shared main by %s, %d × %d", kind, how, knobs.Writers, o.count), r)
+	f.expectLinearizable(r, f.initialMain, false)
+	return float64(knobs.Writers*o.count) / r.summary.Wall.Seconds()
+}
+
+// fourRefs runs knobs.Writers writer processes publishing by commit then
+// CAS onto four refs (o gives the count and any kills; killed names them
+// for the report), and checks every acknowledged publish landed once and
+// each ref's whole history linearizable.
+func fourRefs(o procOpts, killed string) {
+	requireBusyControl()
+	f := newFixture()
+	o.mode, o.ref, o.refs = ModeRefSet, "lin", 4
+	r := f.runProcesses(knobs.Writers, o)
+	for v := range r.killed {
+		GinkgoWriter.Printf("killed writer %d\n", v)
+	}
+	f.checkPublishes(r, o, knobs.Writers)
+	report(fmt.Sprintf("processes, 4 refs by commit then CAS, %s%d × %d", killed, knobs.Writers, o.count), r)
+	f.expectLinearizable(r, func(string) string { return "" }, true)
+}
+
+// expectLinearizable expects every ref's history in r linearizable (see
+// linearizability).
+func (f *fixture) expectLinearizable(r *run, initial func(ref string) string, whole bool) {
+	GinkgoHelper()
+	for ref, res := range f.linearizability(r, initial, whole) {
+		Expect(res).To(Equal(porcupine.Ok), "history of %s", ref)
+	}
+}
 
 // assertFair checks C8: no Busy below the timeout; the slowest writer within
 // 10 % of the fastest (target 5 %); and no writer overtaken by more than one

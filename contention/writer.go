@@ -400,15 +400,8 @@ func (w *writer) read(ref string) (core.ID, error) {
 		return core.ID{}, err
 	}
 	var id core.ID
-	err := w.measured(&r, func() error {
-		sn, err := w.st.Snapshot()
-		if err != nil {
-			return err
-		}
-		id, err = sn.Ref(ref)
-		if errors.Is(err, core.ErrNotFound) {
-			id, err = core.ID{}, nil
-		}
+	err := w.measured(&r, func() (err error) {
+		id, err = w.refValue(ref)
 		return err
 	})
 	r.Ev, r.Cur = EvOp, hexOrEmpty(id)
@@ -474,6 +467,8 @@ func (w *writer) brokenCAS(ref string, old, new core.ID) error {
 	}
 }
 
+// refValue reads ref through a fresh snapshot: its value, or the zero id
+// when there is no such ref.
 func (w *writer) refValue(ref string) (core.ID, error) {
 	sn, err := w.st.Snapshot()
 	if err != nil {

@@ -61,35 +61,25 @@ type GenOp struct {
 	Wrong  bool // GenCAS: expect a value main does not have
 }
 
+// genTokens are the kinds' tokens (see the alphabet above), the agent
+// number following.
+var genTokens = map[GenKind]string{GenCommit: "commit", GenAdvance: "adv", GenAdvanceMain: "main",
+	GenLand: "land", GenCAS: "cas", GenUndo: "undo", GenCheckpoint: "ckpt"}
+
 // String is the op's token in a workload name (see the alphabet above).
 func (o GenOp) String() string {
-	a := strconv.Itoa(o.Agent)
-	switch o.Kind {
-	case GenCommit:
-		return "commit" + a
-	case GenAdvance:
-		if o.Shared {
-			return "adv" + a + "s"
-		}
-		return "adv" + a
-	case GenAdvanceMain:
-		return "main" + a
-	case GenLand:
-		return "land" + a
-	case GenCAS:
-		if o.Wrong {
-			return "cas" + a + "x"
-		}
-		return "cas" + a
-	case GenUndo:
-		if o.Agent == 0 {
-			return "undo"
-		}
-		return "undo" + a
-	case GenCheckpoint:
-		return "ckpt"
+	tok, ok := genTokens[o.Kind]
+	switch {
+	case !ok:
+		return fmt.Sprintf("op%d", o.Kind)
+	case o.Kind == GenCheckpoint, o.Kind == GenUndo && o.Agent == 0:
+		return tok
+	case o.Kind == GenAdvance && o.Shared:
+		return tok + strconv.Itoa(o.Agent) + "s"
+	case o.Kind == GenCAS && o.Wrong:
+		return tok + strconv.Itoa(o.Agent) + "x"
 	}
-	return fmt.Sprintf("op%d", o.Kind)
+	return tok + strconv.Itoa(o.Agent)
 }
 
 // alphabet lists every operation for agents 1..agents, in enumeration

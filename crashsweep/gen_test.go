@@ -2,7 +2,6 @@ package crashsweep
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -107,6 +106,36 @@ func runs(w Workload) bool {
 	return true
 }
 
+// parsed is the generated workload name.
+func parsed(t *testing.T, name string) Workload {
+	t.Helper()
+	w, err := ParseWorkload(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+// workloadScenario is the scenario of the generated workload name.
+func workloadScenario(t *testing.T, name string) *scenarios.Scenario {
+	t.Helper()
+	sc, err := parsed(t, name).Scenario()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sc
+}
+
+// mustTrace is Trace(sc, 0): the filesystem calls of an uncrashed run.
+func mustTrace(t *testing.T, sc *scenarios.Scenario) []string {
+	t.Helper()
+	lines, err := Trace(sc, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return lines
+}
+
 // TestGeneratedOutcomesHappen: the alphabet's content choices make every
 // kind of land happen, and compare-and-swaps both succeed and conflict.
 func TestGeneratedOutcomesHappen(t *testing.T) {
@@ -125,11 +154,7 @@ func TestGeneratedOutcomesHappen(t *testing.T) {
 		"gen-cas2x":             "expect: none, writer: 1, outcome: conflict",
 		"gen-undo-cas1x":        "expect: c1, writer: 0, outcome: conflict",
 	} {
-		w, err := ParseWorkload(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		y, err := w.YAML()
+		y, err := parsed(t, name).YAML()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -157,15 +182,8 @@ func TestGeneratedModelAgreesWithStore(t *testing.T) {
 // TestGeneratedCheckpointCompacts: the preamble leaves one index run, so
 // a checkpoint after a write merges two (the compaction path).
 func TestGeneratedCheckpointCompacts(t *testing.T) {
-	w, _ := ParseWorkload("gen-adv1-ckpt")
-	sc, err := w.Scenario()
-	if err != nil {
-		t.Fatal(err)
-	}
-	lines, err := Trace(sc, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sc := workloadScenario(t, "gen-adv1-ckpt")
+	lines := mustTrace(t, sc)
 	merged := false
 	for _, l := range lines {
 		merged = merged || strings.Contains(l, "rename") && strings.HasSuffix(l, "m")
@@ -178,15 +196,8 @@ func TestGeneratedCheckpointCompacts(t *testing.T) {
 // TestGeneratedSweepSkipsThePreamble sweeps one workload: its crash points
 // are the calls after the preamble, plus the point after the last call.
 func TestGeneratedSweepSkipsThePreamble(t *testing.T) {
-	w, _ := ParseWorkload("gen-adv1-main2-land1")
-	sc, err := w.Scenario()
-	if err != nil {
-		t.Fatal(err)
-	}
-	all, err := Trace(sc, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sc := workloadScenario(t, "gen-adv1-main2-land1")
+	all := mustTrace(t, sc)
 	pre := preambleEnd(sc, 0)
 	if pre < 20 || pre >= int64(len(all)) {
 		t.Fatalf("the preamble makes %d of %d calls", pre, len(all))
@@ -266,15 +277,8 @@ func checkAgainstModel(w Workload) error {
 	if err != nil {
 		return err
 	}
-	sn, err := s.Snapshot()
-	if err != nil {
-		return err
-	}
 	for _, ref := range append([]string{"main"}, agentRefs(w.Agents())...) {
-		got, err := sn.Ref(ref)
-		if errors.Is(err, core.ErrNotFound) {
-			got, err = core.ID{}, nil
-		}
+		got, err := RefOrZero(s, ref)
 		if err != nil {
 			return err
 		}

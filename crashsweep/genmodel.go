@@ -251,17 +251,7 @@ func threeWay(base, ours, theirs map[string]string) (applied map[string]string, 
 // cannot predict.
 func (m *genModel) mergeBases(a, b int) []int {
 	anc := func(x int) map[int]bool {
-		seen := map[int]bool{}
-		stack := []int{x}
-		for len(stack) > 0 {
-			n := stack[len(stack)-1]
-			stack = stack[:len(stack)-1]
-			if seen[n] {
-				continue
-			}
-			seen[n] = true
-			stack = append(stack, m.cs[n].parents...)
-		}
+		seen, _ := Reachable([]int{x}, func(n int) ([]int, error) { return m.cs[n].parents, nil })
 		return seen
 	}
 	aa, bb := anc(a), anc(b)

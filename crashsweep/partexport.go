@@ -83,25 +83,16 @@ func exportPart(_ context.Context, pc *partRun) error {
 	}
 	want := exportedCommits(ref)
 	n := 0
-	for at := int64(1); ; at++ {
-		if err := pc.ctx.Err(); err != nil {
-			return err
-		}
-		if pc.cfg.At > 0 && at != pc.cfg.At {
-			if at > pc.cfg.At {
-				return nil
-			}
-			continue
-		}
+	return pc.eachPoint(func(at int64) (bool, error) {
 		n++
 		work := filepath.Join(tmp, fmt.Sprintf("point-%d.git", n))
 		if err := CopyTree(base, work); err != nil {
-			return err
+			return false, err
 		}
+		defer os.RemoveAll(work)
 		_, err := gitx.Export(sn, work, opts(faultfs.NewCrashing(vfs.OS(), at)))
 		if err == nil {
-			os.RemoveAll(work)
-			return nil
+			return true, nil
 		}
 		pc.rep.Points++
 		pc.rep.States++
@@ -111,13 +102,11 @@ func exportPart(_ context.Context, pc *partRun) error {
 		} else {
 			msg = exportOracle(git, work, string(before), func() (*gitx.ExportResult, error) { return gitx.Export(sn, work, opts(nil)) }, want)
 		}
-		os.RemoveAll(work)
 		if msg != "" {
-			if err := pc.violation("export", name, at, "process", "%s", msg); err != nil {
-				return err
-			}
+			return false, pc.violation("export", name, at, "process", "%s", msg)
 		}
-	}
+		return false, nil
+	})
 }
 
 // exportStore makes the store the part exports: main with three commits

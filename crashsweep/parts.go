@@ -112,6 +112,24 @@ func (pc *partRun) violation(claim, op string, at int64, model, format string, a
 // hands each crashed clone to check. op must fail with vfs.ErrCrashed
 // once a call fails, or complete. It returns the number of points.
 func (pc *partRun) everyCall(name string, base *faultfs.MemFS, op func(vfs.FS) error, check func(at int64, m *faultfs.MemFS) error) error {
+	return pc.eachPoint(func(n int64) (bool, error) {
+		m := base.CrashClone(faultfs.ProcessCrash, 0)
+		err := op(faultfs.NewCrashing(m, n))
+		if err == nil {
+			return true, nil // n is past the last call: the run completed
+		}
+		pc.rep.Points++
+		if !isCrashed(err) {
+			return false, pc.violation("C9", name, n, "process", "failed with %v, not with the crash", err)
+		}
+		return false, check(n, m)
+	})
+}
+
+// eachPoint calls try with the crash points n = 1, 2, … (only
+// PartConfig.At when set) until try reports the run completed (n is past
+// its last call) or fails, or the context ends.
+func (pc *partRun) eachPoint(try func(n int64) (completed bool, err error)) error {
 	for n := int64(1); ; n++ {
 		if err := pc.ctx.Err(); err != nil {
 			return err
@@ -122,19 +140,7 @@ func (pc *partRun) everyCall(name string, base *faultfs.MemFS, op func(vfs.FS) e
 			}
 			continue
 		}
-		m := base.CrashClone(faultfs.ProcessCrash, 0)
-		err := op(faultfs.NewCrashing(m, n))
-		if err == nil {
-			return nil // n is past the last call: the run completed
-		}
-		pc.rep.Points++
-		if !isCrashed(err) {
-			if err := pc.violation("C9", name, n, "process", "failed with %v, not with the crash", err); err != nil {
-				return err
-			}
-			continue
-		}
-		if err := check(n, m); err != nil {
+		if completed, err := try(n); completed || err != nil {
 			return err
 		}
 	}

@@ -207,14 +207,18 @@ func (pc *partRun) treeSweep(name string, base *faultfs.MemFS, sync bool, op fun
 	if err := op(done); err != nil {
 		return fmt.Errorf("work-tree part, %s: the uncrashed run: %w", name, err)
 	}
-	old, new := treeFiles(base), treeFiles(done)
-	err := pc.everyCall(name, base, op, func(at int64, m *faultfs.MemFS) error {
+	old, err := TreeFiles(base, treeDir)
+	if err != nil {
+		return fmt.Errorf("work-tree part, %s: %w", name, err)
+	}
+	new, err := TreeFiles(done, treeDir)
+	if err != nil {
+		return fmt.Errorf("work-tree part, %s: the uncrashed run: %w", name, err)
+	}
+	err = pc.everyCall(name, base, op, func(at int64, m *faultfs.MemFS) error {
 		pc.rep.States++
-		pcl := m.CrashClone(faultfs.ProcessCrash, 0)
-		for _, p := range union(old, new) {
-			if got := FileContent(pcl, treeDir+"/"+p); got != or(old[p]) && got != or(new[p]) {
-				return pc.violation("tree", name, at, "process", "%s holds %q, neither the old %q nor the new %q", p, got, or(old[p]), or(new[p]))
-			}
+		if msg := NeitherOldNorNew(m.CrashClone(faultfs.ProcessCrash, 0), old, new); msg != "" {
+			return pc.violation("tree", name, at, "process", "%s", msg)
 		}
 		return pc.treeStatus(name, at, m, sync)
 	})
@@ -257,17 +261,19 @@ func (pc *partRun) treeStatus(name string, at int64, m *faultfs.MemFS, sync bool
 	for _, c := range clones {
 		fsys := m.CrashClone(c.model, c.seed)
 		tornOK := !sync && c.model != faultfs.ProcessCrash
-		if msg := statusLie(fsys, tornOK); msg != "" {
+		if msg := StatusLie(fsys, tornOK); msg != "" {
 			return pc.violation("tree", name, at, c.model.String(), "%s", msg)
 		}
 	}
 	return nil
 }
 
-// statusLie opens the tree on fsys and returns what its status gets
-// wrong ("" when nothing): a path called clean that does not hold its
-// index entry's object, or a tree that does not open.
-func statusLie(fsys vfs.FS, tornIndexOK bool) string {
+// StatusLie opens the work tree at /w (its store at /s) on fsys and
+// returns what its status gets wrong ("" when nothing): a path called
+// clean that does not hold its index entry's object, or a tree that does
+// not open. tornIndexOK accepts an index refused as corrupt, which calls
+// nothing clean (a power loss without Sync may tear it).
+func StatusLie(fsys vfs.FS, tornIndexOK bool) string {
 	wt, err := worktree.Open(treeDir, worktree.Options{FS: fsys, StoreDir: treeStore})
 	if errors.Is(err, worktree.ErrNotWorkTree) || tornIndexOK && errors.Is(err, worktree.ErrIndexCorrupt) {
 		return "" // no index: nothing is called clean
@@ -291,7 +297,10 @@ func statusLie(fsys vfs.FS, tornIndexOK bool) string {
 		got := FileContent(fsys, treeDir+"/"+e.Path)
 		data := got
 		if e.Mode == objects.ModeSymlink {
-			data = strings.TrimPrefix(got, "->")
+			var isLink bool
+			if data, isLink = strings.CutPrefix(got, "->"); !isLink {
+				return fmt.Sprintf("status calls %s clean, but it holds %q, not the index's link", e.Path, got)
+			}
 		}
 		if objects.BlobID([]byte(data)) != e.ID {
 			return fmt.Sprintf("status calls %s clean, but it holds %q, not the index's object", e.Path, got)
@@ -325,24 +334,42 @@ func FileContent(fsys vfs.FS, p string) string {
 	return string(b)
 }
 
-// treeFiles maps every file below the tree (not its metadata) to its
-// content.
-func treeFiles(fsys vfs.FS) map[string]string {
+// TreeFiles maps every file and link below dir (its metadata directory
+// left out) to what FileContent returns; a dir that does not exist holds
+// none.
+func TreeFiles(fsys vfs.FS, dir string) (map[string]string, error) {
 	out := map[string]string{}
-	afero.Walk(fsys, treeDir, func(p string, fi fs.FileInfo, err error) error {
+	err := afero.Walk(fsys, dir, func(p string, fi fs.FileInfo, err error) error {
 		if err != nil {
-			return nil
+			if p == dir && errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
+			return err
 		}
-		rel := strings.TrimPrefix(p, treeDir+"/")
+		rel := strings.TrimPrefix(p, dir+"/")
 		if fi.IsDir() && rel == worktree.MetaDir {
 			return fs.SkipDir
 		}
-		if !fi.IsDir() && p != treeDir {
+		if !fi.IsDir() && p != dir {
 			out[rel] = FileContent(fsys, p)
 		}
 		return nil
 	})
-	return out
+	return out, err
+}
+
+// NeitherOldNorNew checks the process-crash oracle of a tree operation on
+// the work tree at /w of fsys: every path of old or new (TreeFiles of the
+// tree before and after the uncrashed operation; a nil map: no files)
+// holds its old or its new content, never a part or anything else. It
+// returns the first path that does not ("" when none).
+func NeitherOldNorNew(fsys vfs.FS, old, new map[string]string) string {
+	for _, p := range union(old, new) {
+		if got := FileContent(fsys, treeDir+"/"+p); got != or(old[p]) && got != or(new[p]) {
+			return fmt.Sprintf("%s holds %q, neither the old %q nor the new %q", p, got, or(old[p]), or(new[p]))
+		}
+	}
+	return ""
 }
 
 func or(s string) string {

@@ -53,6 +53,15 @@ type effect struct {
 	drop         []core.ID       // changesets a gc removes: those no ref or lease reaches
 }
 
+// move records a move of ref to id (zero: its deletion).
+func (e *effect) move(ref string, id core.ID) {
+	if id.IsZero() {
+		e.del = []string{ref}
+	} else {
+		e.set = map[string]core.ID{ref: id}
+	}
+}
+
 // run executes a scenario once against fs. It stops at the first operation
 // that does not end with its expected outcome (a crash, an injected fault),
 // because after a crash every later call fails anyway and after a fault the
@@ -245,15 +254,7 @@ func (r *run) resolve(w int, rev scenarios.Rev) (core.ID, error) {
 		if err != nil {
 			return core.ID{}, err
 		}
-		sn, err := s.Snapshot()
-		if err != nil {
-			return core.ID{}, err
-		}
-		id, err := sn.Ref(rev.Ref)
-		if errors.Is(err, core.ErrNotFound) {
-			return core.ID{}, nil
-		}
-		return id, err
+		return RefOrZero(s, rev.Ref)
 	}
 	id, ok := r.labels[rev.Label]
 	if !ok {
@@ -262,6 +263,20 @@ func (r *run) resolve(w int, rev scenarios.Rev) (core.ID, error) {
 		return core.ID{}, fmt.Errorf("%w: label %q has no value", core.ErrInvalid, rev.Label)
 	}
 	return id, nil
+}
+
+// RefOrZero reads ref through a fresh snapshot of s: its value, or the
+// zero id when there is no such ref.
+func RefOrZero(s *core.Store, ref string) (core.ID, error) {
+	sn, err := s.Snapshot()
+	if err != nil {
+		return core.ID{}, err
+	}
+	id, err := sn.Ref(ref)
+	if errors.Is(err, core.ErrNotFound) {
+		return core.ID{}, nil
+	}
+	return id, err
 }
 
 // do runs one step of the scenario on the store and records its effect on
@@ -277,24 +292,6 @@ func (r *run) do(op *opRecord) error {
 		r.stores[0] = s
 		op.effect.createsStore = true
 		return nil
-	case scenarios.KindCommit:
-		return r.doCommit(op)
-	case scenarios.KindRefCreate, scenarios.KindRefSet, scenarios.KindRefDelete:
-		return r.doRef(op)
-	case scenarios.KindLand:
-		return r.doLand(op)
-	case scenarios.KindUndo:
-		return r.doUndo(op)
-	case scenarios.KindProtect:
-		s, err := r.store(st.Writer)
-		if err != nil {
-			return err
-		}
-		if err := s.Protect(st.Pattern, !st.Off); err != nil {
-			return err
-		}
-		op.effect.protect = map[string]bool{st.Pattern: !st.Off}
-		return nil
 	case scenarios.KindRecover, scenarios.KindReopen:
 		r.closeAll()
 		if st.Kind == scenarios.KindRecover {
@@ -304,27 +301,40 @@ func (r *run) do(op *opRecord) error {
 		}
 		_, err := r.store(0)
 		return err
-	case scenarios.KindRead:
-		return r.doRead(op)
-	case scenarios.KindGC:
-		return r.doGC(op)
-	case scenarios.KindCheckpoint:
-		s, err := r.store(st.Writer)
-		if err != nil {
+	}
+	// Every other step runs on its writer's handle.
+	s, err := r.store(st.Writer)
+	if err != nil {
+		return err
+	}
+	switch st.Kind {
+	case scenarios.KindCommit:
+		return r.doCommit(op, s)
+	case scenarios.KindRefCreate, scenarios.KindRefSet, scenarios.KindRefDelete:
+		return r.doRef(op, s)
+	case scenarios.KindLand:
+		return r.doLand(op, s)
+	case scenarios.KindUndo:
+		return r.doUndo(op, s)
+	case scenarios.KindProtect:
+		if err := s.Protect(st.Pattern, !st.Off); err != nil {
 			return err
 		}
+		op.effect.protect = map[string]bool{st.Pattern: !st.Off}
+		return nil
+	case scenarios.KindRead:
+		return r.doRead(op, s)
+	case scenarios.KindGC:
+		return r.doGC(op, s)
+	case scenarios.KindCheckpoint:
 		return s.Checkpoint()
 	}
 	return fmt.Errorf("crashsweep: step kind %q not implemented", st.Kind)
 }
 
 // doCommit runs a commit step.
-func (r *run) doCommit(op *opRecord) error {
+func (r *run) doCommit(op *opRecord, s *core.Store) error {
 	st := op.step
-	s, err := r.store(st.Writer)
-	if err != nil {
-		return err
-	}
 	req := core.CommitRequest{Agent: st.Agent, Message: st.Message, Time: r.now, Advance: st.Advance}
 	if req.Agent == "" {
 		req.Agent = "scenario"
@@ -361,13 +371,10 @@ func (r *run) doCommit(op *opRecord) error {
 }
 
 // doRef runs a ref_create, ref_set or ref_delete step.
-func (r *run) doRef(op *opRecord) error {
+func (r *run) doRef(op *opRecord, s *core.Store) error {
 	st := op.step
-	s, err := r.store(st.Writer)
-	if err != nil {
-		return err
-	}
 	u := core.RefUpdate{Name: st.Ref}
+	var err error
 	if st.Kind != scenarios.KindRefCreate {
 		if u.Old, err = r.resolve(st.Writer, st.Expect); err != nil {
 			return err
@@ -381,11 +388,7 @@ func (r *run) doRef(op *opRecord) error {
 	if err := s.UpdateRefs(u); err != nil {
 		return err
 	}
-	if u.New.IsZero() {
-		op.effect.del = []string{st.Ref}
-	} else {
-		op.effect.set = map[string]core.ID{st.Ref: u.New}
-	}
+	op.effect.move(st.Ref, u.New)
 	op.effect.origin.Op = map[scenarios.Kind]core.Op{scenarios.KindRefCreate: core.OpRefCreate,
 		scenarios.KindRefSet: core.OpRefSet, scenarios.KindRefDelete: core.OpRefDelete}[st.Kind]
 	if st.Kind == scenarios.KindRefSet && u.Old.IsZero() {
@@ -396,12 +399,8 @@ func (r *run) doRef(op *opRecord) error {
 
 // doUndo runs an undo step: the move of st.Ref st.Back moves before its
 // newest is undone by the agent "undoer".
-func (r *run) doUndo(op *opRecord) error {
+func (r *run) doUndo(op *opRecord, s *core.Store) error {
 	st := op.step
-	s, err := r.store(st.Writer)
-	if err != nil {
-		return err
-	}
 	sn, err := s.Snapshot()
 	if err != nil {
 		return err
@@ -418,22 +417,14 @@ func (r *run) doUndo(op *opRecord) error {
 	if err != nil {
 		return err
 	}
-	if u.New.IsZero() {
-		op.effect.del = []string{st.Ref}
-	} else {
-		op.effect.set = map[string]core.ID{st.Ref: u.New}
-	}
+	op.effect.move(st.Ref, u.New)
 	op.effect.origin = u.Origin
 	return nil
 }
 
 // doLand runs a land step.
-func (r *run) doLand(op *opRecord) error {
+func (r *run) doLand(op *opRecord, s *core.Store) error {
 	st := op.step
-	s, err := r.store(st.Writer)
-	if err != nil {
-		return err
-	}
 	change, err := r.resolve(st.Writer, st.Change)
 	if err != nil {
 		return err
@@ -456,11 +447,7 @@ func (r *run) doLand(op *opRecord) error {
 }
 
 // doRead runs a read step: it observes every changeset the run knows of.
-func (r *run) doRead(op *opRecord) error {
-	s, err := r.store(op.step.Writer)
-	if err != nil {
-		return err
-	}
+func (r *run) doRead(op *opRecord, s *core.Store) error {
 	known := r.known
 	if known == nil {
 		for _, o := range r.ops {

@@ -2,6 +2,7 @@ package crashsweep
 
 import (
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/swarmops/swarmops/core"
@@ -16,12 +17,8 @@ const gcLease = "scenario"
 // did: it drops the changesets that exist and that no ref and no leased
 // changeset reaches through parents. A collection that drops more (the
 // GCIgnoresLeases canary) fails the reference run's final comparison.
-func (r *run) doGC(op *opRecord) error {
+func (r *run) doGC(op *opRecord, s *core.Store) error {
 	st := op.step
-	s, err := r.store(st.Writer)
-	if err != nil {
-		return err
-	}
 	var roots []core.ID
 	for _, l := range st.Leases {
 		id, err := r.resolve(st.Writer, l)
@@ -60,19 +57,15 @@ func (r *run) unreachable(s *core.Store, roots []core.ID) ([]core.ID, error) {
 	for _, ref := range refs {
 		roots = append(roots, ref.ID)
 	}
-	seen := map[core.ID]bool{}
-	for len(roots) > 0 {
-		id := roots[len(roots)-1]
-		roots = roots[:len(roots)-1]
-		if seen[id] {
-			continue
-		}
-		seen[id] = true
+	seen, err := Reachable(roots, func(id core.ID) ([]core.ID, error) {
 		cs, err := sn.Changeset(id)
 		if err != nil {
 			return nil, err
 		}
-		roots = append(roots, cs.Parents...)
+		return cs.Parents, nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	// The changesets made so far, in the reference run and in a crashed
 	// one alike: the lookups below are filesystem calls, and a crash
@@ -93,4 +86,26 @@ func (r *run) unreachable(s *core.Store, roots []core.ID) ([]core.ID, error) {
 		}
 	}
 	return drop, nil
+}
+
+// Reachable returns every node that roots reach through parents, the roots
+// included: what a collection must keep of a graph of changesets (or of
+// a model's).
+func Reachable[N comparable](roots []N, parents func(N) ([]N, error)) (map[N]bool, error) {
+	seen := map[N]bool{}
+	stack := slices.Clone(roots)
+	for len(stack) > 0 {
+		n := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if seen[n] {
+			continue
+		}
+		seen[n] = true
+		ps, err := parents(n)
+		if err != nil {
+			return nil, err
+		}
+		stack = append(stack, ps...)
+	}
+	return seen, nil
 }

@@ -106,15 +106,7 @@ func TestSelfTestCatchesEveryCanary(t *testing.T) {
 	// canaries are missed.
 	scs := append(pick(t, "c[ho]*"), append(pick(t, "protect"), pick(t, "gc")...)...)
 	for _, name := range CanaryWorkloads {
-		w, err := ParseWorkload(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		sc, err := w.Scenario()
-		if err != nil {
-			t.Fatal(err)
-		}
-		scs = append(scs, sc)
+		scs = append(scs, workloadScenario(t, name))
 	}
 	res, _, err := SelfTest(context.Background(), scs, QuickConfig())
 	if err != nil {

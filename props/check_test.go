@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -118,7 +119,7 @@ func checkChangesets(sn *core.Snapshot, m *storeModel) error {
 		if err != nil {
 			return fmt.Errorf("Changeset(%s): %w", short(id), err)
 		}
-		if !sameIDs(cs.Parents, want.parents) {
+		if !slices.Equal(cs.Parents, want.parents) {
 			return fmt.Errorf("Changeset(%s).Parents = %s; want %s", short(id), shorts(cs.Parents), shorts(want.parents))
 		}
 		if cs.Generation != want.gen {
@@ -247,7 +248,7 @@ func checkLog(sn *core.Snapshot, m *storeModel, from core.ID) error {
 		if len(w) > n {
 			w = w[:n]
 		}
-		if !sameIDs(got, w) {
+		if !slices.Equal(got, w) {
 			return fmt.Errorf("Log(%s, %d) = %s; want %s", short(from), n, shorts(got), shorts(w))
 		}
 	}
@@ -307,30 +308,10 @@ func sameRefs(got, want map[string]core.ID) error {
 	return nil
 }
 
-func sameIDs(a, b []core.ID) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
-
+// sameIDSet reports whether a and b hold the same ids, in any order.
 func sameIDSet(a, b []core.ID) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	x := append([]core.ID(nil), a...)
-	y := append([]core.ID(nil), b...)
-	less := func(s []core.ID) func(i, j int) bool {
-		return func(i, j int) bool { return bytes.Compare(s[i][:], s[j][:]) < 0 }
-	}
-	sort.Slice(x, less(x))
-	sort.Slice(y, less(y))
-	return sameIDs(x, y)
+	byBytes := func(x, y core.ID) int { return bytes.Compare(x[:], y[:]) }
+	return slices.Equal(slices.SortedFunc(slices.Values(a), byBytes), slices.SortedFunc(slices.Values(b), byBytes))
 }
 
 func shorts(ids []core.ID) string {

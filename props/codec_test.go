@@ -4,17 +4,16 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"os"
 	"reflect"
 	"sort"
 	"testing"
 	"time"
 
+	"github.com/spf13/afero"
 	"pgregory.net/rapid"
 
 	"github.com/swarmops/swarmops/core/journal"
 	"github.com/swarmops/swarmops/core/objects"
-	"github.com/swarmops/swarmops/core/vfs"
 	"github.com/swarmops/swarmops/faultfs"
 )
 
@@ -257,7 +256,7 @@ func newJournalFixture(t fataler, kinds []uint8, payloads [][]byte, skipChecksum
 
 // segBytes reads the whole segment file.
 func (fx *journalFixture) segBytes(t fataler) []byte {
-	b, err := readAll(fx.fs, fx.cfg.SegPath(1))
+	b, err := afero.ReadFile(fx.fs, fx.cfg.SegPath(1))
 	if err != nil {
 		t.Fatalf("reading the segment: %v", err)
 	}
@@ -266,7 +265,7 @@ func (fx *journalFixture) segBytes(t fataler) []byte {
 
 // setSeg replaces the segment's bytes.
 func (fx *journalFixture) setSeg(t fataler, b []byte) {
-	if err := writeAll(fx.fs, fx.cfg.SegPath(1), b); err != nil {
+	if err := afero.WriteFile(fx.fs, fx.cfg.SegPath(1), b, 0o644); err != nil {
 		t.Fatalf("writing the segment: %v", err)
 	}
 }
@@ -436,35 +435,6 @@ func TestSegmentHeaderBitFlipsAreDetected(t *testing.T) {
 }
 
 // --- helpers ---------------------------------------------------------------
-
-func readAll(fs *faultfs.MemFS, name string) ([]byte, error) {
-	f, err := fs.Open(name)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	b := make([]byte, st.Size())
-	if err := vfs.ReadFull(f, b, 0); err != nil {
-		return nil, err
-	}
-	return b, nil
-}
-
-func writeAll(fs *faultfs.MemFS, name string, b []byte) error {
-	f, err := fs.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		return err
-	}
-	if _, err := f.WriteAt(b, 0); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
-}
 
 // --- canaries: each codec property fails against a broken variant ----------
 

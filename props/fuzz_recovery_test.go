@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spf13/afero"
+
 	"github.com/swarmops/swarmops/core"
 	"github.com/swarmops/swarmops/core/journal"
 	"github.com/swarmops/swarmops/faultfs"
@@ -129,7 +131,7 @@ func buildRecoveryFixture() (*recoveryFixture, error) {
 func (fx *recoveryFixture) scanFrames() error {
 	var err error
 	fx.segPath = path.Join(storeDir, "journal", journal.SegName(1))
-	fx.seg, err = readAll(fx.fs, fx.segPath)
+	fx.seg, err = afero.ReadFile(fx.fs, fx.segPath)
 	if err != nil {
 		return err
 	}
@@ -242,7 +244,7 @@ func checkDamagedRecovery(t *testing.T, fx *recoveryFixture, damage []byte, weak
 			delete(damaged, off)
 		}
 	}
-	if err := writeAll(fsys, fx.segPath, seg); err != nil {
+	if err := afero.WriteFile(fsys, fx.segPath, seg, 0o644); err != nil {
 		return err
 	}
 	firstBad, laterGood := uint64(0), false
@@ -333,7 +335,7 @@ func FuzzRecoverArbitrarySegment(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte) {
 		fsys := fx.fs.CrashClone(faultfs.Strict, 0)
 		seg := append(bytes.Clone(fx.seg[:journal.FirstFrame]), body...)
-		if err := writeAll(fsys, fx.segPath, seg); err != nil {
+		if err := afero.WriteFile(fsys, fx.segPath, seg, 0o644); err != nil {
 			t.Fatal(err)
 		}
 		o := fx.opts
@@ -387,7 +389,7 @@ func TestCanaryDamagedSegmentCatchesSkippedChecksums(t *testing.T) {
 // id, so a state file that still verifies is trusted; Strict changes it.
 func openReplaced(t *testing.T, fx *recoveryFixture, name string, b []byte, model faultfs.Model) (*faultfs.MemFS, *core.Store, core.Options, error) {
 	fsys := fx.fs.CrashClone(model, 0)
-	if err := writeAll(fsys, path.Join(storeDir, name), b); err != nil {
+	if err := afero.WriteFile(fsys, path.Join(storeDir, name), b, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	o := fx.opts
@@ -403,7 +405,7 @@ func openReplaced(t *testing.T, fx *recoveryFixture, name string, b []byte, mode
 // bytes, with the boot id kept or changed.
 func FuzzOpenWithArbitraryStateFile(f *testing.F) {
 	fx := getRecoveryFixture(f)
-	real, err := readAll(fx.fs, path.Join(storeDir, "state"))
+	real, err := afero.ReadFile(fx.fs, path.Join(storeDir, "state"))
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -436,7 +438,7 @@ func FuzzOpenWithArbitraryStateFile(f *testing.F) {
 // checkpoint, in which case the store must show the whole history.
 func FuzzOpenWithArbitraryCheckpoint(f *testing.F) {
 	fx := getRecoveryFixture(f)
-	real, err := readAll(fx.fs, path.Join(storeDir, "checkpoint"))
+	real, err := afero.ReadFile(fx.fs, path.Join(storeDir, "checkpoint"))
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -74,6 +74,25 @@ func (h *twoHandles) checkpointOrReopen(t *rapid.T, keep int) {
 	}
 }
 
+// machine is a state machine a property drives (see machineProp).
+type machine interface {
+	// actions are the machine's actions by name; rapid runs the one
+	// named "" after every action, as the check.
+	actions() map[string]func(*rapid.T)
+	closeAll()
+}
+
+// machineProp is the property that makes a machine with newMachine(t,
+// variant), runs a random sequence of its actions and closes its handles.
+// variant picks a broken model or store for the canary tests.
+func machineProp[V any, M machine](newMachine func(*rapid.T, V) M, variant V) func(*rapid.T) {
+	return func(t *rapid.T) {
+		m := newMachine(t, variant)
+		defer m.closeAll()
+		t.Repeat(m.actions())
+	}
+}
+
 func (h *twoHandles) closeAll() {
 	for _, s := range h.handles {
 		_ = s.Close()

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/spf13/afero"
 	"pgregory.net/rapid"
 
 	"github.com/swarmops/swarmops/core/index"
@@ -56,7 +57,7 @@ func writeRunBytes(t fataler, b index.Batch) (*faultfs.MemFS, []byte) {
 		t.Fatalf("WriteRun: %v", err)
 	}
 	r.Close()
-	data, err := readAll(fs, runFile)
+	data, err := afero.ReadFile(fs, runFile)
 	if err != nil {
 		t.Fatalf("read run: %v", err)
 	}
@@ -66,7 +67,7 @@ func writeRunBytes(t fataler, b index.Batch) (*faultfs.MemFS, []byte) {
 // runRejects reports whether the run bytes are rejected by OpenRun or by a
 // full Verify; a rejection must be a typed corruption error.
 func runRejects(fs *faultfs.MemFS, data []byte) (bool, error) {
-	if err := writeAll(fs, runFile, data); err != nil {
+	if err := afero.WriteFile(fs, runFile, data, 0o644); err != nil {
 		return false, err
 	}
 	r, err := index.OpenRun(fs, runFile)
@@ -155,7 +156,7 @@ func FuzzIndexRun(f *testing.F) {
 		if err := fs.MkdirAll("/idx", 0o755); err != nil {
 			t.Fatal(err)
 		}
-		if err := writeAll(fs, runFile, data); err != nil {
+		if err := afero.WriteFile(fs, runFile, data, 0o644); err != nil {
 			t.Fatal(err)
 		}
 		r, err := index.OpenRun(fs, runFile)

@@ -250,7 +250,7 @@ func (im *indexMachine) compare(v *index.View, m *indexModel) error {
 			}
 			cur = r.Parents[0]
 		}
-		if !sameIDs(gotWalk, wantWalk) {
+		if !slices.Equal(gotWalk, wantWalk) {
 			return fmt.Errorf("first-parent walk from %s = %s; want %s", short(id), shorts(gotWalk), shorts(wantWalk))
 		}
 	}
@@ -275,7 +275,7 @@ func (im *indexMachine) compare(v *index.View, m *indexModel) error {
 		}
 		sort.Slice(want, func(i, j int) bool { return bytes.Compare(want[i][:], want[j][:]) < 0 })
 		got, err := v.ByDelta(h)
-		if err != nil || !sameIDs(got, want) {
+		if err != nil || !slices.Equal(got, want) {
 			return fmt.Errorf("ByDelta(%s) = %s, %v; want %s", h.String()[:8], shorts(got), err, shorts(want))
 		}
 	}

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -153,12 +155,7 @@ func (m *storeModel) ids() []core.ID { return m.order }
 
 // refNames lists the model's refs in order.
 func (m *storeModel) refNames() []string {
-	names := make([]string, 0, len(m.refs))
-	for n := range m.refs {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
+	return slices.Sorted(maps.Keys(m.refs))
 }
 
 // withPrefix lists the model's changesets whose hex id starts with prefix.

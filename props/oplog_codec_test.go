@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spf13/afero"
 	"pgregory.net/rapid"
 
 	"github.com/swarmops/swarmops/core"
@@ -38,7 +39,7 @@ func TestReflogBitFlipsAreDetectedThroughTheStore(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	orig, err := readAll(fs, storeDir+"/reflog")
+	orig, err := afero.ReadFile(fs, storeDir+"/reflog")
 	if err != nil || len(orig) == 0 {
 		t.Fatalf("reflog: %d bytes, %v", len(orig), err)
 	}

@@ -124,16 +124,8 @@ func (pm *protectMachine) undo(t *rapid.T) {
 		t.Skip("no move to undo")
 	}
 	s := pm.handle(t)
-	sn, err := s.Snapshot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	ms, err := sn.Moves(core.MoveQuery{Limit: 1})
-	if err != nil || len(ms) != 1 {
-		t.Fatalf("the newest move: %v %v", ms, err)
-	}
 	l := pm.m.last
-	_, err = s.Undo(ms[0].ID(), "undoer")
+	_, err := s.Undo(newest(t, s).ID(), "undoer")
 	pm.result(t, "undo", l.ref, false, l.new, l.old, err)
 }
 
@@ -196,19 +188,15 @@ func (pm *protectMachine) check(t *rapid.T) {
 	}
 }
 
-func protectMachineProp(exactOnly bool) func(*rapid.T) {
-	return func(t *rapid.T) {
-		pm := newProtectMachine(t, exactOnly)
-		defer pm.closeAll()
-		t.Repeat(map[string]func(*rapid.T){
-			"protect":       pm.protect,
-			"refMove":       pm.refMove,
-			"commitAdvance": pm.commitAdvance,
-			"undo":          pm.undo,
-			"land":          pm.land,
-			"checkpoint":    pm.checkpoint,
-			"":              pm.check,
-		})
+func (pm *protectMachine) actions() map[string]func(*rapid.T) {
+	return map[string]func(*rapid.T){
+		"protect":       pm.protect,
+		"refMove":       pm.refMove,
+		"commitAdvance": pm.commitAdvance,
+		"undo":          pm.undo,
+		"land":          pm.land,
+		"checkpoint":    pm.checkpoint,
+		"":              pm.check,
 	}
 }
 
@@ -217,12 +205,12 @@ func protectMachineProp(exactOnly bool) func(*rapid.T) {
 // handles with checkpoints and reopens between them: no command but land
 // moves an existing protected ref, and every other move goes through.
 func TestOnlyALandMovesAProtectedRefAgainstAModel(t *testing.T) {
-	checkSteps(t, 60, 60, protectMachineProp(false))
+	checkSteps(t, 60, 60, machineProp(newProtectMachine, false))
 }
 
 // TestCanaryProtectPropertyCatchesAModelWithoutPrefixes runs the property
 // with a model in which release/ protects no ref (only exact names): the
 // store refuses moves of release/1, so the property must fail.
 func TestCanaryProtectPropertyCatchesAModelWithoutPrefixes(t *testing.T) {
-	expectFailure(t, 40, "a model whose protections ignore prefixes", protectMachineProp(true))
+	expectFailure(t, 40, "a model whose protections ignore prefixes", machineProp(newProtectMachine, true))
 }

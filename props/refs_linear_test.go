@@ -15,6 +15,7 @@ import (
 
 	"github.com/swarmops/swarmops/core"
 	"github.com/swarmops/swarmops/core/vfs"
+	"github.com/swarmops/swarmops/crashsweep"
 	"github.com/swarmops/swarmops/faultfs"
 )
 
@@ -130,19 +131,6 @@ func blindCAS(s *core.Store, in refInput) (refOutput, error) {
 	}
 }
 
-// readRef reads a ref through a fresh snapshot.
-func readRef(s *core.Store, ref string) (core.ID, error) {
-	sn, err := s.Snapshot()
-	if err != nil {
-		return core.ID{}, err
-	}
-	id, err := sn.Ref(ref)
-	if errors.Is(err, core.ErrNotFound) {
-		return core.ID{}, nil
-	}
-	return id, err
-}
-
 // casPlan is one worker's list of operations, drawn up front so that rapid
 // can shrink it. CAS expectations are either the worker's last read value
 // (likely to win) or a drawn value (likely to lose).
@@ -224,7 +212,7 @@ func runCASHistoryOn(t fataler, fs vfs.FS, dir string, plans [][]casStep, cas ca
 				var out refOutput
 				call := clock.Add(1)
 				if st.read {
-					out.Cur, err = readRef(h, st.ref)
+					out.Cur, err = crashsweep.RefOrZero(h, st.ref)
 					out.OK = true
 				} else {
 					out, err = cas(h, in)

@@ -390,22 +390,22 @@ var checkpointsSeen atomic.Int64
 // storeMachineProp is the journal-replay property, parameterised by a
 // weakening so that the canary tests can run it against a broken store.
 func storeMachineProp(weaken testknobs.Weakening) func(*rapid.T) {
-	return func(t *rapid.T) {
-		sm := newStoreMachine(t, weaken)
-		defer sm.closeAll()
-		t.Repeat(map[string]func(*rapid.T){
-			"commit": sm.commit,
-			"commits": func(t *rapid.T) {
-				// A burst, so that checkpoints are crossed often.
-				for i, n := 0, rapid.IntRange(2, 6).Draw(t, "burst"); i < n; i++ {
-					sm.commit(t)
-				}
-			},
-			"updateRefs": sm.update,
-			"reopen":     sm.reopen,
-			"crash":      sm.crash,
-			"":           sm.check,
-		})
+	return machineProp(newStoreMachine, weaken)
+}
+
+func (sm *storeMachine) actions() map[string]func(*rapid.T) {
+	return map[string]func(*rapid.T){
+		"commit": sm.commit,
+		"commits": func(t *rapid.T) {
+			// A burst, so that checkpoints are crossed often.
+			for i, n := 0, rapid.IntRange(2, 6).Draw(t, "burst"); i < n; i++ {
+				sm.commit(t)
+			}
+		},
+		"updateRefs": sm.update,
+		"reopen":     sm.reopen,
+		"crash":      sm.crash,
+		"":           sm.check,
 	}
 }
 

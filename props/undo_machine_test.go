@@ -238,20 +238,16 @@ func (um *undoMachine) check(t *rapid.T) {
 // one back to the same value, checkpoints and reopens, against a map of
 // refs and the list of moves.
 func TestUndoMatchesAModelOfRefsAndTheOperationLog(t *testing.T) {
-	checkSteps(t, 60, 60, undoMachineProp(false))
+	checkSteps(t, 60, 60, machineProp(newUndoMachine, false))
 }
 
-func undoMachineProp(valueOnly bool) func(*rapid.T) {
-	return func(t *rapid.T) {
-		um := newUndoMachine(t, valueOnly)
-		defer um.closeAll()
-		t.Repeat(map[string]func(*rapid.T){
-			"move":       um.move,
-			"undo":       um.undo,
-			"raceUndo":   um.raceUndo,
-			"checkpoint": um.checkpoint,
-			"":           um.check,
-		})
+func (um *undoMachine) actions() map[string]func(*rapid.T) {
+	return map[string]func(*rapid.T){
+		"move":       um.move,
+		"undo":       um.undo,
+		"raceUndo":   um.raceUndo,
+		"checkpoint": um.checkpoint,
+		"":           um.check,
 	}
 }
 
@@ -260,5 +256,5 @@ func undoMachineProp(valueOnly bool) func(*rapid.T) {
 // move's new value: the store refuses an undo after the ref went away and
 // back, so the property must fail.
 func TestCanaryUndoPropertyCatchesAValueOnlyModel(t *testing.T) {
-	expectFailure(t, 40, "a model whose undo ignores moves away and back to the same value", undoMachineProp(true))
+	expectFailure(t, 40, "a model whose undo ignores moves away and back to the same value", machineProp(newUndoMachine, true))
 }

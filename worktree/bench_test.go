@@ -24,18 +24,30 @@ func benchTree(b *testing.B, n int) (*fixture, string) {
 	}
 	id := f.commit(objects.ZeroID, cs...)
 	dir := filepath.Join(base, "w")
-	if _, err := worktree.Checkout(f.snap(), id, dir, f.opts()); err != nil {
-		b.Fatal(err)
-	}
+	f.checkout(id, dir)
 	wt := mustOpen(b, dir, f.opts())
-	st, err := wt.Status()
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := wt.Refresh(st); err != nil {
+	if err := wt.Refresh(mustStatus(b, wt)); err != nil {
 		b.Fatal(err)
 	}
 	return f, dir
+}
+
+// eachIteration times b.N runs of do on the work tree at dir, each opened
+// with o and closed after.
+func eachIteration(b *testing.B, dir string, o worktree.Options, do func(*worktree.Tree) error) {
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if err := onTree(dir, o, do); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// reportStats reports the last iteration's work per operation.
+func reportStats(b *testing.B, st worktree.Stats) {
+	b.ReportMetric(float64(st.Stated), "stated/op")
+	b.ReportMetric(float64(st.Hashed), "read/op")
+	b.ReportMetric(float64(st.BytesRead), "bytesread/op")
 }
 
 // BenchmarkStatusUnchanged is status on an unchanged tree: every entry is
@@ -45,23 +57,14 @@ func BenchmarkStatusUnchanged(b *testing.B) {
 		b.Run(fmt.Sprintf("files=%d", n), func(b *testing.B) {
 			f, dir := benchTree(b, n)
 			var st *worktree.Status
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				wt, err := worktree.Open(dir, f.opts())
-				if err != nil {
-					b.Fatal(err)
-				}
-				if st, err = wt.Status(); err != nil {
-					b.Fatal(err)
-				}
-				wt.Close()
-			}
+			eachIteration(b, dir, f.opts(), func(wt *worktree.Tree) (err error) {
+				st, err = wt.Status()
+				return err
+			})
 			if len(st.Changes) != 0 {
 				b.Fatalf("unchanged tree has changes: %v", kinds(st))
 			}
-			b.ReportMetric(float64(st.Stats.Stated), "stated/op")
-			b.ReportMetric(float64(st.Stats.Hashed), "read/op")
-			b.ReportMetric(float64(st.Stats.BytesRead), "bytesread/op")
+			reportStats(b, st.Stats)
 		})
 	}
 }
@@ -76,23 +79,14 @@ func BenchmarkSnapshotOneChangedFile(b *testing.B) {
 				b.Fatal(err)
 			}
 			var s *worktree.Snapshot
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				wt, err := worktree.Open(dir, f.opts())
-				if err != nil {
-					b.Fatal(err)
-				}
-				if s, err = wt.Snapshot(); err != nil {
-					b.Fatal(err)
-				}
-				wt.Close()
-			}
+			eachIteration(b, dir, f.opts(), func(wt *worktree.Tree) (err error) {
+				s, err = wt.Snapshot()
+				return err
+			})
 			if len(s.Changes) != 1 {
 				b.Fatalf("snapshot has %d changes, want 1", len(s.Changes))
 			}
-			b.ReportMetric(float64(s.Stats.Stated), "stated/op")
-			b.ReportMetric(float64(s.Stats.Hashed), "read/op")
-			b.ReportMetric(float64(s.Stats.BytesRead), "bytesread/op")
+			reportStats(b, s.Stats)
 		})
 	}
 }
@@ -120,14 +114,12 @@ func BenchmarkUpdate(b *testing.B) {
 			var res *worktree.UpdateResult
 			for i := 0; i < b.N; i++ {
 				b.StopTimer()
-				wt, err := worktree.Open(dir, force)
-				if err != nil {
+				if err := onTree(dir, force, func(wt *worktree.Tree) error {
+					_, err := wt.Switch(f.snap(), base)
+					return err
+				}); err != nil {
 					b.Fatal(err)
 				}
-				if _, err := wt.Switch(f.snap(), base); err != nil {
-					b.Fatal(err)
-				}
-				wt.Close()
 				for k := 0; k < 10; k++ {
 					p := filepath.Join(dir, path(k*3+7*9))
 					if k == 0 {
@@ -139,13 +131,12 @@ func BenchmarkUpdate(b *testing.B) {
 				}
 				sn := f.snap()
 				b.StartTimer()
-				if wt, err = worktree.Open(dir, f.opts()); err != nil {
+				if err := onTree(dir, f.opts(), func(wt *worktree.Tree) (err error) {
+					res, err = wt.Update(sn, onto, "")
+					return err
+				}); err != nil {
 					b.Fatal(err)
 				}
-				if res, err = wt.Update(sn, onto, ""); err != nil {
-					b.Fatal(err)
-				}
-				wt.Close()
 			}
 			b.ReportMetric(float64(res.Written), "written/op")
 			b.ReportMetric(float64(len(res.Conflicts)), "conflicts/op")

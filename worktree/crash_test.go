@@ -22,6 +22,17 @@ func content(t testing.TB, fsys vfs.FS, p string) string {
 	return crashsweep.FileContent(fsys, p)
 }
 
+// treeFiles maps every file and link below dir (the metadata directory
+// left out) to what content returns (crashsweep.TreeFiles).
+func treeFiles(t testing.TB, fsys vfs.FS, dir string) map[string]string {
+	t.Helper()
+	out, err := crashsweep.TreeFiles(fsys, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
 // files maps every file path of changeset id to what content returns.
 func files(t testing.TB, sn *core.Snapshot, id objects.ID) map[string]string {
 	t.Helper()
@@ -44,41 +55,44 @@ func files(t testing.TB, sn *core.Snapshot, id objects.ID) map[string]string {
 	return out
 }
 
-// statusIsTruthful opens the work tree on fsys and checks that every path
-// its status calls clean holds exactly its index entry's object.
+// statusIsTruthful opens the work tree /w on fsys and checks that every
+// path its status calls clean holds exactly its index entry's object
+// (crashsweep.StatusLie, the oracle crashsim's work-tree part uses).
 //
 // A power loss without Sync may tear the index itself; it is then refused as
 // corrupt (nothing is called clean), which tornIndexOK allows.
 func statusIsTruthful(t testing.TB, fsys vfs.FS, where string, tornIndexOK bool) {
 	t.Helper()
-	wt, err := worktree.Open("/w", worktree.Options{FS: fsys, StoreDir: "/s"})
-	if errors.Is(err, worktree.ErrNotWorkTree) || tornIndexOK && errors.Is(err, worktree.ErrIndexCorrupt) {
-		return // no index: nothing is called clean
+	if msg := crashsweep.StatusLie(fsys, tornIndexOK); msg != "" {
+		t.Fatalf("%s: %s", where, msg)
 	}
-	if err != nil {
-		t.Fatalf("%s: open: %v", where, err)
+}
+
+// countCalls runs op uncrashed on a process-crash copy of base, counting
+// its filesystem calls; it returns the copy and the count.
+func countCalls(t testing.TB, base *faultfs.MemFS, op func(vfs.FS) error) (*faultfs.MemFS, int64) {
+	t.Helper()
+	done := base.CrashClone(faultfs.ProcessCrash, 0)
+	c := faultfs.NewCounting(done)
+	if err := op(c); err != nil {
+		t.Fatal(err)
 	}
-	defer wt.Close()
-	st, err := wt.Status()
-	if err != nil {
-		t.Fatalf("%s: status: %v", where, err)
-	}
-	changed := map[string]bool{}
-	for _, c := range st.Changes {
-		changed[c.Path] = true
-	}
-	for _, e := range wt.Index().Entries {
-		if changed[e.Path] {
-			continue
-		}
-		got := content(t, fsys, "/w/"+e.Path)
-		data := got
-		if e.Mode == objects.ModeSymlink {
-			data = got[min(2, len(got)):]
-		}
-		if objects.BlobID([]byte(data)) != e.ID {
-			t.Fatalf("%s: status calls %s clean, but it holds %q, not the index's object", where, e.Path, got)
-		}
+	return done, c.Total()
+}
+
+// crashedAt runs op on a process-crash copy of base crashed at its call n;
+// it returns the copy and op's error.
+func crashedAt(base *faultfs.MemFS, n int64, op func(vfs.FS) error) (*faultfs.MemFS, error) {
+	m := base.CrashClone(faultfs.ProcessCrash, 0)
+	return m, op(faultfs.NewCrashing(m, n))
+}
+
+// treeOp is do on the work tree /w, opened with o on the filesystem the op
+// is given.
+func treeOp(o worktree.Options, do func(*worktree.Tree) error) func(vfs.FS) error {
+	return func(fsys vfs.FS) error {
+		o.FS = fsys
+		return onTree("/w", o, do)
 	}
 }
 
@@ -89,25 +103,17 @@ func statusIsTruthful(t testing.TB, fsys vfs.FS, where string, tornIndexOK bool)
 // else), and under every crash model a status calls clean only files that
 // hold their index's object.
 func crashSweep(t *testing.T, base *faultfs.MemFS, old, new map[string]string, sync bool, op func(fsys vfs.FS) error) {
-	c := faultfs.NewCounting(base.CrashClone(faultfs.ProcessCrash, 0))
-	if err := op(c); err != nil {
-		t.Fatal(err)
-	}
-	total := c.Total()
+	_, total := countCalls(t, base, op)
 	for n := int64(1); n <= total; n++ {
-		m := base.CrashClone(faultfs.ProcessCrash, 0)
-		err := op(faultfs.NewCrashing(m, n))
+		m, err := crashedAt(base, n, op)
 		// The last call releases the work tree's lock, after the work is
 		// done; its failure is not the operation's.
 		if !errors.Is(err, vfs.ErrCrashed) && !(err == nil && n == total) {
 			t.Fatalf("crash at call %d of %d: %v, want ErrCrashed", n, total, err)
 		}
 		pc := m.CrashClone(faultfs.ProcessCrash, 0)
-		for p := range union(old, new) {
-			got := content(t, pc, "/w/"+p)
-			if got != or(old[p]) && got != or(new[p]) {
-				t.Fatalf("crash at call %d of %d: %s holds %q, neither the old %q nor the new %q", n, total, p, got, or(old[p]), or(new[p]))
-			}
+		if msg := crashsweep.NeitherOldNorNew(pc, old, new); msg != "" {
+			t.Fatalf("crash at call %d of %d: %s", n, total, msg)
 		}
 		statusIsTruthful(t, pc, fmt.Sprintf("crash at call %d, process", n), false)
 		statusIsTruthful(t, m.CrashClone(faultfs.Strict, 0), fmt.Sprintf("crash at call %d, strict", n), !sync)
@@ -116,24 +122,6 @@ func crashSweep(t *testing.T, base *faultfs.MemFS, old, new map[string]string, s
 		}
 	}
 	t.Logf("%d crash points", total)
-}
-
-func or(s string) string {
-	if s == "" {
-		return absent
-	}
-	return s
-}
-
-func union(a, b map[string]string) map[string]bool {
-	out := map[string]bool{}
-	for k := range a {
-		out[k] = true
-	}
-	for k := range b {
-		out[k] = true
-	}
-	return out
 }
 
 // crashRevisions commits two revisions differing in every way a switch
@@ -164,18 +152,11 @@ func TestCheckoutAndSwitchSurviveACrashAtEveryCall(t *testing.T) {
 				_, err := worktree.Checkout(sn, a, "/w", worktree.Options{FS: fsys, StoreDir: "/s", Sync: sync})
 				return err
 			})
-			if _, err := worktree.Checkout(sn, a, "/w", worktree.Options{FS: m, StoreDir: "/s", Sync: true}); err != nil {
-				t.Fatal(err)
-			}
-			crashSweep(t, m, old, new, sync, func(fsys vfs.FS) error {
-				wt, err := worktree.Open("/w", worktree.Options{FS: fsys, StoreDir: "/s", Sync: sync})
-				if err != nil {
-					return err
-				}
-				defer wt.Close()
-				_, err = wt.Switch(sn, b)
+			f.checkoutWith(a, "/w", f.syncOpts())
+			crashSweep(t, m, old, new, sync, treeOp(worktree.Options{StoreDir: "/s", Sync: sync}, func(wt *worktree.Tree) error {
+				_, err := wt.Switch(sn, b)
 				return err
-			})
+			}))
 		})
 	}
 }
@@ -188,12 +169,9 @@ func TestCheckoutAndSwitchSurviveACrashAtEveryCall(t *testing.T) {
 // clean.
 func TestStatusTrustsNoStatDataAfterAPowerLoss(t *testing.T) {
 	f, m, a, b := crashRevisions(t)
-	sn := f.snap()
-	if _, err := worktree.Checkout(sn, a, "/w", worktree.Options{FS: m, StoreDir: "/s", Sync: true}); err != nil {
-		t.Fatal(err)
-	}
-	wt := mustOpen(t, "/w", worktree.Options{FS: m, StoreDir: "/s"})
-	if _, err := wt.Switch(sn, b); err != nil {
+	f.checkoutWith(a, "/w", f.syncOpts())
+	wt := mustOpen(t, "/w", f.opts())
+	if _, err := wt.Switch(f.snap(), b); err != nil {
 		t.Fatal(err)
 	}
 	for _, d := range []string{"/w", "/w/dir", "/w/dir2", "/w/f2d", "/w/" + worktree.MetaDir, "/w/" + worktree.MetaDir + "/tmp"} {
@@ -221,29 +199,23 @@ func TestRacyEntriesAreRehashed(t *testing.T) {
 	id := f.commit(objects.ZeroID, put("a", "1111"), put("b", "2222"))
 	tick := time.Unix(1000, 0)
 	m.SetClock(func() time.Time { return tick })
-	if _, err := worktree.Checkout(f.snap(), id, "/w", f.opts()); err != nil {
-		t.Fatal(err)
-	}
+	f.checkout(id, "/w")
 	g, err := m.OpenFile("/w/a", 0o1, 0) // O_WRONLY, in place
 	if err != nil {
 		t.Fatal(err)
 	}
 	g.Write([]byte("9999"))
 	g.Close()
-	st, err := mustOpen(t, "/w", f.opts()).Status()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := kinds(st); !eq(got, []string{"a:modified"}) {
+	if got := kinds(statusOf(t, "/w", f.opts())); !eq(got, []string{"a:modified"}) {
 		t.Fatalf("status after a same-tick edit: %v, want [a:modified]", got)
 	}
 	tick = tick.Add(time.Second)
 	wt := mustOpen(t, "/w", f.opts())
-	st, _ = wt.Status()
+	st, _ := wt.Status()
 	if err := wt.Refresh(st); err != nil {
 		t.Fatal(err)
 	}
-	st, _ = mustOpen(t, "/w", f.opts()).Status()
+	st = statusOf(t, "/w", f.opts())
 	if st.Stats.Hashed != 1 || !eq(kinds(st), []string{"a:modified"}) {
 		t.Fatalf("after a refresh at a later tick: hashed %d (want 1: the modified file), %v", st.Stats.Hashed, kinds(st))
 	}
@@ -256,9 +228,7 @@ func updateRevisions(t *testing.T) (*fixture, *faultfs.MemFS, objects.ID) {
 	f, m := memFixture(t)
 	a := f.commit(objects.ZeroID, put("x", "1\n2\n3\n"), put("y", "1\n2\n3\n4\n5\n"), put("z", "z\n"),
 		put("d/gone", "g\n"), put("bin", "\x00b"), put("keep", "k\n"))
-	if _, err := worktree.Checkout(f.snap(), a, "/w", worktree.Options{FS: m, StoreDir: "/s", Sync: true}); err != nil {
-		t.Fatal(err)
-	}
+	f.checkoutWith(a, "/w", f.syncOpts())
 	if err := m.SyncDir("/"); err != nil {
 		t.Fatal(err)
 	}
@@ -286,21 +256,11 @@ func TestUpdateSurvivesACrashAtEveryCall(t *testing.T) {
 		t.Run(fmt.Sprintf("sync=%v", sync), func(t *testing.T) {
 			f, m, b := updateRevisions(t)
 			sn := f.snap()
-			o := worktree.Options{StoreDir: "/s", Sync: sync}
-			run := func(fsys vfs.FS) error {
-				o.FS = fsys
-				wt, err := worktree.Open("/w", o)
-				if err != nil {
-					return err
-				}
-				defer wt.Close()
-				_, err = wt.Update(sn, b, "")
+			run := treeOp(worktree.Options{StoreDir: "/s", Sync: sync}, func(wt *worktree.Tree) error {
+				_, err := wt.Update(sn, b, "")
 				return err
-			}
-			done := m.CrashClone(faultfs.ProcessCrash, 0)
-			if err := run(done); err != nil {
-				t.Fatal(err)
-			}
+			})
+			done, _ := countCalls(t, m, run)
 			crashSweep(t, m, treeFiles(t, m, "/w"), treeFiles(t, done, "/w"), sync, run)
 			want := []string{"bin", "x"}
 			clones := map[string]vfs.FS{"process": done.CrashClone(faultfs.ProcessCrash, 0)}
@@ -328,24 +288,13 @@ func TestUpdateSurvivesACrashAtEveryCall(t *testing.T) {
 // paths at every call: the index records every conflict or all but that
 // one, never fewer, under a process crash and a strict power loss.
 func resolveSweep(t *testing.T, m *faultfs.MemFS, conflicts []string) {
-	o := worktree.Options{StoreDir: "/s", Sync: true}
-	run := func(fsys vfs.FS) error {
-		o.FS = fsys
-		wt, err := worktree.Open("/w", o)
-		if err != nil {
-			return err
-		}
-		defer wt.Close()
-		_, err = wt.Resolve(conflicts[:1], false, true)
+	run := treeOp(worktree.Options{StoreDir: "/s", Sync: true}, func(wt *worktree.Tree) error {
+		_, err := wt.Resolve(conflicts[:1], false, true)
 		return err
-	}
-	c := faultfs.NewCounting(m.CrashClone(faultfs.ProcessCrash, 0))
-	if err := run(c); err != nil {
-		t.Fatal(err)
-	}
-	for n := int64(1); n <= c.Total(); n++ {
-		mm := m.CrashClone(faultfs.ProcessCrash, 0)
-		run(faultfs.NewCrashing(mm, n))
+	})
+	_, total := countCalls(t, m, run)
+	for n := int64(1); n <= total; n++ {
+		mm, _ := crashedAt(m, n, run)
 		for _, model := range []faultfs.Model{faultfs.ProcessCrash, faultfs.Strict} {
 			wt, err := worktree.Open("/w", worktree.Options{FS: mm.CrashClone(model, 0), StoreDir: "/s"})
 			if err != nil {
@@ -358,7 +307,7 @@ func resolveSweep(t *testing.T, m *faultfs.MemFS, conflicts []string) {
 			}
 		}
 	}
-	t.Logf("resolve: %d crash points", c.Total())
+	t.Logf("resolve: %d crash points", total)
 }
 
 // TestAnUpdateRunAgainAfterACrashFinishesIt: a clean update (a line merge,
@@ -367,45 +316,32 @@ func resolveSweep(t *testing.T, m *faultfs.MemFS, conflicts []string) {
 // gives the same files, the same base and a clean status but for the
 // tree's own changes, as the uncrashed update.
 func TestAnUpdateRunAgainAfterACrashFinishesIt(t *testing.T) {
-	f, m := memFixture(t)
-	a := f.commit(objects.ZeroID, put("y", "1\n2\n3\n4\n5\n"), put("d/gone", "g\n"), put("keep", "k\n"), put("z", "z\n"))
-	if _, err := worktree.Checkout(f.snap(), a, "/w", f.opts()); err != nil {
-		t.Fatal(err)
-	}
+	f, m, a := checkedOut(t, put("y", "1\n2\n3\n4\n5\n"), put("d/gone", "g\n"), put("keep", "k\n"), put("z", "z\n"))
 	writeMem(t, m, "/w/y", "ONE\n2\n3\n4\n5\n")
 	writeMem(t, m, "/w/n", "new\n")
 	b := f.commit(a, put("y", "1\n2\n3\n4\nFIVE\n"), put("keep", "K\n"), del("d/gone"), put("d2/new", "n2\n"), del("z"))
 	sn := f.snap()
-	run := func(fsys vfs.FS) error {
-		wt, err := worktree.Open("/w", worktree.Options{FS: fsys, StoreDir: "/s"})
-		if err != nil {
-			return err
-		}
-		defer wt.Close()
-		_, err = wt.Update(sn, b, "")
+	run := treeOp(worktree.Options{StoreDir: "/s"}, func(wt *worktree.Tree) error {
+		_, err := wt.Update(sn, b, "")
 		return err
-	}
-	status := func(fsys vfs.FS) []string {
-		wt, err := worktree.Open("/w", worktree.Options{FS: fsys, StoreDir: "/s"})
+	})
+	status := func(fsys vfs.FS) (out []string) {
+		err := treeOp(f.opts(), func(wt *worktree.Tree) error {
+			st, err := wt.Status()
+			if err == nil {
+				out = append(kinds(st), wt.Base().String())
+			}
+			return err
+		})(fsys)
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer wt.Close()
-		st, err := wt.Status()
-		if err != nil {
-			t.Fatal(err)
-		}
-		return append(kinds(st), wt.Base().String())
+		return out
 	}
-	done := m.CrashClone(faultfs.ProcessCrash, 0)
-	c := faultfs.NewCounting(done)
-	if err := run(c); err != nil {
-		t.Fatal(err)
-	}
+	done, total := countCalls(t, m, run)
 	want, wantStatus := treeFiles(t, done, "/w"), status(done)
-	for n := int64(1); n < c.Total(); n++ {
-		mm := m.CrashClone(faultfs.ProcessCrash, 0)
-		run(faultfs.NewCrashing(mm, n))
+	for n := int64(1); n < total; n++ {
+		mm, _ := crashedAt(m, n, run)
 		again := mm.CrashClone(faultfs.ProcessCrash, 0)
 		if err := run(again); err != nil {
 			t.Fatalf("crash at call %d, then update again: %v", n, err)
@@ -417,5 +353,5 @@ func TestAnUpdateRunAgainAfterACrashFinishesIt(t *testing.T) {
 			t.Fatalf("crash at call %d, then update again: status %v, want %v", n, got, wantStatus)
 		}
 	}
-	t.Logf("%d crash points", c.Total())
+	t.Logf("%d crash points", total)
 }

@@ -47,6 +47,54 @@ func (f *fixture) opts() worktree.Options {
 	return worktree.Options{FS: f.fs, StoreDir: f.dir}
 }
 
+// syncOpts are the fixture's options with Sync.
+func (f *fixture) syncOpts() worktree.Options {
+	o := f.opts()
+	o.Sync = true
+	return o
+}
+
+// checkout checks id out into dst with the fixture's options, failing the
+// test if it fails.
+func (f *fixture) checkout(id objects.ID, dst string) {
+	f.t.Helper()
+	f.checkoutWith(id, dst, f.opts())
+}
+
+func (f *fixture) checkoutWith(id objects.ID, dst string, o worktree.Options) {
+	f.t.Helper()
+	if _, err := worktree.Checkout(f.snap(), id, dst, o); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+// onTree opens the work tree at dir with o, runs do on it and closes it.
+func onTree(dir string, o worktree.Options, do func(*worktree.Tree) error) error {
+	wt, err := worktree.Open(dir, o)
+	if err != nil {
+		return err
+	}
+	defer wt.Close()
+	return do(wt)
+}
+
+// statusOf is the status of the work tree at dir opened with o, failing
+// the test on an error.
+func statusOf(t testing.TB, dir string, o worktree.Options) *worktree.Status {
+	t.Helper()
+	return mustStatus(t, mustOpen(t, dir, o))
+}
+
+// mustStatus is wt's status, failing the test on an error.
+func mustStatus(t testing.TB, wt *worktree.Tree) *worktree.Status {
+	t.Helper()
+	st, err := wt.Status()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
 // commit records changes on parent (zero: a root changeset).
 func (f *fixture) commit(parent objects.ID, changes ...core.Change) objects.ID {
 	f.t.Helper()
@@ -77,14 +125,7 @@ func (f *fixture) commitDir(dir string, o worktree.Options) objects.ID {
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	var ps []core.ID
-	if !s.Parent.IsZero() {
-		ps = []core.ID{s.Parent}
-	}
-	id, err := f.store.Commit(core.CommitRequest{Parents: ps, Changes: s.Changes})
-	if err != nil {
-		f.t.Fatal(err)
-	}
+	id := f.commit(s.Parent, s.Changes...)
 	if err := t.Record(f.snap(), id, s); err != nil {
 		f.t.Fatal(err)
 	}

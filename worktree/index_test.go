@@ -44,6 +44,32 @@ func goldenIndex() *worktree.Index {
 	}
 }
 
+// goldenBytes is goldenIndex encoded.
+func goldenBytes(t testing.TB) []byte {
+	t.Helper()
+	b, err := goldenIndex().Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// decodeReencodes decodes b: it fails with ErrIndexCorrupt, or the index
+// re-encodes to b (a version 2 index; an earlier one is re-encoded as 2).
+func decodeReencodes(t *testing.T, b []byte) {
+	ix, err := worktree.DecodeIndex(b)
+	if err != nil {
+		if !errors.Is(err, worktree.ErrIndexCorrupt) {
+			t.Fatalf("error %v does not wrap ErrIndexCorrupt", err)
+		}
+		return
+	}
+	again, err := ix.Encode()
+	if err != nil || (b[4] == 2 && !bytes.Equal(again, b)) {
+		t.Fatalf("decoded index does not re-encode to its input (%v)", err)
+	}
+}
+
 // TestVersion1IndexesAreStillRead decodes the version 1 golden file, as
 // trees checked out by earlier builds hold it: no ref, no conflict records,
 // and it re-encodes as version 2.
@@ -72,10 +98,7 @@ func TestVersion1IndexesAreStillRead(t *testing.T) {
 }
 
 func TestIndexGolden(t *testing.T) {
-	b, err := goldenIndex().Encode()
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := goldenBytes(t)
 	got := "# worktree index v2 (regenerate: go test ./worktree -run TestIndexGolden -update)\n" + hex.EncodeToString(b) + "\n"
 	path := filepath.Join("testdata", "index.golden")
 	if *update {
@@ -93,11 +116,7 @@ func TestIndexGolden(t *testing.T) {
 }
 
 func TestIndexRoundTripsByteForByte(t *testing.T) {
-	ix := goldenIndex()
-	b, err := ix.Encode()
-	if err != nil {
-		t.Fatal(err)
-	}
+	ix, b := goldenIndex(), goldenBytes(t)
 	back, err := worktree.DecodeIndex(b)
 	if err != nil {
 		t.Fatal(err)
@@ -134,10 +153,7 @@ func TestIndexRoundTripsByteForByte(t *testing.T) {
 // TestEveryBitFlipOfTheIndexIsDetected flips each bit of an encoded index
 // in turn: every one must fail to decode with ErrIndexCorrupt.
 func TestEveryBitFlipOfTheIndexIsDetected(t *testing.T) {
-	b, err := goldenIndex().Encode()
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := goldenBytes(t)
 	for i := 0; i < len(b)*8; i++ {
 		c := bytes.Clone(b)
 		c[i/8] ^= 1 << (i % 8)
@@ -183,50 +199,20 @@ func TestIndexEncodeRefusesInvalidEntries(t *testing.T) {
 }
 
 func FuzzDecodeIndex(f *testing.F) {
-	b, err := goldenIndex().Encode()
-	if err != nil {
-		f.Fatal(err)
-	}
-	f.Add(b)
+	f.Add(goldenBytes(f))
 	empty, _ := (&worktree.Index{}).Encode()
 	f.Add(empty)
 	f.Add([]byte("SWTI"))
-	f.Fuzz(func(t *testing.T, b []byte) {
-		ix, err := worktree.DecodeIndex(b)
-		if err != nil {
-			if !errors.Is(err, worktree.ErrIndexCorrupt) {
-				t.Fatalf("error %v does not wrap ErrIndexCorrupt", err)
-			}
-			return
-		}
-		again, err := ix.Encode()
-		if err != nil || (b[4] == 2 && !bytes.Equal(again, b)) {
-			t.Fatalf("decoded index does not re-encode to its input (%v)", err)
-		}
-	})
+	f.Fuzz(decodeReencodes)
 }
 
 // FuzzDecodeIndexBody fuzzes the parser behind the checksum: the input is
 // an index body, sealed with its correct checksum before decoding.
 func FuzzDecodeIndexBody(f *testing.F) {
-	b, err := goldenIndex().Encode()
-	if err != nil {
-		f.Fatal(err)
-	}
+	b := goldenBytes(f)
 	f.Add(b[:len(b)-32])
 	f.Fuzz(func(t *testing.T, body []byte) {
 		sum := blake3.Sum256(body)
-		sealed := append(bytes.Clone(body), sum[:]...)
-		ix, err := worktree.DecodeIndex(sealed)
-		if err != nil {
-			if !errors.Is(err, worktree.ErrIndexCorrupt) {
-				t.Fatalf("error %v does not wrap ErrIndexCorrupt", err)
-			}
-			return
-		}
-		again, err := ix.Encode()
-		if err != nil || (sealed[4] == 2 && !bytes.Equal(again, sealed)) {
-			t.Fatalf("decoded index does not re-encode to its input (%v)", err)
-		}
+		decodeReencodes(t, append(bytes.Clone(body), sum[:]...))
 	})
 }

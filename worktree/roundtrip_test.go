@@ -15,27 +15,38 @@ import (
 // kind, executables, empty files, Unicode and spaces in names, a deep path,
 // and junk the ignore rules keep out (node_modules/, *.o, .git/).
 func makeRealTree(t *testing.T, dir string) {
-	write(t, filepath.Join(dir, "README.md"), "# hello\n", 0o644)
-	write(t, filepath.Join(dir, "empty"), "", 0o644)
-	write(t, filepath.Join(dir, "bin/run.sh"), "#!/bin/sh\necho hi\n", 0o755)
-	write(t, filepath.Join(dir, "docs/ünïcödé name.txt"), "unicode\n", 0o644)
-	write(t, filepath.Join(dir, "docs/with space/a b.txt"), "spaces\n", 0o644)
-	write(t, filepath.Join(dir, "a/b/c/d/e/f/g/h/i/j/deep.go"), "package deep\n", 0o644)
-	write(t, filepath.Join(dir, "src/main.c"), "int main(){}\n", 0o644)
-	write(t, filepath.Join(dir, ".gitignore"), "node_modules/\n*.o\n/build\n!keep.o\n", 0o644)
-	write(t, filepath.Join(dir, "src/.gitignore"), "generated.c\n", 0o644)
-	symlink(t, "README.md", filepath.Join(dir, "link-rel"))
-	symlink(t, "/etc/hostname", filepath.Join(dir, "link-abs"))
-	symlink(t, "does/not/exist", filepath.Join(dir, "link-dangling"))
-	symlink(t, "../docs", filepath.Join(dir, "bin/link-dir"))
-	symlink(t, "with space", filepath.Join(dir, "docs/link to dir with space"))
-	// Ignored junk.
-	write(t, filepath.Join(dir, "node_modules/pkg/index.js"), "junk\n", 0o644)
-	write(t, filepath.Join(dir, "src/main.o"), "obj\n", 0o644)
-	write(t, filepath.Join(dir, "src/keep.o"), "kept by negation\n", 0o644)
-	write(t, filepath.Join(dir, "src/generated.c"), "gen\n", 0o644)
-	write(t, filepath.Join(dir, "build/out"), "out\n", 0o644)
-	write(t, filepath.Join(dir, ".git/HEAD"), "ref: refs/heads/main\n", 0o644)
+	for _, w := range []struct {
+		path, data string
+		perm       os.FileMode
+	}{
+		{"README.md", "# hello\n", 0o644},
+		{"empty", "", 0o644},
+		{"bin/run.sh", "#!/bin/sh\necho hi\n", 0o755},
+		{"docs/ünïcödé name.txt", "unicode\n", 0o644},
+		{"docs/with space/a b.txt", "spaces\n", 0o644},
+		{"a/b/c/d/e/f/g/h/i/j/deep.go", "package deep\n", 0o644},
+		{"src/main.c", "int main(){}\n", 0o644},
+		{".gitignore", "node_modules/\n*.o\n/build\n!keep.o\n", 0o644},
+		{"src/.gitignore", "generated.c\n", 0o644},
+		// Ignored junk, and a file a negation keeps.
+		{"node_modules/pkg/index.js", "junk\n", 0o644},
+		{"src/main.o", "obj\n", 0o644},
+		{"src/keep.o", "kept by negation\n", 0o644},
+		{"src/generated.c", "gen\n", 0o644},
+		{"build/out", "out\n", 0o644},
+		{".git/HEAD", "ref: refs/heads/main\n", 0o644},
+	} {
+		write(t, filepath.Join(dir, w.path), w.data, w.perm)
+	}
+	for _, l := range [][2]string{ // target, link
+		{"README.md", "link-rel"},
+		{"/etc/hostname", "link-abs"},
+		{"does/not/exist", "link-dangling"},
+		{"../docs", "bin/link-dir"},
+		{"with space", "docs/link to dir with space"},
+	} {
+		symlink(t, l[0], filepath.Join(dir, l[1]))
+	}
 }
 
 // ignoredPaths are what the rules of makeRealTree keep out.
@@ -52,9 +63,7 @@ func TestRoundTripOnTheRealOS(t *testing.T) {
 	makeRealTree(t, src)
 	f := newFixture(t, vfs.OS(), filepath.Join(base, "store"))
 	id := f.commitDir(src, f.opts())
-	if _, err := worktree.Checkout(f.snap(), id, dst, f.opts()); err != nil {
-		t.Fatal(err)
-	}
+	f.checkout(id, dst)
 	skip := append([]string{worktree.MetaDir}, ignoredPaths...)
 	want, got := listing(t, src, skip...), listing(t, dst, worktree.MetaDir)
 	if d := diffListings(want, got); len(d) > 0 {
@@ -79,14 +88,8 @@ func TestRoundTripOnTheRealOS(t *testing.T) {
 		t.Fatalf("diff -r --no-dereference: %v\n%s", err, out)
 	}
 	for _, d := range []string{src, dst} {
-		wt, err := worktree.Open(d, f.opts())
-		if err != nil {
-			t.Fatal(err)
-		}
-		st, err := wt.Status()
-		wt.Close()
-		if err != nil || len(st.Changes) != 0 {
-			t.Fatalf("status of %s after the round trip: %v, %v", d, kinds(st), err)
+		if st := statusOf(t, d, f.opts()); len(st.Changes) != 0 {
+			t.Fatalf("status of %s after the round trip: %v", d, kinds(st))
 		}
 	}
 }

@@ -46,9 +46,7 @@ func (f *fixture) forcedCheckout(id objects.ID, dst string) {
 	f.t.Helper()
 	o := f.opts()
 	o.Force = true
-	if _, err := worktree.Checkout(f.snap(), id, dst, o); err != nil {
-		f.t.Fatal(err)
-	}
+	f.checkoutWith(id, dst, o)
 }
 
 // adoptedSnapshot adopts dir as a work tree with no base, closed when the
@@ -97,9 +95,7 @@ func TestSwitchNeverWritesThroughALinkFromAnEarlierCommit(t *testing.T) {
 	f, dst, out := osFixture(t)
 	a := f.commit(objects.ZeroID, link("d", out), put("x", "1"))
 	b := f.commit(a, del("d"), put("d/secret", "through the link?"), put("d/new", "n"))
-	if _, err := worktree.Checkout(f.snap(), a, dst, f.opts()); err != nil {
-		t.Fatal(err)
-	}
+	f.checkout(a, dst)
 	before := listing(t, out)
 	if _, err := mustOpen(t, dst, f.opts()).Switch(f.snap(), b); err != nil {
 		t.Fatal(err)
@@ -118,9 +114,7 @@ func TestSwitchRefusesATrackedDirectoryReplacedByALink(t *testing.T) {
 	write(t, filepath.Join(out, "g"), "outside g\n", 0o644)
 	a := f.commit(objects.ZeroID, put("d/f", "1"), put("d/g", "g"))
 	b := f.commit(a, put("d/f", "2"), del("d/g"))
-	if _, err := worktree.Checkout(f.snap(), a, dst, f.opts()); err != nil {
-		t.Fatal(err)
-	}
+	f.checkout(a, dst)
 	os.RemoveAll(filepath.Join(dst, "d"))
 	symlink(t, out, filepath.Join(dst, "d"))
 	before := listing(t, out)

@@ -3,7 +3,6 @@ package worktree_test
 import (
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"strings"
 	"testing"
@@ -21,22 +20,14 @@ func memFixture(t testing.TB) (*fixture, *faultfs.MemFS) {
 	return newFixture(t, m, "/s"), m
 }
 
-func readMem(t testing.TB, fsys vfs.FS, p string) string {
+// checkedOut is a memory fixture with a root changeset of changes checked
+// out at /w.
+func checkedOut(t testing.TB, changes ...core.Change) (*fixture, *faultfs.MemFS, objects.ID) {
 	t.Helper()
-	if fi, err := vfs.Lstat(fsys, p); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
-		target, err := vfs.Readlink(fsys, p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return "->" + target
-	}
-	f, err := fsys.Open(p)
-	if err != nil {
-		return "<" + err.Error() + ">"
-	}
-	defer f.Close()
-	b, _ := io.ReadAll(f)
-	return string(b)
+	f, m := memFixture(t)
+	a := f.commit(objects.ZeroID, changes...)
+	f.checkout(a, "/w")
+	return f, m, a
 }
 
 func writeMem(t testing.TB, fsys vfs.FS, p, data string) {
@@ -75,9 +66,7 @@ func TestSwitchWritesOnlyTheFilesThatDiffer(t *testing.T) {
 		mods = append(mods, put(fmt.Sprintf("d%d/f%02d", (i*3)%4, i*3), fmt.Sprintf("v2 %d", i)))
 	}
 	b := f.commit(a, mods...)
-	if _, err := worktree.Checkout(f.snap(), a, "/w", f.opts()); err != nil {
-		t.Fatal(err)
-	}
+	f.checkout(a, "/w")
 	c := faultfs.NewCounting(m)
 	c.StartTrace()
 	o := f.opts()
@@ -96,7 +85,7 @@ func TestSwitchWritesOnlyTheFilesThatDiffer(t *testing.T) {
 		t.Fatalf("switch renamed %d files into the tree, made %d writes, reported %+v; want 10, 11 (10 files and the index)",
 			renamed, c.Count(faultfs.OpWrite), res)
 	}
-	if got := readMem(t, m, "/w/d3/f27"); got != "v2 9" {
+	if got := content(t, m, "/w/d3/f27"); got != "v2 9" {
 		t.Fatalf("d3/f27 holds %q", got)
 	}
 	st, err := mustOpen(t, "/w", f.opts()).Status()
@@ -110,12 +99,8 @@ func TestSwitchWritesOnlyTheFilesThatDiffer(t *testing.T) {
 // checks the switch refuses, listing both, writing nothing; forced, it
 // overwrites them.
 func TestSwitchRefusesLocalChangesUnlessForced(t *testing.T) {
-	f, m := memFixture(t)
-	a := f.commit(objects.ZeroID, put("keep", "k"), put("edit", "1"), put("same", "s"))
+	f, m, a := checkedOut(t, put("keep", "k"), put("edit", "1"), put("same", "s"))
 	b := f.commit(a, put("edit", "2"), put("new", "n"), del("same"))
-	if _, err := worktree.Checkout(f.snap(), a, "/w", f.opts()); err != nil {
-		t.Fatal(err)
-	}
 	writeMem(t, m, "/w/edit", "local edit")
 	writeMem(t, m, "/w/new", "untracked")
 	_, err := mustOpen(t, "/w", f.opts()).Switch(f.snap(), b)
@@ -123,7 +108,7 @@ func TestSwitchRefusesLocalChangesUnlessForced(t *testing.T) {
 	if !errors.As(err, &lc) || strings.Join(lc.Paths, ",") != "edit,new" {
 		t.Fatalf("switch over local changes: %v, want a LocalChangesError listing edit,new", err)
 	}
-	if readMem(t, m, "/w/edit") != "local edit" || readMem(t, m, "/w/same") != "s" {
+	if content(t, m, "/w/edit") != "local edit" || content(t, m, "/w/same") != "s" {
 		t.Fatal("a refused switch changed the tree")
 	}
 	if mustOpen(t, "/w", f.opts()).Base() != a {
@@ -134,7 +119,7 @@ func TestSwitchRefusesLocalChangesUnlessForced(t *testing.T) {
 	if _, err := mustOpen(t, "/w", o).Switch(f.snap(), b); err != nil {
 		t.Fatal(err)
 	}
-	if readMem(t, m, "/w/edit") != "2" || readMem(t, m, "/w/new") != "n" {
+	if content(t, m, "/w/edit") != "2" || content(t, m, "/w/new") != "n" {
 		t.Fatal("a forced switch did not overwrite")
 	}
 	if _, err := vfs.Lstat(m, "/w/same"); !errors.Is(err, fs.ErrNotExist) {
@@ -155,13 +140,11 @@ func TestSwitchHandlesFileDirectoryAndLinkTransitions(t *testing.T) {
 	b1 := f.commit(a, del("f2d"), put("f2d/inner", "now a dir"), del("d2f/x"), del("d2f/sub/y"),
 		link("f2l", "f2d/inner"), put("l2f", "now a file"), del("gone/deep/z"))
 	b := f.commit(b1, put("d2f", "now a file"))
-	if _, err := worktree.Checkout(f.snap(), a, "/w", f.opts()); err != nil {
-		t.Fatal(err)
-	}
+	f.checkout(a, "/w")
 	check := func(id objects.ID, want map[string]string) {
 		t.Helper()
 		for p, v := range want {
-			if got := readMem(t, m, "/w/"+p); got != v {
+			if got := content(t, m, "/w/"+p); got != v {
 				t.Errorf("after switching to %s: %s holds %q, want %q", id.String()[:8], p, got, v)
 			}
 		}
@@ -191,18 +174,14 @@ func TestSwitchHandlesFileDirectoryAndLinkTransitions(t *testing.T) {
 // TestSwitchRefusesUntrackedFilesInADirectoryThatBecomesAFile checks that
 // the refusal comes before anything is written.
 func TestSwitchRefusesUntrackedFilesInADirectoryThatBecomesAFile(t *testing.T) {
-	f, m := memFixture(t)
-	a := f.commit(objects.ZeroID, put("d/x", "1"), put("other", "o"))
+	f, m, a := checkedOut(t, put("d/x", "1"), put("other", "o"))
 	b := f.commit(f.commit(a, del("d/x")), put("d", "file"), put("other", "o2"))
-	if _, err := worktree.Checkout(f.snap(), a, "/w", f.opts()); err != nil {
-		t.Fatal(err)
-	}
 	writeMem(t, m, "/w/d/untracked", "mine")
 	_, err := mustOpen(t, "/w", f.opts()).Switch(f.snap(), b)
 	if !errors.Is(err, worktree.ErrLocalChanges) {
 		t.Fatalf("switch: %v, want ErrLocalChanges", err)
 	}
-	if readMem(t, m, "/w/other") != "o" || readMem(t, m, "/w/d/x") != "1" {
+	if content(t, m, "/w/other") != "o" || content(t, m, "/w/d/x") != "1" {
 		t.Fatal("the refused switch wrote something")
 	}
 }
@@ -216,9 +195,7 @@ func TestStatusReadsOnlyWhatChanged(t *testing.T) {
 		cs = append(cs, put(fmt.Sprintf("d%d/f%d", i%5, i), fmt.Sprint(i)))
 	}
 	id := f.commit(objects.ZeroID, cs...)
-	if _, err := worktree.Checkout(f.snap(), id, "/w", f.opts()); err != nil {
-		t.Fatal(err)
-	}
+	f.checkout(id, "/w")
 	st, err := mustOpen(t, "/w", f.opts()).Status()
 	if err != nil || st.Stats.Hashed != 0 || st.Stats.Stated != 56 {
 		t.Fatalf("status of a fresh checkout: %+v, %v; want 56 stated (50 files, 5 directories, the metadata directory), 0 read", st.Stats, err)

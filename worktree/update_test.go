@@ -2,12 +2,9 @@ package worktree_test
 
 import (
 	"errors"
-	"io/fs"
 	"os"
 	"strings"
 	"testing"
-
-	"github.com/spf13/afero"
 
 	"github.com/swarmops/swarmops/core"
 	"github.com/swarmops/swarmops/core/objects"
@@ -15,30 +12,6 @@ import (
 	"github.com/swarmops/swarmops/faultfs"
 	"github.com/swarmops/swarmops/worktree"
 )
-
-// treeFiles maps every file and link below dir (the metadata directory
-// left out) to what content returns.
-func treeFiles(t testing.TB, fsys vfs.FS, dir string) map[string]string {
-	t.Helper()
-	out := map[string]string{}
-	err := afero.Walk(fsys, dir, func(p string, fi fs.FileInfo, err error) error {
-		if err != nil {
-			return err
-		}
-		rel := strings.TrimPrefix(p, dir+"/")
-		if fi.IsDir() && rel == worktree.MetaDir {
-			return fs.SkipDir
-		}
-		if !fi.IsDir() && p != dir {
-			out[rel] = content(t, fsys, p)
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
 
 func updateTo(t testing.TB, f *fixture, onto objects.ID) *worktree.UpdateResult {
 	t.Helper()
@@ -63,11 +36,7 @@ func conflictPaths(cs []worktree.ConflictRecord) []string {
 // changed and an added file) meet without a conflict; the tree's base moves
 // and its status still shows exactly its own changes.
 func TestUpdateMergesOursAndTheirs(t *testing.T) {
-	f, m := memFixture(t)
-	a := f.commit(objects.ZeroID, put("x", "1\n2\n3\n4\n5\n"), put("y", "y"), put("z", "z"), put("d/keep", "k"))
-	if _, err := worktree.Checkout(f.snap(), a, "/w", f.opts()); err != nil {
-		t.Fatal(err)
-	}
+	f, m, a := checkedOut(t, put("x", "1\n2\n3\n4\n5\n"), put("y", "y"), put("z", "z"), put("d/keep", "k"))
 	writeMem(t, m, "/w/x", "ONE\n2\n3\n4\n5\n")
 	writeMem(t, m, "/w/n", "new")
 	if err := m.Remove("/w/z"); err != nil {
@@ -83,10 +52,7 @@ func TestUpdateMergesOursAndTheirs(t *testing.T) {
 		t.Fatalf("after update: %s", d)
 	}
 	wt := mustOpen(t, "/w", f.opts())
-	st, err := wt.Status()
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := mustStatus(t, wt)
 	if wt.Base() != b || !eq(kinds(st), []string{"n:added", "x:modified", "z:deleted"}) {
 		t.Fatalf("status after update: base %s, %v", wt.Base(), kinds(st))
 	}
@@ -111,16 +77,19 @@ func diffMaps(got, want map[string]string) string {
 	return strings.Join(out, "; ")
 }
 
+func or(s string) string {
+	if s == "" {
+		return absent
+	}
+	return s
+}
+
 // TestUpdateWritesDiff3MarkersAndRefusesACommitUntilResolved: both sides
 // change one line; the file gets diff3-style markers with the base shown,
 // the conflict is recorded with its three sides, a snapshot for a commit
 // is refused, and so is a resolve while the markers are there.
 func TestUpdateWritesDiff3MarkersAndRefusesACommitUntilResolved(t *testing.T) {
-	f, m := memFixture(t)
-	a := f.commit(objects.ZeroID, put("x", "1\n2\n3\n"), put("y", "y\n"))
-	if _, err := worktree.Checkout(f.snap(), a, "/w", f.opts()); err != nil {
-		t.Fatal(err)
-	}
+	f, m, a := checkedOut(t, put("x", "1\n2\n3\n"), put("y", "y\n"))
 	writeMem(t, m, "/w/x", "1\nours\n3\n")
 	b := f.commit(a, put("x", "1\ntheirs\n3\n"), put("y", "Y\n"))
 	res := updateTo(t, f, b)
@@ -132,14 +101,11 @@ func TestUpdateWritesDiff3MarkersAndRefusesACommitUntilResolved(t *testing.T) {
 		t.Fatalf("conflict record %+v does not hold the three sides", c)
 	}
 	wantX := "1\n<<<<<<< work tree\nours\n||||||| base " + a.String()[:12] + "\n2\n=======\ntheirs\n>>>>>>> theirs\n3\n"
-	if got := readMem(t, m, "/w/x"); got != wantX {
+	if got := content(t, m, "/w/x"); got != wantX {
 		t.Fatalf("x holds\n%s\nwant\n%s", got, wantX)
 	}
 	wt := mustOpen(t, "/w", f.opts())
-	st, err := wt.Status()
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := mustStatus(t, wt)
 	if !eq(kinds(st), []string{"x:conflicted"}) || len(st.Conflicts) != 1 {
 		t.Fatalf("status: %v, %d conflict records", kinds(st), len(st.Conflicts))
 	}
@@ -174,11 +140,7 @@ func TestUpdateWritesDiff3MarkersAndRefusesACommitUntilResolved(t *testing.T) {
 // an executable bit both set differently with a link: each keeps the work
 // tree's side on disk and is recorded.
 func TestUpdateKeepsOursWhereItCannotMerge(t *testing.T) {
-	f, m := memFixture(t)
-	a := f.commit(objects.ZeroID, put("bin", "\x00a"), put("mod", "m\n"), put("gone", "g\n"), link("l", "x"), put("keep", "k\n"))
-	if _, err := worktree.Checkout(f.snap(), a, "/w", f.opts()); err != nil {
-		t.Fatal(err)
-	}
+	f, m, a := checkedOut(t, put("bin", "\x00a"), put("mod", "m\n"), put("gone", "g\n"), link("l", "x"), put("keep", "k\n"))
 	writeMem(t, m, "/w/bin", "\x00ours")
 	writeMem(t, m, "/w/mod", "ours\n")
 	if err := m.Remove("/w/gone"); err != nil {
@@ -198,10 +160,7 @@ func TestUpdateKeepsOursWhereItCannotMerge(t *testing.T) {
 	if d := diffMaps(treeFiles(t, m, "/w"), before); d != "" {
 		t.Fatalf("after update: %s", d)
 	}
-	st, err := mustOpen(t, "/w", f.opts()).Status()
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := statusOf(t, "/w", f.opts())
 	if !eq(kinds(st), []string{"bin:conflicted", "gone:conflicted", "l:conflicted", "mod:conflicted"}) {
 		t.Fatalf("status %v", kinds(st))
 	}
@@ -212,11 +171,7 @@ func TestUpdateKeepsOursWhereItCannotMerge(t *testing.T) {
 // ancestor, so the committed change stays in the tree (not reverted) and
 // the next commit records it against the new base.
 func TestUpdateCarriesCommittedChanges(t *testing.T) {
-	f, m := memFixture(t)
-	a := f.commit(objects.ZeroID, put("x", "x\n"), put("y", "y\n"))
-	if _, err := worktree.Checkout(f.snap(), a, "/w", f.opts()); err != nil {
-		t.Fatal(err)
-	}
+	f, m, a := checkedOut(t, put("x", "x\n"), put("y", "y\n"))
 	writeMem(t, m, "/w/x", "mine\n")
 	f.commitDir("/w", f.opts())
 	main := f.commit(a, put("y", "theirs\n"))
@@ -244,9 +199,7 @@ func TestUpdateOntoAnUnrelatedChangeset(t *testing.T) {
 	f, m := memFixture(t)
 	a := f.commit(objects.ZeroID, put("x", "x\n"), put("same", "s\n"))
 	u := f.commit(objects.ZeroID, put("x", "x\n"), put("u", "u\n"), put("same", "s\n"))
-	if _, err := worktree.Checkout(f.snap(), a, "/w", f.opts()); err != nil {
-		t.Fatal(err)
-	}
+	f.checkout(a, "/w")
 	writeMem(t, m, "/w/x", "mine\n")
 	res := updateTo(t, f, u)
 	if res.MergeBase != a || len(res.Conflicts) != 0 {
@@ -271,9 +224,7 @@ func TestUpdateWritesOnlyThePathsThatChange(t *testing.T) {
 		theirs = append(theirs, put(base[i].Path, "l1\nl2\nTHEIRS\n"))
 	}
 	b := f.commit(a, theirs...)
-	if _, err := worktree.Checkout(f.snap(), a, "/w", f.opts()); err != nil {
-		t.Fatal(err)
-	}
+	f.checkout(a, "/w")
 	for i := 5; i < 11; i++ {
 		writeMem(t, m, "/w/"+base[i].Path, "OURS\nl2\nl3\n")
 	}
@@ -289,7 +240,7 @@ func TestUpdateWritesOnlyThePathsThatChange(t *testing.T) {
 	if got := c.Count(faultfs.OpRename); got != 7 {
 		t.Fatalf("%d renames, want 7 (6 files and the index)", got)
 	}
-	if got := readMem(t, m, "/w/"+base[5].Path); got != "OURS\nl2\nTHEIRS\n" {
+	if got := content(t, m, "/w/"+base[5].Path); got != "OURS\nl2\nTHEIRS\n" {
 		t.Fatalf("the file both changed holds %q", got)
 	}
 }
@@ -297,20 +248,13 @@ func TestUpdateWritesOnlyThePathsThatChange(t *testing.T) {
 // TestConflictsSurviveLaterIndexWrites: a status refresh and the
 // resolution of another path rewrite the index; a recorded conflict stays.
 func TestConflictsSurviveLaterIndexWrites(t *testing.T) {
-	f, m := memFixture(t)
-	a := f.commit(objects.ZeroID, put("x", "1\n"), put("y", "1\n"), put("s", "1\n"))
-	if _, err := worktree.Checkout(f.snap(), a, "/w", f.opts()); err != nil {
-		t.Fatal(err)
-	}
+	f, m, a := checkedOut(t, put("x", "1\n"), put("y", "1\n"), put("s", "1\n"))
 	writeMem(t, m, "/w/x", "ours\n")
 	writeMem(t, m, "/w/y", "ours\n")
 	writeMem(t, m, "/w/s", "same\n")
 	updateTo(t, f, f.commit(a, put("x", "theirs\n"), put("y", "theirs\n"), put("s", "same\n")))
 	wt := mustOpen(t, "/w", f.opts())
-	st, err := wt.Status()
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := mustStatus(t, wt)
 	// s, changed alike on both sides, is re-hashed clean: the refresh
 	// rewrites the index.
 	if len(st.Refreshed) != 1 {
@@ -331,8 +275,8 @@ func TestConflictsSurviveLaterIndexWrites(t *testing.T) {
 	if _, err := mustOpen(t, "/w", o).Switch(f.snap(), a); err != nil {
 		t.Fatal(err)
 	}
-	if wt := mustOpen(t, "/w", f.opts()); len(wt.Index().Conflicts) != 0 || readMem(t, m, "/w/x") != "1\n" {
-		t.Fatalf("after a forced switch: conflicts %v, x holds %q", conflictPaths(wt.Index().Conflicts), readMem(t, m, "/w/x"))
+	if wt := mustOpen(t, "/w", f.opts()); len(wt.Index().Conflicts) != 0 || content(t, m, "/w/x") != "1\n" {
+		t.Fatalf("after a forced switch: conflicts %v, x holds %q", conflictPaths(wt.Index().Conflicts), content(t, m, "/w/x"))
 	}
 }
 
@@ -344,9 +288,7 @@ func TestUpdateNeverWritesThroughAPlantedLink(t *testing.T) {
 	f := newFixture(t, vfs.OS(), root+"/s")
 	a := f.commit(objects.ZeroID, put("d/f", "f\n"), put("x", "x\n"))
 	w := root + "/w"
-	if _, err := worktree.Checkout(f.snap(), a, w, f.opts()); err != nil {
-		t.Fatal(err)
-	}
+	f.checkout(a, w)
 	write(t, root+"/outside/f", "outside\n", 0o644)
 	if err := os.RemoveAll(w + "/d"); err != nil {
 		t.Fatal(err)
@@ -375,11 +317,7 @@ func TestUpdateNeverWritesThroughAPlantedLink(t *testing.T) {
 // lies in the directory theirs replaces, that path is a conflict keeping
 // ours, and the untracked file stays.
 func TestUpdateReplacesFilesAndDirectoriesOrKeepsOursInTheWay(t *testing.T) {
-	f, m := memFixture(t)
-	a := f.commit(objects.ZeroID, put("f2d", "file\n"), put("d2f/a", "a\n"), put("busy/a", "a\n"))
-	if _, err := worktree.Checkout(f.snap(), a, "/w", f.opts()); err != nil {
-		t.Fatal(err)
-	}
+	f, m, a := checkedOut(t, put("f2d", "file\n"), put("d2f/a", "a\n"), put("busy/a", "a\n"))
 	writeMem(t, m, "/w/busy/untracked", "mine\n")
 	b1 := f.commit(a, del("f2d"), del("d2f/a"), del("busy/a"), put("f2d/x", "x\n"))
 	b := f.commit(b1, put("d2f", "now a file\n"), put("busy", "file\n"))

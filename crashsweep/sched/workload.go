@@ -8,6 +8,7 @@ import (
 
 	"github.com/swarmops/swarmops/core"
 	"github.com/swarmops/swarmops/core/vfs"
+	"github.com/swarmops/swarmops/crashsweep"
 	"github.com/swarmops/swarmops/faultfs"
 	"github.com/swarmops/swarmops/internal/testknobs"
 )
@@ -231,19 +232,6 @@ func (w *worker) body() {
 	st.Close()
 }
 
-// head reads a ref (zero when absent).
-func head(st *core.Store, ref string) (core.ID, error) {
-	sn, err := st.Snapshot()
-	if err != nil {
-		return core.ID{}, err
-	}
-	id, err := sn.Ref(ref)
-	if errors.Is(err, core.ErrNotFound) {
-		return core.ID{}, nil
-	}
-	return id, err
-}
-
 func (w *worker) do(st *core.Store, op *Op) error {
 	mine := agentRef(op.Agent)
 	content := []byte(fmt.Sprintf("%s by %s\n", op.Name, mine))
@@ -254,7 +242,7 @@ func (w *worker) do(st *core.Store, op *Op) error {
 		if op.Kind == KindMain {
 			op.Ref, p = "main", "s.txt"
 		}
-		old, err := head(st, op.Ref)
+		old, err := crashsweep.RefOrZero(st, op.Ref)
 		if err != nil {
 			return err
 		}
@@ -267,7 +255,7 @@ func (w *worker) do(st *core.Store, op *Op) error {
 		return err
 	case KindLand:
 		op.Ref = "main"
-		change, err := head(st, mine)
+		change, err := crashsweep.RefOrZero(st, mine)
 		if err != nil {
 			return err
 		}
@@ -278,11 +266,11 @@ func (w *worker) do(st *core.Store, op *Op) error {
 		return err
 	case KindCAS:
 		op.Ref, op.Expect = "main", true
-		old, err := head(st, "main")
+		old, err := crashsweep.RefOrZero(st, "main")
 		if err != nil {
 			return err
 		}
-		to, err := head(st, mine)
+		to, err := crashsweep.RefOrZero(st, mine)
 		if err != nil {
 			return err
 		}
