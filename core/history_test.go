@@ -4,9 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io/fs"
-	"os"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -121,20 +119,6 @@ func settleHistory(tb testing.TB, o core.Options, dir string) {
 	if _, err := core.Recover(dir, o); err != nil {
 		tb.Fatal(err)
 	}
-}
-
-// historySize reads a history size from the environment variable name
-// (default def); a malformed value is a hard error.
-func historySize(tb testing.TB, name string, def int) int {
-	v := os.Getenv(name)
-	if v == "" {
-		return def
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n < 1 {
-		tb.Fatalf("%s=%q: want a positive integer", name, v)
-	}
-	return n
 }
 
 // storeBytes sums the sizes of the store's files by part (journal, index,

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strconv"
 	"testing"
 
 	"github.com/swarmops/swarmops/core"
@@ -15,15 +14,7 @@ import (
 // importMB is the size of the import in TestOpenAfterABigImportReadsOnlyHeads
 // (SWARMOPS_IMPORT_MB, default 24).
 func importMB(t *testing.T) int {
-	v := os.Getenv("SWARMOPS_IMPORT_MB")
-	if v == "" {
-		return 24
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n < 1 {
-		t.Fatalf("SWARMOPS_IMPORT_MB=%q: want a positive number of megabytes", v)
-	}
-	return n
+	return envCount(t, "SWARMOPS_IMPORT_MB", 24)
 }
 
 // bigImport commits a tree of 8 KiB files totalling mb megabytes, as one
