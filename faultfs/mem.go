@@ -290,11 +290,19 @@ func (m *MemFS) mkdir(name, p string, perm os.FileMode) error {
 	if _, err := m.lookupLink(p); err == nil {
 		return perr("mkdir", name, syscall.EEXIST)
 	}
+	return m.addEntry("mkdir", name, p, func() *inode { return m.newDir(perm) })
+}
+
+// addEntry enters the node mk makes as the new name p (name as the caller
+// gave it, for errors from op) in its directory, recorded as a pending
+// directory operation: the entry is durable after SyncDir of the directory.
+// mk is not called where the directory cannot be found.
+func (m *MemFS) addEntry(op, name, p string, mk func() *inode) error {
 	d, base, err := m.parent(p)
 	if err != nil {
-		return perr("mkdir", name, err)
+		return perr(op, name, err)
 	}
-	n := m.newDir(perm)
+	n := mk()
 	d.entries[base] = n
 	m.record(&dirOp{kind: opAdd, to: d, newName: base, node: n})
 	return nil
@@ -441,12 +449,9 @@ func (m *MemFS) Link(oldname, newname string) error {
 	if _, err := m.lookupLink(np); err == nil {
 		return perr("link", newname, syscall.EEXIST)
 	}
-	d, base, err := m.parent(np)
-	if err != nil {
-		return perr("link", newname, err)
+	if err := m.addEntry("link", newname, np, func() *inode { return n }); err != nil {
+		return err
 	}
-	d.entries[base] = n
-	m.record(&dirOp{kind: opAdd, to: d, newName: base, node: n})
 	n.ctime = m.now()
 	return nil
 }

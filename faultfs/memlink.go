@@ -152,14 +152,7 @@ func (m *MemFS) SymlinkIfPossible(target, name string) error {
 	if target == "" {
 		return perr("symlink", name, syscall.ENOENT)
 	}
-	d, base, err := m.parent(p)
-	if err != nil {
-		return perr("symlink", name, err)
-	}
-	n := m.newLink(target)
-	d.entries[base] = n
-	m.record(&dirOp{kind: opAdd, to: d, newName: base, node: n})
-	return nil
+	return m.addEntry("symlink", name, p, func() *inode { return m.newLink(target) })
 }
 
 // ReadlinkIfPossible returns the target of the link name (EINVAL if name

@@ -17,6 +17,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/spf13/afero"
+
 	"github.com/swarmops/swarmops/core/vfs"
 )
 
@@ -81,6 +83,19 @@ func (r *runner) write(name string, data string) bool {
 		return false
 	}
 	return r.must("Close "+name, f.Close())
+}
+
+// written writes data to name and opens it read-only; false where either
+// failed (the failure is reported).
+func (r *runner) written(name, data string) (afero.File, bool) {
+	if !r.write(name, data) {
+		return nil, false
+	}
+	f, err := r.fs.Open(r.p(name))
+	if !r.must("Open", err) {
+		return nil, false
+	}
+	return f, true
 }
 
 func (r *runner) read(name string) (string, bool) {
@@ -194,11 +209,8 @@ var checks = []check{
 		r.wantContent("a", "z")
 	}},
 	{"read only handle refuses writes", func(r *runner) {
-		if !r.write("a", "x") {
-			return
-		}
-		f, err := r.fs.Open(r.p("a"))
-		if !r.must("Open", err) {
+		f, ok := r.written("a", "x")
+		if !ok {
 			return
 		}
 		defer f.Close()
@@ -233,11 +245,8 @@ var checks = []check{
 		}
 	}},
 	{"Seek and Read", func(r *runner) {
-		if !r.write("a", "0123456789") {
-			return
-		}
-		f, err := r.fs.Open(r.p("a"))
-		if !r.must("Open", err) {
+		f, ok := r.written("a", "0123456789")
+		if !ok {
 			return
 		}
 		defer f.Close()
