@@ -2,7 +2,6 @@ package core_test
 
 import (
 	"errors"
-	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -122,20 +121,8 @@ func TestDamagedReflogIsCorrupt(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	f, err := m.OpenFile("/s/reflog", os.O_RDWR, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b := make([]byte, 1)
-	if _, err := f.ReadAt(b, 60); err != nil {
-		t.Fatal(err)
-	}
-	b[0] ^= 0x10
-	if _, err := f.WriteAt(b, 60); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
-	s, err = core.Open("/s", o)
+	flipBit(t, m, "/s/reflog", 60)
+	s, err := core.Open("/s", o)
 	if err != nil {
 		t.Fatalf("Open must not read the reflog file: %v", err)
 	}
