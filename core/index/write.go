@@ -437,39 +437,30 @@ func (c *cursor) next() ([]byte, bool, error) {
 	return rec, true, nil
 }
 
-func (r *Run) csIter() iter[CSRecord] {
-	c := r.cursor(tabCS)
-	return func() (CSRecord, bool, error) {
-		rec, ok, err := c.next()
-		if !ok || err != nil {
-			return CSRecord{}, false, err
-		}
-		cs, err := r.csFromRec(rec)
-		return cs, err == nil, err
-	}
-}
+func (r *Run) csIter() iter[CSRecord] { return recIter(r, tabCS, (*Run).csFromRec) }
 
-func (r *Run) objIter() iter[ObjRecord] {
-	c := r.cursor(tabObj)
-	return func() (ObjRecord, bool, error) {
-		rec, ok, err := c.next()
-		if !ok || err != nil {
-			return ObjRecord{}, false, err
-		}
-		return decodeObj(rec), true, nil
-	}
-}
+func (r *Run) objIter() iter[ObjRecord] { return recIter(r, tabObj, objFromRec) }
 
 func (r *Run) deltaIter() iter[deltaRec] {
-	c := r.cursor(tabDelta)
-	return func() (deltaRec, bool, error) {
-		rec, ok, err := c.next()
-		if !ok || err != nil {
-			return deltaRec{}, false, err
-		}
+	return recIter(r, tabDelta, func(_ *Run, rec []byte) (deltaRec, error) {
 		var d deltaRec
 		copy(d.Delta[:], rec[:32])
 		copy(d.ID[:], rec[32:64])
-		return d, true, nil
+		return d, nil
+	})
+}
+
+// recIter yields the records of table tab in key order, each decoded by
+// dec; a record dec fails on ends the walk with its error.
+func recIter[T any](r *Run, tab byte, dec func(r *Run, rec []byte) (T, error)) iter[T] {
+	c := r.cursor(tab)
+	return func() (T, bool, error) {
+		rec, ok, err := c.next()
+		if !ok || err != nil {
+			var zero T
+			return zero, false, err
+		}
+		v, err := dec(r, rec)
+		return v, err == nil, err
 	}
 }
