@@ -220,10 +220,7 @@ func BenchmarkLookup(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		sn, err := s.Snapshot()
-		if err != nil {
-			b.Fatal(err)
-		}
+		sn := snap(b, s)
 		b.Run(fmt.Sprintf("changesets=%d/by=id", n), func(b *testing.B) {
 			for i := 0; i < b.N; i++ {
 				if _, err := sn.Changeset(ids[(i*7919)%len(ids)]); err != nil {

@@ -39,10 +39,7 @@ func deadStore(t *testing.T, w testknobs.Weakening) (string, core.Options, []byt
 // readX commits nothing and reads path p of ref's changeset.
 func readRef(t *testing.T, s *core.Store, ref, p string) ([]byte, error) {
 	t.Helper()
-	sn, err := s.Snapshot()
-	if err != nil {
-		t.Fatal(err)
-	}
+	sn := snap(t, s)
 	id, err := sn.Ref(ref)
 	if err != nil {
 		t.Fatal(err)
@@ -88,10 +85,7 @@ func TestGCKeepsLeasedObjects(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			sn, err := s.Snapshot()
-			if err != nil {
-				t.Fatal(err)
-			}
+			sn := snap(t, s)
 			data, _, rerr := sn.ReadPath(dead, "x")
 			if canary {
 				if rerr == nil {

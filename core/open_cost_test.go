@@ -59,10 +59,7 @@ func TestOpenAndFirstLookupAreBounded(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		sn, err := s.Snapshot()
-		if err != nil {
-			t.Fatal(err)
-		}
+		sn := snap(t, s)
 		if _, err := sn.Changeset(first); err != nil {
 			t.Fatalf("first lookup: %v", err)
 		}
