@@ -31,15 +31,17 @@ type Source interface {
 	Read(id objects.ID, k objects.Kind) ([]byte, error)
 }
 
-// Change is one path change of a commit (core.Change).
+// Change is one path change of a commit (core.Change, an alias of it).
 type Change struct {
 	Path   string
 	Delete bool
 	Data   []byte
 	Mode   objects.Mode // 0: objects.ModeFile
-	// Open returns the content when Data is nil: it is called once per
-	// build, when the change is applied, so the bytes are held only until
-	// their chunk is written (Stream).
+	// Open, when Data is nil, returns the content. It is called once per
+	// build (each attempt of a commit), when the change is applied, so the
+	// bytes are held only until their chunk is written (Stream) and a
+	// caller committing a big tree need not hold it in memory. Its error
+	// fails the build as it is.
 	Open func() ([]byte, error)
 }
 
