@@ -161,11 +161,7 @@ func TestLandMergeReadsOnlyWhatTheChangeTouches(t *testing.T) {
 	s.Close()
 
 	c := faultfs.NewCounting(m)
-	s, err = Open("/s", Options{FS: c})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s = MustOpen(t, "/s", Options{FS: c})
 	sn, err := s.Snapshot()
 	if err != nil {
 		t.Fatal(err)
