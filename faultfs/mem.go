@@ -293,6 +293,19 @@ func (m *MemFS) mkdir(name, p string, perm os.FileMode) error {
 	return m.addEntry("mkdir", name, p, func() *inode { return m.newDir(perm) })
 }
 
+// entry returns the node the path p names, a final link not followed,
+// with its directory and its name there. Its errors are op's on name (p
+// as the caller gave it).
+func (m *MemFS) entry(op, name, p string) (n, d *inode, base string, err error) {
+	if n, err = m.lookupLink(p); err != nil {
+		return nil, nil, "", perr(op, name, err)
+	}
+	if d, base, err = m.parent(p); err != nil {
+		return nil, nil, "", perr(op, name, err)
+	}
+	return n, d, base, nil
+}
+
 // addEntry enters the node mk makes as the new name p (name as the caller
 // gave it, for errors from op) in its directory, recorded as a pending
 // directory operation: the entry is durable after SyncDir of the directory.
@@ -343,13 +356,9 @@ func (m *MemFS) Remove(name string) error {
 }
 
 func (m *MemFS) remove(name, p string) error {
-	n, err := m.lookupLink(p)
+	n, d, base, err := m.entry("remove", name, p)
 	if err != nil {
-		return perr("remove", name, err)
-	}
-	d, base, err := m.parent(p)
-	if err != nil {
-		return perr("remove", name, err)
+		return err
 	}
 	if n.dir && len(n.entries) > 0 {
 		return perr("remove", name, syscall.ENOTEMPTY)
@@ -395,13 +404,9 @@ func (m *MemFS) Rename(oldname, newname string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	op, np := clean(oldname), clean(newname)
-	n, err := m.lookupLink(op)
+	n, fd, fbase, err := m.entry("rename", oldname, op)
 	if err != nil {
-		return perr("rename", oldname, err)
-	}
-	fd, fbase, err := m.parent(op)
-	if err != nil {
-		return perr("rename", oldname, err)
+		return err
 	}
 	td, tbase, err := m.parent(np)
 	if err != nil {

@@ -73,9 +73,15 @@ func (r *runner) wantErr(what string, err, target error) {
 	}
 }
 
-func (r *runner) write(name string, data string) bool {
+// create creates name; false where it failed (the failure is reported).
+func (r *runner) create(name string) (afero.File, bool) {
 	f, err := r.fs.Create(r.p(name))
-	if !r.must("Create "+name, err) {
+	return f, r.must("Create "+name, err)
+}
+
+func (r *runner) write(name string, data string) bool {
+	f, ok := r.create(name)
+	if !ok {
 		return false
 	}
 	if _, err := f.Write([]byte(data)); !r.must("Write "+name, err) {
@@ -220,8 +226,8 @@ var checks = []check{
 		r.wantContent("a", "x")
 	}},
 	{"ReadAt WriteAt holes and EOF", func(r *runner) {
-		f, err := r.fs.Create(r.p("a"))
-		if !r.must("Create", err) {
+		f, ok := r.create("a")
+		if !ok {
 			return
 		}
 		defer f.Close()
@@ -277,8 +283,8 @@ var checks = []check{
 		}
 	}},
 	{"Truncate", func(r *runner) {
-		f, err := r.fs.Create(r.p("a"))
-		if !r.must("Create", err) {
+		f, ok := r.create("a")
+		if !ok {
 			return
 		}
 		defer f.Close()
@@ -292,8 +298,8 @@ var checks = []check{
 		}
 	}},
 	{"Allocate and Datasync", func(r *runner) {
-		f, err := r.fs.Create(r.p("a"))
-		if !r.must("Create", err) {
+		f, ok := r.create("a")
+		if !ok {
 			return
 		}
 		defer f.Close()
@@ -321,8 +327,8 @@ var checks = []check{
 		}
 	}},
 	{"closed file", func(r *runner) {
-		f, err := r.fs.Create(r.p("a"))
-		if !r.must("Create", err) {
+		f, ok := r.create("a")
+		if !ok {
 			return
 		}
 		r.must("Close", f.Close())
