@@ -293,34 +293,6 @@ func (m *MemFS) mkdir(name, p string, perm os.FileMode) error {
 	return m.addEntry("mkdir", name, p, func() *inode { return m.newDir(perm) })
 }
 
-// entry returns the node the path p names, a final link not followed,
-// with its directory and its name there. Its errors are op's on name (p
-// as the caller gave it).
-func (m *MemFS) entry(op, name, p string) (n, d *inode, base string, err error) {
-	if n, err = m.lookupLink(p); err != nil {
-		return nil, nil, "", perr(op, name, err)
-	}
-	if d, base, err = m.parent(p); err != nil {
-		return nil, nil, "", perr(op, name, err)
-	}
-	return n, d, base, nil
-}
-
-// addEntry enters the node mk makes as the new name p (name as the caller
-// gave it, for errors from op) in its directory, recorded as a pending
-// directory operation: the entry is durable after SyncDir of the directory.
-// mk is not called where the directory cannot be found.
-func (m *MemFS) addEntry(op, name, p string, mk func() *inode) error {
-	d, base, err := m.parent(p)
-	if err != nil {
-		return perr(op, name, err)
-	}
-	n := mk()
-	d.entries[base] = n
-	m.record(&dirOp{kind: opAdd, to: d, newName: base, node: n})
-	return nil
-}
-
 // MkdirAll creates name and any missing parents. It succeeds if name is
 // already a directory.
 func (m *MemFS) MkdirAll(name string, perm os.FileMode) error {
