@@ -70,7 +70,10 @@ func (s *Store) commitOnce(req CommitRequest) (ID, error) {
 	if !req.Time.IsZero() {
 		when = func() time.Time { return req.Time }
 	}
-	change := func(i int) Change { return req.Changes[i] }
+	change := func(i int) treebuild.Change {
+		c := &req.Changes[i]
+		return treebuild.Change{Path: c.Path, Delete: c.Delete, Data: c.Data, Mode: c.Mode, Open: c.Open}
+	}
 	skipDirSync := s.opts.weaken&testknobs.SkipDirSync != 0
 	// A chunk's blobs are durable before the commit's frame is appended:
 	// the loose ones as loose objects always are, the inline ones in a

@@ -31,17 +31,15 @@ type Source interface {
 	Read(id objects.ID, k objects.Kind) ([]byte, error)
 }
 
-// Change is one path change of a commit (core.Change, an alias of it).
+// Change is one path change of a commit (core.Change).
 type Change struct {
 	Path   string
 	Delete bool
 	Data   []byte
 	Mode   objects.Mode // 0: objects.ModeFile
-	// Open, when Data is nil, returns the content. It is called once per
-	// build (each attempt of a commit), when the change is applied, so the
-	// bytes are held only until their chunk is written (Stream) and a
-	// caller committing a big tree need not hold it in memory. Its error
-	// fails the build as it is.
+	// Open returns the content when Data is nil: it is called once per
+	// build, when the change is applied, so the bytes are held only until
+	// their chunk is written (Stream).
 	Open func() ([]byte, error)
 }
 
