@@ -166,19 +166,7 @@ func BenchmarkCommitCPU(b *testing.B) {
 // (SWARMOPS_BENCH_CHANGESETS, comma-separated, default 100000; e.g.
 // "100000,1000000").
 func benchSizes(b *testing.B) []int {
-	v := os.Getenv("SWARMOPS_BENCH_CHANGESETS")
-	if v == "" {
-		return []int{100000}
-	}
-	var out []int
-	for _, f := range strings.Split(v, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || n < 1 {
-			b.Fatalf("SWARMOPS_BENCH_CHANGESETS=%q: want positive integers, comma-separated", v)
-		}
-		out = append(out, n)
-	}
-	return out
+	return envCounts(b, "SWARMOPS_BENCH_CHANGESETS", "100000")
 }
 
 // builtHistory is a store built once per size and process (buildHistory on
@@ -232,10 +220,7 @@ func BenchmarkLookup(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		sn, err := s.Snapshot()
-		if err != nil {
-			b.Fatal(err)
-		}
+		sn := snap(b, s)
 		b.Run(fmt.Sprintf("changesets=%d/by=id", n), func(b *testing.B) {
 			for i := 0; i < b.N; i++ {
 				if _, err := sn.Changeset(ids[(i*7919)%len(ids)]); err != nil {
@@ -331,19 +316,7 @@ var _ afero.Fs = vfs.OS()
 // lookupSizes is the history sizes of BenchmarkLookupKinds
 // (SWARMOPS_BENCH_LOOKUP_SIZES, comma-separated; default 1000,20000).
 func lookupSizes(b *testing.B) []int {
-	v := os.Getenv("SWARMOPS_BENCH_LOOKUP_SIZES")
-	if v == "" {
-		v = "1000,20000"
-	}
-	var out []int
-	for _, f := range strings.Split(v, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || n < 1 {
-			b.Fatalf("SWARMOPS_BENCH_LOOKUP_SIZES=%q: want positive integers, comma-separated", v)
-		}
-		out = append(out, n)
-	}
-	return out
+	return envCounts(b, "SWARMOPS_BENCH_LOOKUP_SIZES", "1000,20000")
 }
 
 // BenchmarkLookupKinds measures every lookup kind of target P4 on a warm,

@@ -72,10 +72,7 @@ func TestABigCommitHoldsAboutOneChunkOfContent(t *testing.T) {
 		base, top := m.HeapAlloc, m.HeapAlloc
 		n := mb << 20 / 32_800 // 30,000 bytes a file, 100,000 every 25th
 		id := mustCommit(t, s, core.CommitRequest{Changes: lazyTree(n, func(live uint64) { top = max(top, live) })})
-		sn, err := s.Snapshot()
-		if err != nil {
-			t.Fatal(err)
-		}
+		sn := snap(t, s)
 		for _, i := range []int{0, 1, n / 2, n - 1} {
 			got, _, err := sn.ReadPath(id, fmt.Sprintf("d%d/f%d", i%13, i))
 			size := 30_000
@@ -123,10 +120,7 @@ func TestABigCommitCostsOneSyncPerChunk(t *testing.T) {
 		t.Fatalf("a commit of %d files of 30,000 bytes in chunks of 256 KiB made %d data syncs; want %d (one per chunk of %d files, one for the commit's frame)",
 			len(chs), ds, want, perChunk)
 	}
-	sn, err := s.Snapshot()
-	if err != nil {
-		t.Fatal(err)
-	}
+	sn := snap(t, s)
 	for i := range chs {
 		got, _, err := sn.ReadPath(id, chs[i].Path)
 		if err != nil || !bytes.Equal(got, chs[i].Data) {

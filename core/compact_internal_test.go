@@ -117,16 +117,8 @@ func TestCheckpointsGoOnWhileAnotherProcessCompacts(t *testing.T) {
 func twoHandles(t *testing.T, k int) (*Store, *Store) {
 	t.Helper()
 	o := Options{FS: faultfs.NewMem(), CheckpointEvery: k, InlineCheckpoint: true, SegmentSize: 1 << 20}
-	a, err := Create("/s", o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { a.Close() })
-	b, err := Open("/s", o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { b.Close() })
+	a := MustCreate(t, "/s", o)
+	b := MustOpen(t, "/s", o)
 	return a, b
 }
 

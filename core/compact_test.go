@@ -68,10 +68,7 @@ func TestCompactionAcrossProcessesLosesNothing(t *testing.T) {
 	if err := s.Checkpoint(); err != nil {
 		t.Fatal(err)
 	}
-	sn, err := s.Snapshot()
-	if err != nil {
-		t.Fatal(err)
-	}
+	sn := snap(t, s)
 	for h := range ids {
 		for i, id := range ids[h] {
 			if _, err := sn.Changeset(id); err != nil {

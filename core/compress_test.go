@@ -29,10 +29,7 @@ func sourceLike(i, n int) []byte {
 // difference.
 func readAllBack(t *testing.T, s *core.Store, changes []core.Change, when string) {
 	t.Helper()
-	sn, err := s.Snapshot()
-	if err != nil {
-		t.Fatal(err)
-	}
+	sn := snap(t, s)
 	head, err := sn.Ref("main")
 	if err != nil {
 		t.Fatal(err)
@@ -142,10 +139,7 @@ func TestDamagedCompressedBlobIsCorruptNamingFileAndOffset(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		sn, err := s.Snapshot()
-		if err != nil {
-			t.Fatal(err)
-		}
+		sn := snap(t, s)
 		head, _ := sn.Ref("main")
 		bad := 0
 		for _, ch := range changes {

@@ -3,7 +3,6 @@ package core_test
 import (
 	"fmt"
 	"os"
-	"strings"
 	"testing"
 
 	"github.com/swarmops/swarmops/core"
@@ -145,20 +144,8 @@ func TestRecoveryReadsAreBoundedByK(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var got recoveryCost
-		for p := range c.Paths() {
-			n := c.PathCount(faultfs.OpRead, p)
-			switch {
-			case strings.HasPrefix(p, "/s/journal/"):
-				got.journal += n
-			case strings.HasPrefix(p, "/s/index/"):
-				got.index += n
-			case p == "/s/checkpoint":
-				got.ckpt += n
-			case p == "/s/reflog":
-				got.reflog += n
-			}
-		}
+		reads := readsByPart(c, "/s")
+		got := recoveryCost{journal: reads["journal"], index: reads["index"], ckpt: reads["checkpoint"], reflog: reads["reflog"]}
 		// Info is counted out: it counts every record of every run.
 		in, err := s.Info()
 		if err != nil {
@@ -188,6 +175,16 @@ func TestRecoveryReadsAreBoundedByK(t *testing.T) {
 
 // recoveryCost counts a recovery's reads of each part of the store, and the
 // index runs it had.
+// readsByPart sums the reads c counted of each file by the storePart of
+// the store at dir it is in.
+func readsByPart(c *faultfs.Counting, dir string) map[string]int64 {
+	out := map[string]int64{}
+	for p := range c.Paths() {
+		out[storePart(dir, p)] += c.PathCount(faultfs.OpRead, p)
+	}
+	return out
+}
+
 type recoveryCost struct{ journal, index, ckpt, reflog, runs int64 }
 
 // bounded checks the costs of recoveries after histories of small and large

@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"os"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -18,15 +16,7 @@ import (
 // crashSeeds is how many torn clones each crash point gets
 // (SWARMOPS_CRASH_SEEDS, default 3).
 func crashSeeds(t *testing.T) int64 {
-	v := os.Getenv("SWARMOPS_CRASH_SEEDS")
-	if v == "" {
-		return 3
-	}
-	n, err := strconv.ParseInt(v, 10, 64)
-	if err != nil || n < 1 {
-		t.Fatalf("SWARMOPS_CRASH_SEEDS=%q: want a positive integer", v)
-	}
-	return n
+	return int64(envCount(t, "SWARMOPS_CRASH_SEEDS", 3))
 }
 
 var fixedNow = func() time.Time { return time.Date(2026, 11, 30, 3, 0, 0, 0, time.UTC) }

@@ -17,17 +17,9 @@ import (
 // did before earlyConflicts. A transaction that would win still waits.
 func TestALostCompareAndSwapDoesNotWaitForTheLock(t *testing.T) {
 	m := faultfs.NewMem()
-	s1, err := Create("/s", Options{FS: m})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s1.Close()
+	s1 := MustCreate(t, "/s", Options{FS: m})
 	const timeout = 300 * time.Millisecond
-	s2, err := Open("/s", Options{FS: m, LockTimeout: timeout})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s2.Close()
+	s2 := MustOpen(t, "/s", Options{FS: m, LockTimeout: timeout})
 	a, err := s1.Commit(CommitRequest{Changes: []Change{{Path: "a", Data: []byte("a")}}, Advance: "main"})
 	if err != nil {
 		t.Fatal(err)

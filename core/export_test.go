@@ -1,5 +1,31 @@
 package core
 
+import "testing"
+
+// MustCreate creates a store in dir with o and closes it when the test
+// (or benchmark run) ends.
+func MustCreate(t testing.TB, dir string, o Options) *Store {
+	t.Helper()
+	return closedAtEnd(t, "Create", Create, dir, o)
+}
+
+// MustOpen opens the store in dir with o and closes it when the test (or
+// benchmark run) ends.
+func MustOpen(t testing.TB, dir string, o Options) *Store {
+	t.Helper()
+	return closedAtEnd(t, "Open", Open, dir, o)
+}
+
+func closedAtEnd(t testing.TB, what string, open func(string, Options) (*Store, error), dir string, o Options) *Store {
+	t.Helper()
+	s, err := open(dir, o)
+	if err != nil {
+		t.Fatalf("%s %s: %v", what, dir, err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
 // PendingCommits returns how many transactions wait in s's commit pipeline
 // (for tests that hold a batch's sync until the next batch has formed).
 func PendingCommits(s *Store) int {

@@ -49,10 +49,7 @@ func TestReplayTrustsFreshFramesAndChecksTheOthers(t *testing.T) {
 	// The changeset again, from the writer that is behind: its frame is
 	// not fresh, so a snapshot from before it still reads the first
 	// record, and replay does not count the changeset twice.
-	old, err := s1.Snapshot()
-	if err != nil {
-		t.Fatal(err)
-	}
+	old := snap(t, s1)
 	if id := mustCommit(t, behind, same); id != first {
 		t.Fatalf("the same request made %s, then %s", first, id)
 	}

@@ -23,11 +23,7 @@ func deadStore(t *testing.T, w testknobs.Weakening) (string, core.Options, []byt
 	if w != 0 {
 		testknobs.Weaken(&o, w)
 	}
-	s, err := core.Create(dir, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := mustCreate(t, dir, o)
 	x := bytes.Repeat([]byte("dead object "), 256)
 	dead, err := s.Commit(core.CommitRequest{Changes: []core.Change{{Path: "x", Data: x}}, Advance: "dead"})
 	if err != nil {
@@ -43,10 +39,7 @@ func deadStore(t *testing.T, w testknobs.Weakening) (string, core.Options, []byt
 // readX commits nothing and reads path p of ref's changeset.
 func readRef(t *testing.T, s *core.Store, ref, p string) ([]byte, error) {
 	t.Helper()
-	sn, err := s.Snapshot()
-	if err != nil {
-		t.Fatal(err)
-	}
+	sn := snap(t, s)
 	id, err := sn.Ref(ref)
 	if err != nil {
 		t.Fatal(err)
@@ -80,11 +73,7 @@ func TestGCKeepsLeasedObjects(t *testing.T) {
 				w = testknobs.GCIgnoresLeases
 			}
 			dir, o, x, dead := deadStore(t, w)
-			s, err := core.Open(dir, o)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer s.Close()
+			s := mustOpen(t, dir, o)
 			if err := s.Lease("agent-1", []core.ID{dead}, time.Hour); err != nil {
 				t.Fatal(err)
 			}
@@ -96,10 +85,7 @@ func TestGCKeepsLeasedObjects(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			sn, err := s.Snapshot()
-			if err != nil {
-				t.Fatal(err)
-			}
+			sn := snap(t, s)
 			data, _, rerr := sn.ReadPath(dead, "x")
 			if canary {
 				if rerr == nil {
@@ -125,11 +111,7 @@ func TestGCKeepsLeasedObjects(t *testing.T) {
 // a retention of an hour, so its old value is a root.
 func TestGCKeepsWhatARetainedReflogMoveNames(t *testing.T) {
 	dir, o, x, dead := deadStore(t, 0)
-	s, err := core.Open(dir, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := mustOpen(t, dir, o)
 	if _, err := s.GC(core.GCOptions{Retention: time.Hour}); err != nil {
 		t.Fatal(err)
 	}
@@ -152,11 +134,7 @@ func TestGCKeepsWhatARetainedReflogMoveNames(t *testing.T) {
 // by id. gc's rescan of the frames appended since the mark keeps it.
 func TestGCKeepsWhatACommitDuringTheMarkNames(t *testing.T) {
 	dir, o, x, _ := deadStore(t, 0)
-	s, err := core.Open(dir, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := mustOpen(t, dir, o)
 	testknobs.GCAfterMark = func() {
 		if _, err := s.Commit(core.CommitRequest{Changes: []core.Change{{Path: "again", Data: x}}, Advance: "revive"}); err != nil {
 			t.Error(err)
@@ -180,16 +158,8 @@ func TestGCKeepsWhatACommitDuringTheMarkNames(t *testing.T) {
 // index drops its old record.
 func TestGCResurrectsWhatAStaleWriterNames(t *testing.T) {
 	dir, o, x, _ := deadStore(t, 0)
-	s, err := core.Open(dir, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	other, err := core.Open(dir, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Close()
+	s := mustOpen(t, dir, o)
+	other := mustOpen(t, dir, o)
 	testknobs.GCBeforeFinish = func() {
 		if _, err := other.Commit(core.CommitRequest{Changes: []core.Change{{Path: "again", Data: x}}, Advance: "revive"}); err != nil {
 			t.Error(err)
@@ -221,16 +191,8 @@ func TestGCRebuildsACommitBuiltAgainstTheOldIndex(t *testing.T) {
 			if canary {
 				testknobs.Weaken(&oo, testknobs.GCSkipsRebuild)
 			}
-			other, err := core.Open(dir, oo)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer other.Close()
-			s, err := core.Open(dir, o)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer s.Close()
+			other := mustOpen(t, dir, oo)
+			s := mustOpen(t, dir, o)
 			if _, err := s.GC(core.GCOptions{}); err != nil {
 				t.Fatal(err)
 			}
@@ -257,11 +219,7 @@ func TestGCRebuildsACommitBuiltAgainstTheOldIndex(t *testing.T) {
 // segment removal, not only the index rewrite.
 func TestDeadStoreReclaimsASegment(t *testing.T) {
 	dir, o, _, _ := deadStore(t, 0)
-	s, err := core.Open(dir, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := mustOpen(t, dir, o)
 	rep, err := s.GC(core.GCOptions{})
 	if err != nil {
 		t.Fatal(err)

@@ -68,10 +68,7 @@ func gcHistory(t *testing.T, s *core.Store, branches, n int) [][]core.ID {
 // checkBranch reads every file of every changeset of ids.
 func checkBranch(t *testing.T, s *core.Store, ids []core.ID) {
 	t.Helper()
-	sn, err := s.Snapshot()
-	if err != nil {
-		t.Fatal(err)
-	}
+	sn := snap(t, s)
 	for _, id := range ids {
 		files, err := sn.Flatten(id)
 		if err != nil {
@@ -119,10 +116,7 @@ func TestGCShrinksAStoreWhoseHistoryIsDropped(t *testing.T) {
 		t.Errorf("gc left %d of %d bytes, more than 20 %%", after, before)
 	}
 	checkBranch(t, s, ids[0])
-	sn, err := s.Snapshot()
-	if err != nil {
-		t.Fatal(err)
-	}
+	sn := snap(t, s)
 	if _, err := sn.Changeset(ids[3][10]); !errors.Is(err, core.ErrNotFound) {
 		t.Errorf("a dropped changeset reads back after gc: %v", err)
 	}

@@ -131,13 +131,9 @@ func (g *gc) walkChangeset(id ID) error {
 		if g.live[id] {
 			continue
 		}
-		data, err := g.read(id, objects.KindChangeset)
+		cs, err := readAs(g, id, objects.KindChangeset, objects.DecodeChangeset)
 		if err != nil {
 			return err
-		}
-		cs, err := objects.DecodeChangeset(data)
-		if err != nil {
-			return errs.Corrupt("", 0, "gc: changeset %s: %v", id, err)
 		}
 		g.live[id] = true
 		if err := g.walkTree(cs.Root); err != nil {
@@ -154,13 +150,9 @@ func (g *gc) walkTree(id ID) error {
 	if g.live[id] {
 		return nil
 	}
-	data, err := g.read(id, objects.KindTree)
+	t, err := readAs(g, id, objects.KindTree, objects.DecodeTree)
 	if err != nil {
 		return err
-	}
-	t, err := objects.DecodeTree(data)
-	if err != nil {
-		return errs.Corrupt("", 0, "gc: tree %s: %v", id, err)
 	}
 	g.live[id] = true
 	for _, e := range t.Entries {
@@ -265,4 +257,19 @@ func (s *Store) readMovedOnce(id ID, k objects.Kind) (data []byte, ok bool, _ er
 		return nil, true, errs.Corrupt(s.jcfg.SegPath(l.Seg), l.Off, "%s %s does not hash to its id", k, id)
 	}
 	return data, true, nil
+}
+
+// readAs reads id as an object of kind k and decodes it with dec; bytes
+// dec refuses are corruption, naming the kind and the id.
+func readAs[T any](g *gc, id ID, k objects.Kind, dec func([]byte) (T, error)) (T, error) {
+	data, err := g.read(id, k)
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	v, err := dec(data)
+	if err != nil {
+		return v, errs.Corrupt("", 0, "gc: %s %s: %v", k, id, err)
+	}
+	return v, nil
 }

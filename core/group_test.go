@@ -52,14 +52,17 @@ func groupCommitSharesSyncs(t *testing.T, n int) {
 		t.Fatalf("%d commits made %d journal datasyncs, want %d (group commit stopped grouping)", n, ds, want)
 	}
 	// Every commit is durable and visible to a fresh handle.
-	s := mustOpen(t, "/s", core.Options{FS: c})
-	sn, err := s.Snapshot()
-	if err != nil {
-		t.Fatal(err)
-	}
+	wantRefs(t, mustOpen(t, "/s", core.Options{FS: c}), n, "the group commit")
+}
+
+// wantRefs checks that the refs w0 to w(n-1), which n writers made, are
+// in a snapshot of s, after the step named after.
+func wantRefs(t *testing.T, s *core.Store, n int, after string) {
+	t.Helper()
+	sn := snap(t, s)
 	for i := range n {
 		if _, err := sn.Ref(fmt.Sprintf("w%d", i)); err != nil {
-			t.Fatalf("ref w%d after the group commit: %v", i, err)
+			t.Fatalf("ref w%d after %s: %v", i, after, err)
 		}
 	}
 }
@@ -85,15 +88,7 @@ func TestCommitPipelineSharesSyncs(t *testing.T) {
 	if ds, locks := c.Count(faultfs.OpDatasync), c.PathCount(faultfs.OpLock, "/s/LOCK"); ds != 2 || locks != 2 {
 		t.Fatalf("%d commits made %d journal datasyncs and %d writer-lock turns, want 2 and 2 (the pipeline stopped batching)", n, ds, locks)
 	}
-	sn, err := s.Snapshot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range n {
-		if _, err := sn.Ref(fmt.Sprintf("w%d", i)); err != nil {
-			t.Fatalf("ref w%d after the batch: %v", i, err)
-		}
-	}
+	wantRefs(t, s, n, "the batch")
 }
 
 // gateFS holds the first journal datasync after arm until want requests for

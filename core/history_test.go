@@ -4,9 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io/fs"
-	"os"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -123,20 +121,6 @@ func settleHistory(tb testing.TB, o core.Options, dir string) {
 	}
 }
 
-// historySize reads a history size from the environment variable name
-// (default def); a malformed value is a hard error.
-func historySize(tb testing.TB, name string, def int) int {
-	v := os.Getenv(name)
-	if v == "" {
-		return def
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n < 1 {
-		tb.Fatalf("%s=%q: want a positive integer", name, v)
-	}
-	return n
-}
-
 // storeBytes sums the sizes of the store's files by part (journal, index,
 // objects, checkpoint, reflog, other), as stat reports them.
 func storeBytes(tb testing.TB, fsys vfs.FS, dir string) map[string]int64 {
@@ -149,23 +133,27 @@ func storeBytes(tb testing.TB, fsys vfs.FS, dir string) map[string]int64 {
 		if fi.IsDir() {
 			return nil
 		}
-		rel := strings.TrimPrefix(p, dir+"/")
-		part := rel
-		if i := strings.IndexByte(rel, '/'); i >= 0 {
-			part = rel[:i]
-		}
-		switch part {
-		case "journal", "index", "objects", "checkpoint", "reflog":
-		default:
-			part = "other"
-		}
-		out[part] += fi.Size()
+		out[storePart(dir, p)] += fi.Size()
 		return nil
 	})
 	if err != nil {
 		tb.Fatal(err)
 	}
 	return out
+}
+
+// storePart names the part of the store at dir that the file p is in:
+// journal, index or objects (a file below that directory), checkpoint or
+// reflog (that file), or other.
+func storePart(dir, p string) string {
+	part, _, below := strings.Cut(strings.TrimPrefix(p, dir+"/"), "/")
+	switch {
+	case below && (part == "journal" || part == "index" || part == "objects"):
+		return part
+	case !below && (part == "checkpoint" || part == "reflog"):
+		return part
+	}
+	return "other"
 }
 
 // describeBytes formats storeBytes per changeset, parts sorted.

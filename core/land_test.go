@@ -24,11 +24,7 @@ func newLandStore(t *testing.T) (*Store, ID) {
 // newLandStoreOn is newLandStore on fsys, for tests that open more handles.
 func newLandStoreOn(t *testing.T, fsys vfs.FS) (*Store, ID) {
 	t.Helper()
-	s, err := Create("/s", Options{FS: fsys})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
+	s := MustCreate(t, "/s", Options{FS: fsys})
 	m0, err := s.Commit(CommitRequest{Changes: []Change{{Path: "base.txt", Data: []byte("b")}}, Advance: "main"})
 	if err != nil {
 		t.Fatal(err)

@@ -78,11 +78,7 @@ func flatDiff(a, b map[string]objects.Entry) []PathChange {
 // under a path that is a directory in head, or if Diff skips a subtree that
 // changed, or if headEdits gets wrong whether the old head had a path.
 func TestTreeMergeEqualsAFlatMerge(t *testing.T) {
-	s, err := Create("/s", Options{FS: faultfs.NewMem()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := MustCreate(t, "/s", Options{FS: faultfs.NewMem()})
 	rapid.Check(t, func(t *rapid.T) {
 		base := commitFiles(t, s, drawFiles(t, "base"))
 		head := commitFiles(t, s, drawFiles(t, "head"))
@@ -165,11 +161,7 @@ func TestLandMergeReadsOnlyWhatTheChangeTouches(t *testing.T) {
 	s.Close()
 
 	c := faultfs.NewCounting(m)
-	s, err = Open("/s", Options{FS: c})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s = MustOpen(t, "/s", Options{FS: c})
 	sn, err := s.Snapshot()
 	if err != nil {
 		t.Fatal(err)

@@ -2,7 +2,6 @@ package core_test
 
 import (
 	"errors"
-	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -60,10 +59,7 @@ func TestOpenAndFirstLookupAreBounded(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		sn, err := s.Snapshot()
-		if err != nil {
-			t.Fatal(err)
-		}
+		sn := snap(t, s)
 		if _, err := sn.Changeset(first); err != nil {
 			t.Fatalf("first lookup: %v", err)
 		}
@@ -77,15 +73,8 @@ func TestOpenAndFirstLookupAreBounded(t *testing.T) {
 				got.runs++
 			}
 		}
-		for p := range c.Paths() {
-			n := c.PathCount(faultfs.OpRead, p)
-			switch {
-			case strings.Contains(p, "/s/journal/"):
-				got.journal += n
-			case strings.Contains(p, "/s/index/"):
-				got.index += n
-			}
-		}
+		reads := readsByPart(c, "/s")
+		got.journal, got.index = reads["journal"], reads["index"]
 		s.Close()
 		t.Logf("history %d, K %d, cache %d: %d reads (%d journal, %d in %d index runs), checkpoint %d bytes", history, k, cache, got.reads, got.journal, got.index, got.runs, got.ckptBytes)
 		return got
@@ -144,19 +133,7 @@ func TestDeepVerifyChecksIndexRuns(t *testing.T) {
 		t.Fatalf("no index runs: %v %v", names, err)
 	}
 	run := "/s/index/" + names[0]
-	f, err := m.OpenFile(run, os.O_RDWR, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b := make([]byte, 1)
-	if _, err := f.ReadAt(b, 300); err != nil {
-		t.Fatal(err)
-	}
-	b[0] ^= 0x40
-	if _, err := f.WriteAt(b, 300); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
+	xorByte(t, m, run, 300, 0x40)
 	s = mustOpen(t, "/s", o)
 	rep, err := s.Verify(true, nil)
 	if err != nil {
@@ -220,13 +197,7 @@ func openOnShrinkingRuns(t *testing.T) (*core.Store, *faultfs.Counting, []core.I
 
 // indexReads returns the reads of index run files c counted.
 func indexReads(c *faultfs.Counting) int64 {
-	var n int64
-	for p := range c.Paths() {
-		if strings.HasPrefix(p, "/s/index/") {
-			n += c.PathCount(faultfs.OpRead, p)
-		}
-	}
-	return n
+	return readsByPart(c, "/s")["index"]
 }
 
 // TestCheckpointLeavesNothingToReplay: after Store.Checkpoint the next open

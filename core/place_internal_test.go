@@ -104,11 +104,7 @@ func placeRaceWith(t *testing.T, m vfs.FS, retryPlace time.Duration, lose func(l
 // gets its changeset when it is done.
 func queueBehind(t *testing.T, m vfs.FS) <-chan ID {
 	t.Helper()
-	other, err := Open("/s", Options{FS: m})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { other.Close() })
+	other := MustOpen(t, "/s", Options{FS: m})
 	late := make(chan ID, 1)
 	go func() {
 		id, err := other.Commit(CommitRequest{Changes: []Change{{Path: "g", Data: []byte("o")}}, Advance: "other"})
@@ -159,11 +155,7 @@ func TestARetryKeepsItsPlaceInTheQueue(t *testing.T) {
 func TestAKeptPlaceIsGivenUp(t *testing.T) {
 	m := faultfs.NewMem()
 	_, _, _ = placeRace(t, m, 20*time.Millisecond)
-	other, err := Open("/s", Options{FS: m, LockTimeout: 2 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Close()
+	other := MustOpen(t, "/s", Options{FS: m, LockTimeout: 2 * time.Second})
 	if _, err := other.Commit(CommitRequest{Changes: []Change{{Path: "g", Data: []byte("o")}}, Advance: "other"}); err != nil {
 		t.Fatalf("a writer behind a place nobody came back for: %v", err)
 	}

@@ -123,10 +123,7 @@ func TestReadersDoNotWaitForAnAppend(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	sn, err := s.Snapshot()
-	if err != nil {
-		t.Fatal(err)
-	}
+	sn := snap(t, s)
 	if id, err := sn.Ref("main"); err != nil || id == first {
 		t.Fatalf("main after the append = %s, %v; want the second commit", id, err)
 	}

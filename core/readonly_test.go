@@ -134,10 +134,7 @@ func writesRefused(t *testing.T, s *core.Store, a, b core.ID) {
 	refused("Land", err)
 	refused("Protect", s.Protect("main", true))
 	refused("Checkpoint", s.Checkpoint())
-	sn, err := s.Snapshot()
-	if err != nil {
-		t.Fatal(err)
-	}
+	sn := snap(t, s)
 	ms, err := sn.Moves(core.MoveQuery{Refs: []string{"feature"}})
 	if err != nil || len(ms) != 1 {
 		t.Fatalf("moves of feature: %v (%v), want 1", ms, err)
@@ -172,10 +169,7 @@ func TestReadOfAStoreNeedingRecoveryNeedsWriteAccess(t *testing.T) {
 		t.Fatalf("Open after recovery without write access: %v", err)
 	}
 	defer s.Close()
-	sn, err := s.Snapshot()
-	if err != nil {
-		t.Fatal(err)
-	}
+	sn := snap(t, s)
 	if head, err := sn.Resolve("main"); err != nil || head != b {
 		t.Fatalf("main is %v (%v), want %v", head, err, b)
 	}

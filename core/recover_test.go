@@ -70,7 +70,14 @@ func truncate(t *testing.T, m *faultfs.MemFS, name string, n int64) {
 	f.Sync()
 }
 
+// flipBit flips bit 4 of the byte at off in file name, durably.
 func flipBit(t *testing.T, m *faultfs.MemFS, name string, off int64) {
+	t.Helper()
+	xorByte(t, m, name, off, 0x10)
+}
+
+// xorByte flips the bits of mask in the byte at off in file name, durably.
+func xorByte(t *testing.T, m *faultfs.MemFS, name string, off int64, mask byte) {
 	t.Helper()
 	f, err := m.OpenFile(name, os.O_RDWR, 0)
 	if err != nil {
@@ -81,7 +88,7 @@ func flipBit(t *testing.T, m *faultfs.MemFS, name string, off int64) {
 		t.Fatal(err)
 	}
 	f.Close()
-	scribble(t, m, name, off, []byte{b[0] ^ 0x10})
+	scribble(t, m, name, off, []byte{b[0] ^ mask})
 }
 
 func TestTornTailIsRepaired(t *testing.T) {

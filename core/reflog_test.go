@@ -2,7 +2,6 @@ package core_test
 
 import (
 	"errors"
-	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -16,10 +15,7 @@ import (
 func advanceN(t testing.TB, s *core.Store, ref string, n int) []core.ID {
 	t.Helper()
 	var ids []core.ID
-	sn, err := s.Snapshot()
-	if err != nil {
-		t.Fatal(err)
-	}
+	sn := snap(t, s)
 	head, err := sn.Ref(ref)
 	if err != nil && !errors.Is(err, core.ErrNotFound) {
 		t.Fatal(err)
@@ -47,10 +43,7 @@ func TestReflogSurvivesCheckpointsAndReopen(t *testing.T) {
 	b := advanceN(t, s, "b", 11)
 	check := func(s *core.Store, when string) {
 		t.Helper()
-		sn, err := s.Snapshot()
-		if err != nil {
-			t.Fatal(err)
-		}
+		sn := snap(t, s)
 		for ref, ids := range map[string][]core.ID{"a": a, "b": b} {
 			log, err := sn.RefLog(ref)
 			if err != nil {
@@ -91,10 +84,7 @@ func TestOldSnapshotSeesOldRefsAfterCheckpoint(t *testing.T) {
 	m := faultfs.NewMem()
 	s := mustCreate(t, "/s", core.Options{FS: m, CheckpointEvery: 4, InlineCheckpoint: true})
 	ids := advanceN(t, s, "main", 2)
-	old, err := s.Snapshot()
-	if err != nil {
-		t.Fatal(err)
-	}
+	old := snap(t, s)
 	// More moves than two checkpoint intervals: the table is trimmed past
 	// the old snapshot's sequence number.
 	advanceN(t, s, "main", 10)
@@ -122,28 +112,13 @@ func TestDamagedReflogIsCorrupt(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	f, err := m.OpenFile("/s/reflog", os.O_RDWR, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b := make([]byte, 1)
-	if _, err := f.ReadAt(b, 60); err != nil {
-		t.Fatal(err)
-	}
-	b[0] ^= 0x10
-	if _, err := f.WriteAt(b, 60); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
-	s, err = core.Open("/s", o)
+	flipBit(t, m, "/s/reflog", 60)
+	s, err := core.Open("/s", o)
 	if err != nil {
 		t.Fatalf("Open must not read the reflog file: %v", err)
 	}
 	defer s.Close()
-	sn, err := s.Snapshot()
-	if err != nil {
-		t.Fatal(err)
-	}
+	sn := snap(t, s)
 	if _, err := sn.RefLog("main"); !errors.Is(err, core.ErrCorrupt) || !strings.Contains(err.Error(), "/s/reflog") {
 		t.Fatalf("RefLog with a damaged reflog: %v; want ErrCorrupt naming /s/reflog", err)
 	}

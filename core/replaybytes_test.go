@@ -3,9 +3,9 @@ package core_test
 import (
 	"errors"
 	"fmt"
-	"os"
-	"strconv"
 	"testing"
+
+	"github.com/spf13/afero"
 
 	"github.com/swarmops/swarmops/core"
 	"github.com/swarmops/swarmops/core/journal"
@@ -15,15 +15,7 @@ import (
 // importMB is the size of the import in TestOpenAfterABigImportReadsOnlyHeads
 // (SWARMOPS_IMPORT_MB, default 24).
 func importMB(t *testing.T) int {
-	v := os.Getenv("SWARMOPS_IMPORT_MB")
-	if v == "" {
-		return 24
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n < 1 {
-		t.Fatalf("SWARMOPS_IMPORT_MB=%q: want a positive number of megabytes", v)
-	}
-	return n
+	return envCount(t, "SWARMOPS_IMPORT_MB", 24)
 }
 
 // bigImport commits a tree of 8 KiB files totalling mb megabytes, as one
@@ -80,17 +72,8 @@ func TestOpenAfterABigImportReadsOnlyHeads(t *testing.T) {
 // zero padding): a byte of the body's last blob.
 func lastBodyByte(t *testing.T, m *faultfs.MemFS) int64 {
 	t.Helper()
-	f, err := m.OpenFile(seg1, os.O_RDONLY, 0)
+	b, err := afero.ReadFile(m, seg1)
 	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		t.Fatal(err)
-	}
-	b := make([]byte, st.Size())
-	if _, err := f.ReadAt(b, 0); err != nil {
 		t.Fatal(err)
 	}
 	end := int64(journal.FirstFrame) + 512

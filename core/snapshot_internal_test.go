@@ -16,11 +16,7 @@ import (
 // times out) when Snapshot always takes the mutex.
 func TestSnapshotTakesNoMutexWhenCaughtUp(t *testing.T) {
 	fsys := faultfs.NewMem()
-	s, err := Create("/s", Options{FS: fsys})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := MustCreate(t, "/s", Options{FS: fsys})
 	id, err := s.Commit(CommitRequest{Agent: "a", Changes: []Change{{Path: "f", Data: []byte("1")}}, Advance: "main"})
 	if err != nil {
 		t.Fatal(err)
@@ -55,11 +51,7 @@ func TestSnapshotTakesNoMutexWhenCaughtUp(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	other, err := Open("/s", Options{FS: fsys})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Close()
+	other := MustOpen(t, "/s", Options{FS: fsys})
 	if _, err := other.Commit(CommitRequest{Parents: []ID{id}, Agent: "b", Changes: []Change{{Path: "f", Data: []byte("2")}}, Advance: "main"}); err != nil {
 		t.Fatal(err)
 	}

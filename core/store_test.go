@@ -24,29 +24,12 @@ func newMem(t testing.TB, o core.Options) (*core.Store, *faultfs.MemFS) {
 	return mustCreate(t, "/s", o), m
 }
 
-// mustCreate creates a store in dir with o and closes it when the test
-// (or benchmark run) ends.
-func mustCreate(t testing.TB, dir string, o core.Options) *core.Store {
-	t.Helper()
-	return closedAtEnd(t, "Create", core.Create, dir, o)
-}
-
-// mustOpen opens the store in dir with o and closes it when the test (or
-// benchmark run) ends.
-func mustOpen(t testing.TB, dir string, o core.Options) *core.Store {
-	t.Helper()
-	return closedAtEnd(t, "Open", core.Open, dir, o)
-}
-
-func closedAtEnd(t testing.TB, what string, open func(string, core.Options) (*core.Store, error), dir string, o core.Options) *core.Store {
-	t.Helper()
-	s, err := open(dir, o)
-	if err != nil {
-		t.Fatalf("%s %s: %v", what, dir, err)
-	}
-	t.Cleanup(func() { s.Close() })
-	return s
-}
+// mustCreate and mustOpen are core's test helpers (export_test.go),
+// shared with its internal tests.
+var (
+	mustCreate = core.MustCreate
+	mustOpen   = core.MustOpen
+)
 
 // snapRef takes a snapshot of s and reads ref name in it.
 func snapRef(t testing.TB, s *core.Store, name string) (*core.Snapshot, core.ID) {

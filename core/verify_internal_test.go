@@ -19,11 +19,7 @@ import (
 // nothing. Part of the history sits in an index run (a checkpoint after 6
 // of the 10 commits), so the pass covers a run and the tail together.
 func TestVerifyComparesTheIndexWithTheJournal(t *testing.T) {
-	s, err := Create("/s", Options{FS: faultfs.NewMem(), CheckpointEvery: 1 << 20})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := MustCreate(t, "/s", Options{FS: faultfs.NewMem(), CheckpointEvery: 1 << 20})
 	var head []ID
 	for i := range 10 {
 		id, err := s.Commit(CommitRequest{Parents: head, Agent: "a", Advance: "main",
@@ -97,11 +93,7 @@ func TestVerifyComparesTheIndexWithTheJournal(t *testing.T) {
 // the scan checks): a deep verify reports it, a plain one does not look.
 func TestDeepVerifyRehashesObjects(t *testing.T) {
 	fsys := faultfs.NewMem()
-	s, err := Create("/s", Options{FS: fsys, InlineThreshold: 16})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := MustCreate(t, "/s", Options{FS: fsys, InlineThreshold: 16})
 	// Incompressible, so the file holds the bytes as they are and the
 	// damage reaches the hash check (a compressible loose object is a zstd
 	// frame, whose damage the decoder may catch first).

@@ -290,14 +290,7 @@ func (m *MemFS) mkdir(name, p string, perm os.FileMode) error {
 	if _, err := m.lookupLink(p); err == nil {
 		return perr("mkdir", name, syscall.EEXIST)
 	}
-	d, base, err := m.parent(p)
-	if err != nil {
-		return perr("mkdir", name, err)
-	}
-	n := m.newDir(perm)
-	d.entries[base] = n
-	m.record(&dirOp{kind: opAdd, to: d, newName: base, node: n})
-	return nil
+	return m.addEntry("mkdir", name, p, func() *inode { return m.newDir(perm) })
 }
 
 // MkdirAll creates name and any missing parents. It succeeds if name is
@@ -335,13 +328,9 @@ func (m *MemFS) Remove(name string) error {
 }
 
 func (m *MemFS) remove(name, p string) error {
-	n, err := m.lookupLink(p)
+	n, d, base, err := m.entry("remove", name, p)
 	if err != nil {
-		return perr("remove", name, err)
-	}
-	d, base, err := m.parent(p)
-	if err != nil {
-		return perr("remove", name, err)
+		return err
 	}
 	if n.dir && len(n.entries) > 0 {
 		return perr("remove", name, syscall.ENOTEMPTY)
@@ -387,13 +376,9 @@ func (m *MemFS) Rename(oldname, newname string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	op, np := clean(oldname), clean(newname)
-	n, err := m.lookupLink(op)
+	n, fd, fbase, err := m.entry("rename", oldname, op)
 	if err != nil {
-		return perr("rename", oldname, err)
-	}
-	fd, fbase, err := m.parent(op)
-	if err != nil {
-		return perr("rename", oldname, err)
+		return err
 	}
 	td, tbase, err := m.parent(np)
 	if err != nil {
@@ -441,12 +426,9 @@ func (m *MemFS) Link(oldname, newname string) error {
 	if _, err := m.lookupLink(np); err == nil {
 		return perr("link", newname, syscall.EEXIST)
 	}
-	d, base, err := m.parent(np)
-	if err != nil {
-		return perr("link", newname, err)
+	if err := m.addEntry("link", newname, np, func() *inode { return n }); err != nil {
+		return err
 	}
-	d.entries[base] = n
-	m.record(&dirOp{kind: opAdd, to: d, newName: base, node: n})
 	n.ctime = m.now()
 	return nil
 }

@@ -203,24 +203,19 @@ func (f *memFile) Allocate(off, n int64) error {
 // Sync makes the file's data and size durable (its directory entry still
 // needs SyncDir). On a directory handle it acts as SyncDir, as fsync on a
 // directory descriptor does.
-func (f *memFile) Sync() error {
-	f.fs.mu.Lock()
-	defer f.fs.mu.Unlock()
-	if f.closed {
-		return perr("sync", f.name, fs.ErrClosed)
-	}
-	f.syncLocked()
-	return nil
-}
+func (f *memFile) Sync() error { return f.sync("sync") }
 
 // Datasync makes the file's data and the size needed to read it back
 // durable: in this model it is the same as Sync, because the only metadata
 // fsync adds (timestamps) is not modelled and not relied on.
-func (f *memFile) Datasync() error {
+func (f *memFile) Datasync() error { return f.sync("datasync") }
+
+// sync is Sync and Datasync, op naming which in the error on a closed file.
+func (f *memFile) sync(op string) error {
 	f.fs.mu.Lock()
 	defer f.fs.mu.Unlock()
 	if f.closed {
-		return perr("datasync", f.name, fs.ErrClosed)
+		return perr(op, f.name, fs.ErrClosed)
 	}
 	f.syncLocked()
 	return nil

@@ -10,8 +10,9 @@ import (
 )
 
 // This file holds MemFS's symbolic links (name resolution, the symlink
-// abilities), its clock, and the FileInfo (with its Stat_t) every call
-// returns.
+// abilities), the lookup and entry of a name in its directory that the
+// calls changing directories share, its clock, and the FileInfo (with its
+// Stat_t) every call returns.
 
 // SetClock makes clock the source of the modification and change times
 // of m and of its later crash clones. The default is a logical clock that
@@ -140,6 +141,34 @@ func (m *MemFS) LstatIfPossible(name string) (os.FileInfo, bool, error) {
 	return n.info(path.Base(p)), true, nil
 }
 
+// entry returns the node the path p names, a final link not followed,
+// with its directory and its name there. Its errors are op's on name (p
+// as the caller gave it).
+func (m *MemFS) entry(op, name, p string) (n, d *inode, base string, err error) {
+	if n, err = m.lookupLink(p); err != nil {
+		return nil, nil, "", perr(op, name, err)
+	}
+	if d, base, err = m.parent(p); err != nil {
+		return nil, nil, "", perr(op, name, err)
+	}
+	return n, d, base, nil
+}
+
+// addEntry enters the node mk makes as the new name p (name as the caller
+// gave it, for errors from op) in its directory, recorded as a pending
+// directory operation: the entry is durable after SyncDir of the directory.
+// mk is not called where the directory cannot be found.
+func (m *MemFS) addEntry(op, name, p string, mk func() *inode) error {
+	d, base, err := m.parent(p)
+	if err != nil {
+		return perr(op, name, err)
+	}
+	n := mk()
+	d.entries[base] = n
+	m.record(&dirOp{kind: opAdd, to: d, newName: base, node: n})
+	return nil
+}
+
 // SymlinkIfPossible creates name as a link holding target. It never
 // replaces name; the entry is durable after SyncDir of its directory.
 func (m *MemFS) SymlinkIfPossible(target, name string) error {
@@ -152,14 +181,7 @@ func (m *MemFS) SymlinkIfPossible(target, name string) error {
 	if target == "" {
 		return perr("symlink", name, syscall.ENOENT)
 	}
-	d, base, err := m.parent(p)
-	if err != nil {
-		return perr("symlink", name, err)
-	}
-	n := m.newLink(target)
-	d.entries[base] = n
-	m.record(&dirOp{kind: opAdd, to: d, newName: base, node: n})
-	return nil
+	return m.addEntry("symlink", name, p, func() *inode { return m.newLink(target) })
 }
 
 // ReadlinkIfPossible returns the target of the link name (EINVAL if name

@@ -1,7 +1,6 @@
 package index
 
 import (
-	"slices"
 	"testing"
 
 	"github.com/swarmops/swarmops/faultfs"
@@ -17,20 +16,7 @@ import (
 func TestCachedBlocksAreStillChecked(t *testing.T) {
 	mem := faultfs.NewMem()
 	_, _, b := writeTestRun(t, mem, "good", 40, 40, 11)
-	orig := readAll(t, mem, "good")
-	step := 1
-	if testing.Short() {
-		step = 7
-	}
-	for off := headerSize; off < len(orig); off += step {
-		bad := slices.Clone(orig)
-		bad[off] ^= 0x10
-		writeAll(t, mem, "bad", bad)
-		r, err := OpenRun(mem, "bad")
-		if err != nil {
-			checkCorrupt(t, err, off)
-			continue
-		}
+	eachFlip(t, mem, headerSize, func(off int, r *Run) {
 		r.SetCache(NewBlockCache(1 << 20))
 		for _, c := range b.Changesets {
 			for pass := 0; pass < 2; pass++ {
@@ -52,8 +38,7 @@ func TestCachedBlocksAreStillChecked(t *testing.T) {
 				}
 			}
 		}
-		r.Close()
-	}
+	})
 }
 
 // TestCachedLookupReadsNothing: once a BlockCache holds a bucket, a lookup

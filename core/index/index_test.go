@@ -359,22 +359,8 @@ func TestEveryByteFlipIsCaught(t *testing.T) {
 	if _, err := WriteRun(mem, "good", 7, b); err != nil {
 		t.Fatal(err)
 	}
-	orig := readAll(t, mem, "good")
-	step := 1
-	if testing.Short() {
-		step = 7
-	}
-	for off := 0; off < len(orig); off += step {
-		bad := slices.Clone(orig)
-		bad[off] ^= 0x10
-		writeAll(t, mem, "bad", bad)
-		r, err := OpenRun(mem, "bad")
-		if err != nil {
-			checkCorrupt(t, err, off)
-			continue
-		}
-		err = r.Verify()
-		checkCorrupt(t, err, off)
+	eachFlip(t, mem, 0, func(off int, r *Run) {
+		checkCorrupt(t, r.Verify(), off)
 		// Lookups either return the right record or an error.
 		for _, c := range b.Changesets {
 			got, ok, err := r.Changeset(c.ID)
@@ -391,6 +377,31 @@ func TestEveryByteFlipIsCaught(t *testing.T) {
 				t.Fatalf("flip at %d: Object returned a wrong record without error", off)
 			}
 		}
+	})
+}
+
+// eachFlip flips one bit of every byte of the run "good" on mem from
+// offset from on (every 7th byte with -short), one at a time, written as
+// the run "bad": where OpenRun refuses the copy it checks the error is a
+// CorruptError naming it, and otherwise it calls fn with the open copy,
+// closing it after.
+func eachFlip(t *testing.T, mem vfs.FS, from int, fn func(off int, r *Run)) {
+	t.Helper()
+	orig := readAll(t, mem, "good")
+	step := 1
+	if testing.Short() {
+		step = 7
+	}
+	for off := from; off < len(orig); off += step {
+		bad := slices.Clone(orig)
+		bad[off] ^= 0x10
+		writeAll(t, mem, "bad", bad)
+		r, err := OpenRun(mem, "bad")
+		if err != nil {
+			checkCorrupt(t, err, off)
+			continue
+		}
+		fn(off, r)
 		r.Close()
 	}
 }

@@ -18,34 +18,31 @@ func (r *Run) csFromRec(rec []byte) (CSRecord, error) {
 	return c, nil
 }
 
+func objFromRec(_ *Run, rec []byte) (ObjRecord, error) { return decodeObj(rec), nil }
+
 // Changeset looks up a changeset record by id.
 func (r *Run) Changeset(id objects.ID) (CSRecord, bool, error) {
-	var out CSRecord
-	found := false
-	if r.excludes(tabCS, id[:]) {
-		return out, false, r.countLookup()
-	}
-	err := r.scan(tabCS, id[:], id[:], func(_ uint64, rec []byte) (bool, error) {
-		if bytes.Equal(rec[:32], id[:]) {
-			c, err := r.csFromRec(rec)
-			out, found = c, err == nil
-			return false, err
-		}
-		return false, nil
-	})
-	return out, found, err
+	return lookup(r, tabCS, id, (*Run).csFromRec)
 }
 
 // Object looks up a blob or tree record by id.
 func (r *Run) Object(id objects.ID) (ObjRecord, bool, error) {
-	var out ObjRecord
+	return lookup(r, tabObj, id, objFromRec)
+}
+
+// lookup finds the record of id in table tab and decodes it with dec; a
+// record dec fails on is an error, not a find.
+func lookup[T any](r *Run, tab byte, id objects.ID, dec func(r *Run, rec []byte) (T, error)) (T, bool, error) {
+	var out T
 	found := false
-	if r.excludes(tabObj, id[:]) {
+	if r.excludes(tab, id[:]) {
 		return out, false, r.countLookup()
 	}
-	err := r.scan(tabObj, id[:], id[:], func(_ uint64, rec []byte) (bool, error) {
+	err := r.scan(tab, id[:], id[:], func(_ uint64, rec []byte) (bool, error) {
 		if bytes.Equal(rec[:32], id[:]) {
-			out, found = decodeObj(rec), true
+			v, err := dec(r, rec)
+			out, found = v, err == nil
+			return false, err
 		}
 		return false, nil
 	})

@@ -126,20 +126,18 @@ func (v *View) iters() (iter[CSRecord], iter[ObjRecord], iter[deltaRec]) {
 // error, which it returns.
 func (v *View) ForEachChangeset(fn func(CSRecord) error) error {
 	it, _, _ := v.iters()
-	for {
-		r, ok, err := it()
-		if err != nil || !ok {
-			return err
-		}
-		if err := fn(r); err != nil {
-			return err
-		}
-	}
+	return drain(it, fn)
 }
 
 // ForEachObject calls fn for every blob and tree record once, in id order.
 func (v *View) ForEachObject(fn func(ObjRecord) error) error {
 	_, it, _ := v.iters()
+	return drain(it, fn)
+}
+
+// drain calls fn for every record it yields, stopping at the first error
+// of either, which it returns.
+func drain[T any](it iter[T], fn func(T) error) error {
 	for {
 		r, ok, err := it()
 		if err != nil || !ok {

@@ -126,6 +126,18 @@ func (w *runWriter) write(p []byte) error {
 	return nil
 }
 
+// rows is a table's fill drawn from it: each record it yields is encoded
+// into rec by enc, until it ends or either of them fails.
+func rows[T any](it iter[T], enc func(rec []byte, v *T) error) func(rec []byte) (bool, error) {
+	return func(rec []byte) (bool, error) {
+		v, ok, err := it()
+		if !ok || err != nil {
+			return false, err
+		}
+		return true, enc(rec, &v)
+	}
+}
+
 // table writes one table from fill, which encodes the next record into rec
 // (without its checksum) and reports whether there was one. keyLen bytes at
 // the start of each record must strictly ascend.
@@ -219,13 +231,9 @@ func writeIters(fsys vfs.FS, dst string, meta uint64, csCap, objCap uint64,
 		return nil, fmt.Errorf("index: write run %q: %w", tmp, err)
 	}
 	w.off = headerSize
-	err = w.table(tabCS, csCap, 32, func(rec []byte) (bool, error) {
-		c, ok, err := cs()
-		if !ok || err != nil {
-			return false, err
-		}
-		if err := validCS(&c); err != nil {
-			return false, err
+	err = w.table(tabCS, csCap, 32, rows(cs, func(rec []byte, c *CSRecord) error {
+		if err := validCS(c); err != nil {
+			return err
 		}
 		var ref uint64
 		if len(c.Parents) > 1 {
@@ -236,36 +244,28 @@ func writeIters(fsys vfs.FS, dst string, meta uint64, csCap, objCap uint64,
 			}
 			w.heap = binary.BigEndian.AppendUint32(w.heap, heapCRC(ref, w.heap[start:]))
 		}
-		encodeCS(rec, &c, ref)
-		return true, nil
-	})
+		encodeCS(rec, c, ref)
+		return nil
+	}))
 	if err != nil {
 		return nil, err
 	}
-	err = w.table(tabObj, objCap, 32, func(rec []byte) (bool, error) {
-		o, ok, err := obj()
-		if !ok || err != nil {
-			return false, err
+	err = w.table(tabObj, objCap, 32, rows(obj, func(rec []byte, o *ObjRecord) error {
+		if err := validObj(o); err != nil {
+			return err
 		}
-		if err := validObj(&o); err != nil {
-			return false, err
-		}
-		encodeObj(rec, &o)
-		return true, nil
-	})
+		encodeObj(rec, o)
+		return nil
+	}))
 	if err != nil {
 		return nil, err
 	}
-	err = w.table(tabDelta, csCap, 64, func(rec []byte) (bool, error) {
-		d, ok, err := dl()
-		if !ok || err != nil {
-			return false, err
-		}
+	err = w.table(tabDelta, csCap, 64, rows(dl, func(rec []byte, d *deltaRec) error {
 		clear(rec)
 		copy(rec[:32], d.Delta[:])
 		copy(rec[32:64], d.ID[:])
-		return true, nil
-	})
+		return nil
+	}))
 	if err != nil {
 		return nil, err
 	}
@@ -437,39 +437,30 @@ func (c *cursor) next() ([]byte, bool, error) {
 	return rec, true, nil
 }
 
-func (r *Run) csIter() iter[CSRecord] {
-	c := r.cursor(tabCS)
-	return func() (CSRecord, bool, error) {
-		rec, ok, err := c.next()
-		if !ok || err != nil {
-			return CSRecord{}, false, err
-		}
-		cs, err := r.csFromRec(rec)
-		return cs, err == nil, err
-	}
-}
+func (r *Run) csIter() iter[CSRecord] { return recIter(r, tabCS, (*Run).csFromRec) }
 
-func (r *Run) objIter() iter[ObjRecord] {
-	c := r.cursor(tabObj)
-	return func() (ObjRecord, bool, error) {
-		rec, ok, err := c.next()
-		if !ok || err != nil {
-			return ObjRecord{}, false, err
-		}
-		return decodeObj(rec), true, nil
-	}
-}
+func (r *Run) objIter() iter[ObjRecord] { return recIter(r, tabObj, objFromRec) }
 
 func (r *Run) deltaIter() iter[deltaRec] {
-	c := r.cursor(tabDelta)
-	return func() (deltaRec, bool, error) {
-		rec, ok, err := c.next()
-		if !ok || err != nil {
-			return deltaRec{}, false, err
-		}
+	return recIter(r, tabDelta, func(_ *Run, rec []byte) (deltaRec, error) {
 		var d deltaRec
 		copy(d.Delta[:], rec[:32])
 		copy(d.ID[:], rec[32:64])
-		return d, true, nil
+		return d, nil
+	})
+}
+
+// recIter yields the records of table tab in key order, each decoded by
+// dec; a record dec fails on ends the walk with its error.
+func recIter[T any](r *Run, tab byte, dec func(r *Run, rec []byte) (T, error)) iter[T] {
+	c := r.cursor(tab)
+	return func() (T, bool, error) {
+		rec, ok, err := c.next()
+		if !ok || err != nil {
+			var zero T
+			return zero, false, err
+		}
+		v, err := dec(r, rec)
+		return v, err == nil, err
 	}
 }

@@ -133,10 +133,7 @@ func (t *Tree) Encode() ([]byte, error) {
 // EncodeID returns the canonical encoding of t and its id.
 func (t *Tree) EncodeID() ([]byte, ID, error) {
 	b, err := t.Encode()
-	if err != nil {
-		return nil, ZeroID, err
-	}
-	return b, IDOf(KindTree, b), nil
+	return withID(KindTree, b, err)
 }
 
 // ID returns t's id, or an error wrapping ErrInvalid.
@@ -224,10 +221,16 @@ func (c *Changeset) Encode() ([]byte, error) {
 // EncodeID returns the canonical encoding of c and its id.
 func (c *Changeset) EncodeID() ([]byte, ID, error) {
 	b, err := c.Encode()
+	return withID(KindChangeset, b, err)
+}
+
+// withID returns the encoding b of an object of kind k with its id, or
+// the error err of the encoding.
+func withID(k Kind, b []byte, err error) ([]byte, ID, error) {
 	if err != nil {
 		return nil, ZeroID, err
 	}
-	return b, IDOf(KindChangeset, b), nil
+	return b, IDOf(k, b), nil
 }
 
 // ID returns c's id, or an error wrapping ErrInvalid.

@@ -64,16 +64,17 @@ const (
 func (k Kind) Valid() bool { return k >= KindBlob && k <= KindChangeset }
 
 // String returns "blob", "tree", "changeset" or "kind(N)".
-func (k Kind) String() string {
-	switch k {
-	case KindBlob:
-		return "blob"
-	case KindTree:
-		return "tree"
-	case KindChangeset:
-		return "changeset"
+func (k Kind) String() string { return enumName(kindNames, uint8(k), "kind") }
+
+var kindNames = []string{KindBlob: "blob", KindTree: "tree", KindChangeset: "changeset"}
+
+// enumName returns names[v], the name of the value v of an enumeration, or
+// what(v) for a value without a name.
+func enumName(names []string, v uint8, what string) string {
+	if int(v) < len(names) && names[v] != "" {
+		return names[v]
 	}
-	return fmt.Sprintf("kind(%d)", uint8(k))
+	return fmt.Sprintf("%s(%d)", what, v)
 }
 
 // Mode is a tree entry's mode.

@@ -297,3 +297,18 @@ func TestSymlinkEntriesRoundTripAndOtherLinkModesDoNot(t *testing.T) {
 		}
 	}
 }
+
+// TestEnumNamesAndNumbers: kinds and change operations print their names,
+// and a value without a name prints its number.
+func TestEnumNamesAndNumbers(t *testing.T) {
+	for _, c := range []struct{ got, want string }{
+		{KindBlob.String(), "blob"}, {KindTree.String(), "tree"}, {KindChangeset.String(), "changeset"},
+		{Kind(0).String(), "kind(0)"}, {Kind(4).String(), "kind(4)"}, {Kind(255).String(), "kind(255)"},
+		{OpAdd.String(), "add"}, {OpModify.String(), "modify"}, {OpDelete.String(), "delete"},
+		{ChangeOp(0).String(), "op(0)"}, {ChangeOp(4).String(), "op(4)"},
+	} {
+		if c.got != c.want {
+			t.Errorf("got %q, want %q", c.got, c.want)
+		}
+	}
+}

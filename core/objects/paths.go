@@ -66,17 +66,9 @@ const (
 )
 
 // String returns "add", "modify", "delete" or "op(N)".
-func (o ChangeOp) String() string {
-	switch o {
-	case OpAdd:
-		return "add"
-	case OpModify:
-		return "modify"
-	case OpDelete:
-		return "delete"
-	}
-	return fmt.Sprintf("op(%d)", uint8(o))
-}
+func (o ChangeOp) String() string { return enumName(opNames, uint8(o), "op") }
+
+var opNames = []string{OpAdd: "add", OpModify: "modify", OpDelete: "delete"}
 
 // PathChange is one file-level change of a changeset against its first
 // parent: a full path (as accepted by CleanPath), the operation, and the new

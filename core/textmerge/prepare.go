@@ -83,29 +83,29 @@ func keepSide(s *side, other []int, lo, hi int) []int {
 // unmatched and frequent lines around it, and frequent lines must be at
 // most a quarter of those runs.
 func discardFrequent(kind []uint8, k int) bool {
-	lo, hi := max(k-scanWindow, 0), min(k+scanWindow, len(kind)-1)
-	noBefore, freqBefore := 0, 1
-	for j := k - 1; j >= lo && kind[j] != kindMatch; j-- {
-		if kind[j] == kindNoMatch {
-			noBefore++
-		} else {
-			freqBefore++
-		}
-	}
+	noBefore, freqBefore := runBeside(kind, k, -1, max(k-scanWindow, 0))
 	if noBefore == 0 {
 		return false
 	}
-	noAfter, freqAfter := 0, 1
-	for j := k + 1; j <= hi && kind[j] != kindMatch; j++ {
-		if kind[j] == kindNoMatch {
-			noAfter++
-		} else {
-			freqAfter++
-		}
-	}
+	noAfter, freqAfter := runBeside(kind, k, 1, min(k+scanWindow, len(kind)-1))
 	if noAfter == 0 {
 		return false
 	}
 	freq, no := freqBefore+freqAfter, noBefore+noAfter
 	return freq*keepRunBias < freq+no
+}
+
+// runBeside counts the unmatched lines (no) and, from 1, the frequent
+// lines (freq) in the run beside line k, going by step (-1 up, 1 down)
+// as far as line end or the first matched line.
+func runBeside(kind []uint8, k, step, end int) (no, freq int) {
+	freq = 1
+	for j := k + step; j*step <= end*step && kind[j] != kindMatch; j += step {
+		if kind[j] == kindNoMatch {
+			no++
+		} else {
+			freq++
+		}
+	}
+	return no, freq
 }

@@ -17,6 +17,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/spf13/afero"
+
 	"github.com/swarmops/swarmops/core/vfs"
 )
 
@@ -71,9 +73,15 @@ func (r *runner) wantErr(what string, err, target error) {
 	}
 }
 
-func (r *runner) write(name string, data string) bool {
+// create creates name; false where it failed (the failure is reported).
+func (r *runner) create(name string) (afero.File, bool) {
 	f, err := r.fs.Create(r.p(name))
-	if !r.must("Create "+name, err) {
+	return f, r.must("Create "+name, err)
+}
+
+func (r *runner) write(name string, data string) bool {
+	f, ok := r.create(name)
+	if !ok {
 		return false
 	}
 	if _, err := f.Write([]byte(data)); !r.must("Write "+name, err) {
@@ -81,6 +89,19 @@ func (r *runner) write(name string, data string) bool {
 		return false
 	}
 	return r.must("Close "+name, f.Close())
+}
+
+// written writes data to name and opens it read-only; false where either
+// failed (the failure is reported).
+func (r *runner) written(name, data string) (afero.File, bool) {
+	if !r.write(name, data) {
+		return nil, false
+	}
+	f, err := r.fs.Open(r.p(name))
+	if !r.must("Open", err) {
+		return nil, false
+	}
+	return f, true
 }
 
 func (r *runner) read(name string) (string, bool) {
@@ -194,11 +215,8 @@ var checks = []check{
 		r.wantContent("a", "z")
 	}},
 	{"read only handle refuses writes", func(r *runner) {
-		if !r.write("a", "x") {
-			return
-		}
-		f, err := r.fs.Open(r.p("a"))
-		if !r.must("Open", err) {
+		f, ok := r.written("a", "x")
+		if !ok {
 			return
 		}
 		defer f.Close()
@@ -208,8 +226,8 @@ var checks = []check{
 		r.wantContent("a", "x")
 	}},
 	{"ReadAt WriteAt holes and EOF", func(r *runner) {
-		f, err := r.fs.Create(r.p("a"))
-		if !r.must("Create", err) {
+		f, ok := r.create("a")
+		if !ok {
 			return
 		}
 		defer f.Close()
@@ -233,11 +251,8 @@ var checks = []check{
 		}
 	}},
 	{"Seek and Read", func(r *runner) {
-		if !r.write("a", "0123456789") {
-			return
-		}
-		f, err := r.fs.Open(r.p("a"))
-		if !r.must("Open", err) {
+		f, ok := r.written("a", "0123456789")
+		if !ok {
 			return
 		}
 		defer f.Close()
@@ -268,8 +283,8 @@ var checks = []check{
 		}
 	}},
 	{"Truncate", func(r *runner) {
-		f, err := r.fs.Create(r.p("a"))
-		if !r.must("Create", err) {
+		f, ok := r.create("a")
+		if !ok {
 			return
 		}
 		defer f.Close()
@@ -283,8 +298,8 @@ var checks = []check{
 		}
 	}},
 	{"Allocate and Datasync", func(r *runner) {
-		f, err := r.fs.Create(r.p("a"))
-		if !r.must("Create", err) {
+		f, ok := r.create("a")
+		if !ok {
 			return
 		}
 		defer f.Close()
@@ -312,8 +327,8 @@ var checks = []check{
 		}
 	}},
 	{"closed file", func(r *runner) {
-		f, err := r.fs.Create(r.p("a"))
-		if !r.must("Create", err) {
+		f, ok := r.create("a")
+		if !ok {
 			return
 		}
 		r.must("Close", f.Close())

@@ -7,8 +7,31 @@ import (
 	"testing"
 	"time"
 
+	"github.com/swarmops/swarmops/core/vfs"
 	"github.com/swarmops/swarmops/faultfs"
 )
+
+// checkedMem is a memory filesystem holding the directory dir, its locks
+// checked for order.
+func checkedMem(t *testing.T, dir string) vfs.FS {
+	t.Helper()
+	m := faultfs.NewMem()
+	if err := m.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return WrapFS(m)
+}
+
+// mustLock takes the lock file name on fsys, failing the test if it
+// cannot.
+func mustLock(t *testing.T, fsys vfs.FS, name string) vfs.Locked {
+	t.Helper()
+	l, err := fsys.Lock(name, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
 
 // mustPanic runs f and returns the panic's message, failing if it does
 // not panic.
@@ -59,18 +82,11 @@ func TestAReversedAcquisitionPanics(t *testing.T) {
 	mustPanic(t, "a leaf under a leaf", b.Lock)
 	a.Unlock()
 
-	m := faultfs.NewMem()
-	if err := m.MkdirAll("/s/lockq", 0o755); err != nil {
-		t.Fatal(err)
-	}
-	fs := WrapFS(m)
+	fs := checkedMem(t, "/s/lockq")
 	proj.Lock()
 	mustPanic(t, "SYNCLOCK under the projection", func() { fs.Lock("/s/SYNCLOCK", time.Second) })
 	proj.Unlock()
-	sync, err := fs.Lock("/s/SYNCLOCK", time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sync := mustLock(t, fs, "/s/SYNCLOCK")
 	mustPanic(t, "LOCK under SYNCLOCK", func() { fs.Lock("/s/LOCK", time.Second) })
 	sync.Unlock()
 }
@@ -79,25 +95,12 @@ func TestAReversedAcquisitionPanics(t *testing.T) {
 // while the goroutine holds another ticket (a waiter takes the one ahead
 // of its own), never under LOCK or a mutex.
 func TestATicketIsTakenOutsideTheStoreLocks(t *testing.T) {
-	m := faultfs.NewMem()
-	if err := m.MkdirAll("/s/lockq", 0o755); err != nil {
-		t.Fatal(err)
-	}
-	fs := WrapFS(m)
-	own, err := fs.Lock("/s/lockq/t00000000000000000002", time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ahead, err := fs.Lock("/s/lockq/t00000000000000000001", time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
+	fs := checkedMem(t, "/s/lockq")
+	own := mustLock(t, fs, "/s/lockq/t00000000000000000002")
+	ahead := mustLock(t, fs, "/s/lockq/t00000000000000000001")
 	ahead.Unlock()
 	own.Unlock()
-	lock, err := fs.Lock("/s/LOCK", time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
+	lock := mustLock(t, fs, "/s/LOCK")
 	mustPanic(t, "a ticket under LOCK", func() { fs.Lock("/s/lockq/t00000000000000000003", time.Second) })
 	lock.Unlock()
 	var leaf Mutex[Leaf]
@@ -110,15 +113,8 @@ func TestATicketIsTakenOutsideTheStoreLocks(t *testing.T) {
 // goroutine than the one that took it (a kept ticket given up by its
 // timer) no longer counts as held by the first.
 func TestAReleaseByAnotherGoroutineIsForgotten(t *testing.T) {
-	m := faultfs.NewMem()
-	if err := m.MkdirAll("/s", 0o755); err != nil {
-		t.Fatal(err)
-	}
-	fs := WrapFS(m)
-	l, err := fs.Lock("/s/SYNCLOCK", time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
+	fs := checkedMem(t, "/s")
+	l := mustLock(t, fs, "/s/SYNCLOCK")
 	done := make(chan struct{})
 	go func() { l.Unlock(); close(done) }()
 	<-done

@@ -206,21 +206,19 @@ func (e *offsetError) Error() string { return e.reason }
 // Read reads every move in the first length bytes of dir/reflog.
 // Damage is a *CorruptError naming the file and the chunk's offset.
 func Read(fsys vfs.FS, dir string, length int64) (map[string][]refs.Entry, error) {
-	if length == 0 {
-		return map[string][]refs.Entry{}, nil
-	}
-	f, p, err := open(fsys, dir, length)
+	m := map[string][]refs.Entry{}
+	err := withFile(fsys, dir, length, func(f afero.File, p string) error {
+		b, err := readAt(f, p, 0, length)
+		if err != nil {
+			return err
+		}
+		if m, err = Decode(b); err != nil {
+			return corrupt(p, err)
+		}
+		return nil
+	})
 	if err != nil {
 		return nil, err
-	}
-	defer f.Close()
-	b, err := readAt(f, p, 0, length)
-	if err != nil {
-		return nil, err
-	}
-	m, err := Decode(b)
-	if err != nil {
-		return nil, corrupt(p, err)
 	}
 	return m, nil
 }
@@ -239,14 +237,13 @@ func Read(fsys vfs.FS, dir string, length int64) (map[string][]refs.Entry, error
 // trailer or a chunk does not check, so that damage is reported by the
 // whole-file decoder, at the chunk where it is.
 func ReadBack(fsys vfs.FS, dir string, length int64, after, until uint64, fn func(*Chunk) bool) error {
-	if length == 0 {
-		return nil
-	}
-	f, p, err := open(fsys, dir, length)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
+	return withFile(fsys, dir, length, func(f afero.File, p string) error {
+		return readBack(f, p, length, after, until, fn)
+	})
+}
+
+// readBack is ReadBack on the open file f, named p, of length bytes.
+func readBack(f afero.File, p string, length int64, after, until uint64, fn func(*Chunk) bool) error {
 	newer := ^uint64(0) // the from of the chunk read before, which is newer
 	for pos := length; pos > 0; {
 		last, err := readAt(f, p, pos-Align, Align)
@@ -284,6 +281,15 @@ func ReadBack(fsys vfs.FS, dir string, length int64, after, until uint64, fn fun
 // ReadAll is ReadBack for a caller that wants every chunk: it reads the
 // file at once instead of chunk by chunk from its end.
 func ReadAll(fsys vfs.FS, dir string, length int64, after, until uint64, fn func(*Chunk) bool) error {
+	return withFile(fsys, dir, length, func(f afero.File, p string) error {
+		return readForward(f, p, length, after, until, fn)
+	})
+}
+
+// withFile opens the reflog file in dir, which the checkpoint says holds
+// length bytes, and passes it and its path to read, closing it after. An
+// empty reflog is not opened: it need not exist.
+func withFile(fsys vfs.FS, dir string, length int64, read func(f afero.File, p string) error) error {
 	if length == 0 {
 		return nil
 	}
@@ -292,7 +298,7 @@ func ReadAll(fsys vfs.FS, dir string, length int64, after, until uint64, fn func
 		return err
 	}
 	defer f.Close()
-	return readForward(f, p, length, after, until, fn)
+	return read(f, p)
 }
 
 // readForward decodes the file's first end bytes at once and passes their

@@ -132,6 +132,26 @@ func memFile(t interface{ Fatal(...any) }, b []byte) *faultfs.MemFS {
 	return fs
 }
 
+// TestAnEmptyReflogNeedsNoFile: a checkpoint naming no reflog bytes reads
+// no file, so none need exist, by every reader; one naming bytes of a
+// missing file is corruption.
+func TestAnEmptyReflogNeedsNoFile(t *testing.T) {
+	fs := faultfs.NewMem()
+	all := func(*Chunk) bool { t.Error("a chunk of an empty reflog"); return true }
+	for length, want := range map[int64]error{0: nil, Align: errs.ErrCorrupt} {
+		m, err := Read(fs, "/s", length)
+		if !errors.Is(err, want) || want == nil && len(m) != 0 {
+			t.Errorf("Read of %d bytes: %v, %v; want %v", length, m, err, want)
+		}
+		if err := ReadBack(fs, "/s", length, 0, ^uint64(0), all); !errors.Is(err, want) {
+			t.Errorf("ReadBack of %d bytes: %v, want %v", length, err, want)
+		}
+		if err := ReadAll(fs, "/s", length, 0, ^uint64(0), all); !errors.Is(err, want) {
+			t.Errorf("ReadAll of %d bytes: %v, want %v", length, err, want)
+		}
+	}
+}
+
 // manyChunks is a file of n chunks, chunk i holding one move of frame
 // 10*i+1 of ref "r", and the moves.
 func manyChunks(n int) ([]byte, []refs.Entry) {
