@@ -1,8 +1,10 @@
 package worktree
 
 import (
+	"container/heap"
 	"io/fs"
 	"runtime"
+	"strings"
 	"sync"
 
 	"github.com/swarmops/swarmops/core/vfs"
@@ -13,33 +15,57 @@ import (
 // directory is an lstat of every entry, nearly all of a status's time; the
 // kernel serves those in parallel as git's preloaded index does, while the
 // walk itself stays in path order and sees each listing once.
+//
+// The workers do not wait for the walk to reach a directory before they
+// list what lies below it: each listing queues the subdirectories that
+// hold tracked paths (expand), which the walk enters whatever the ignore
+// rules say, and the workers take the queue in the walk's order. Other
+// directories are queued by the walk as it decides to enter them (ahead).
+// At most maxHeld listings are made and not yet taken, so a walk of a
+// huge tree holds a bounded part of it; a directory the walk reaches
+// before a worker started on it is listed by the walk itself.
 type prefetcher struct {
-	on   bool // workers run
-	jobs chan *listing
-	wg   sync.WaitGroup
-	mu   sync.Mutex
-	byID map[string]*listing
+	on     bool // workers run
+	expand func(dir string, fis []fs.FileInfo) []string
+	wg     sync.WaitGroup
+
+	mu      sync.Mutex
+	cond    sync.Cond // more work, a slot freed, or stop
+	pending dirQueue  // queued, not started, the walk's order first
+	byDir   map[string]*listing
+	held    int // started by a worker and not yet taken by the walk
+	stopped bool
 }
+
+// maxHeld bounds the listings made ahead of the walk (a variable so a
+// test can make it small).
+var maxHeld = 1024
 
 // listing is one directory's entries, ready when done is closed.
 type listing struct {
-	dir  string
-	done chan struct{}
-	fis  []fs.FileInfo
-	err  error
+	dir     string
+	key     string // dir with '/' as the lowest byte: the walk's order
+	index   int    // in pending while queued
+	started bool
+	done    chan struct{}
+	fis     []fs.FileInfo
+	err     error
 }
 
-// prefetchWorkers bounds the goroutines listing ahead: more than the
-// cores, since each spends its time in system calls.
-func prefetchWorkers() int { return min(8, 2*runtime.GOMAXPROCS(0)) }
+// prefetchWorkers is how many goroutines list ahead: one a core. More
+// only add hand-offs (Go's src on 2 cores, farm-bench medians of 21:
+// status 40-41 ms with 2 workers, 42-45 with 3, 43-46 with 4 or 6).
+func prefetchWorkers() int { return runtime.GOMAXPROCS(0) }
 
-// newPrefetcher starts the workers on roots of dir. Only a filesystem that
-// resolves beneath a root itself (the real OS) gets workers: on the
+// newPrefetcher starts the workers on roots of dir, expand naming the
+// subdirectories of a listed directory to list next. Only a filesystem
+// that resolves beneath a root itself (the real OS) gets workers: on the
 // faultfs wrappers and MemFS every listing is made by the walk, so the
 // sequence of filesystem calls, which crash tests number, stays the same
-// from run to run. With no workers every listing is made by the walk.
-func newPrefetcher(fsys vfs.FS, dir string) *prefetcher {
-	p := &prefetcher{jobs: make(chan *listing, 1024), byID: map[string]*listing{}}
+// from run to run.
+func newPrefetcher(fsys vfs.FS, dir string, expand func(dir string, fis []fs.FileInfo) []string) *prefetcher {
+	p := &prefetcher{expand: expand, byDir: map[string]*listing{}}
+	p.cond.L = &p.mu
 	if _, ok := fsys.(vfs.Rooter); !ok {
 		return p
 	}
@@ -53,37 +79,82 @@ func newPrefetcher(fsys vfs.FS, dir string) *prefetcher {
 		go func() {
 			defer p.wg.Done()
 			defer root.Close()
-			for l := range p.jobs {
-				l.fis, l.err = root.ReadDir(l.dir)
-				close(l.done)
+			for l := p.next(); l != nil; l = p.next() {
+				p.make(root, l)
 			}
 		}()
 	}
 	return p
 }
 
-// ahead asks for dir to be listed, if a worker can take it now; a full
-// queue leaves it to the walk.
+// next waits for a queued listing and a free slot, and starts it; nil
+// once the walk is over.
+func (p *prefetcher) next() *listing {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for !p.stopped && (len(p.pending) == 0 || p.held >= maxHeld) {
+		p.cond.Wait()
+	}
+	if p.stopped {
+		return nil
+	}
+	l := heap.Pop(&p.pending).(*listing)
+	l.started = true
+	p.held++
+	return l
+}
+
+// make lists l's directory, and queues the subdirectories to list next
+// before it says l is done, so the walk never reaches one of them
+// unqueued and lists it twice.
+func (p *prefetcher) make(root vfs.Root, l *listing) {
+	l.fis, l.err = root.ReadDir(l.dir)
+	if l.err == nil && p.expand != nil {
+		subs := p.expand(l.dir, l.fis)
+		p.mu.Lock()
+		for _, d := range subs {
+			p.queueLocked(d)
+		}
+		p.mu.Unlock()
+	}
+	close(l.done)
+}
+
+// ahead asks for dir to be listed ahead of the walk.
 func (p *prefetcher) ahead(dir string) {
 	if !p.on {
 		return
 	}
-	l := &listing{dir: dir, done: make(chan struct{})}
-	select {
-	case p.jobs <- l:
-		p.mu.Lock()
-		p.byID[dir] = l
-		p.mu.Unlock()
-	default:
-	}
+	p.mu.Lock()
+	p.queueLocked(dir)
+	p.mu.Unlock()
 }
 
-// list returns dir's entries: the prefetched listing when there is one,
-// else one made now with root.
+func (p *prefetcher) queueLocked(dir string) {
+	if _, ok := p.byDir[dir]; ok {
+		return
+	}
+	l := &listing{dir: dir, key: strings.ReplaceAll(dir, "/", "\x00"), done: make(chan struct{})}
+	p.byDir[dir] = l
+	heap.Push(&p.pending, l)
+	p.cond.Signal()
+}
+
+// list returns dir's entries: the listing a worker made or is making, or
+// one made now with root.
 func (p *prefetcher) list(root vfs.Root, dir string) ([]fs.FileInfo, error) {
 	p.mu.Lock()
-	l := p.byID[dir]
-	delete(p.byID, dir)
+	l := p.byDir[dir]
+	delete(p.byDir, dir)
+	switch {
+	case l == nil:
+	case l.started:
+		p.held--
+		p.cond.Signal()
+	default:
+		heap.Remove(&p.pending, l.index)
+		l = nil
+	}
 	p.mu.Unlock()
 	if l == nil {
 		return root.ReadDir(dir)
@@ -92,8 +163,34 @@ func (p *prefetcher) list(root vfs.Root, dir string) ([]fs.FileInfo, error) {
 	return l.fis, l.err
 }
 
-// stop ends the workers once the queued listings are made.
+// stop ends the workers; a listing in progress is finished and dropped.
 func (p *prefetcher) stop() {
-	close(p.jobs)
+	p.mu.Lock()
+	p.stopped = true
+	p.cond.Broadcast()
+	p.mu.Unlock()
 	p.wg.Wait()
+}
+
+// dirQueue is a heap of queued listings, the one the walk reaches first
+// on top: keyed with each '/' as a NUL, which no name holds, a directory's
+// subtree sorts after it and before its next sibling, as the walk goes.
+type dirQueue []*listing
+
+func (q dirQueue) Len() int           { return len(q) }
+func (q dirQueue) Less(i, j int) bool { return q[i].key < q[j].key }
+func (q dirQueue) Swap(i, j int) {
+	q[i], q[j] = q[j], q[i]
+	q[i].index, q[j].index = i, j
+}
+func (q *dirQueue) Push(x any) {
+	l := x.(*listing)
+	l.index = len(*q)
+	*q = append(*q, l)
+}
+func (q *dirQueue) Pop() any {
+	old := *q
+	l := old[len(old)-1]
+	*q = old[:len(old)-1]
+	return l
 }

@@ -85,9 +85,29 @@ func (t *Tree) walk(fn visitFn, skipped *[]Skipped) ([]bool, error) {
 		return nil, err
 	}
 	seen := make([]bool, len(t.idx.Entries))
-	pf := newPrefetcher(t.fs, t.dir)
+	pf := newPrefetcher(t.fs, t.dir, t.trackedSubdirs)
 	defer pf.stop()
 	return seen, t.walkDir(pf, ".", r, false, fn, seen, skipped)
+}
+
+// trackedSubdirs returns the subdirectories of dir, among its listing
+// fis, below which the index has a path: the walk enters each of them.
+// It only reads the index, so the prefetcher's workers may call it.
+func (t *Tree) trackedSubdirs(dir string, fis []fs.FileInfo) []string {
+	var subs []string
+	for _, fi := range fis {
+		if !fi.IsDir() {
+			continue
+		}
+		p := fi.Name()
+		if dir != "." {
+			p = dir + "/" + p
+		}
+		if t.idx.hasUnder(p) {
+			subs = append(subs, p)
+		}
+	}
+	return subs
 }
 
 func (t *Tree) walkDir(pf *prefetcher, dir string, r *rules, ignored bool, fn visitFn, seen []bool, skipped *[]Skipped) error {
