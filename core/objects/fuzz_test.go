@@ -60,10 +60,13 @@ func FuzzDecode(f *testing.F) {
 }
 
 func FuzzCleanPath(f *testing.F) {
-	for _, s := range []string{"a/b", "../x", "/a", "a//b", "a\x00"} {
+	for _, s := range []string{"a/b", "../x", "/a", "a//b", "a\x00", "a/./b", "a/", "é/\xff", "a/..."} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
+		if plain, fault := plainPath(s), cleanPathFault(s); plain != (fault == nil) {
+			t.Fatalf("%q: the one-pass check says %v, the long way %v", s, plain, fault)
+		}
 		p, err := CleanPath(s)
 		if err != nil {
 			return

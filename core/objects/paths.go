@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/swarmops/swarmops/core/internal/b3"
 )
@@ -25,14 +26,25 @@ const MaxPathLen = 4096
 // returns it unchanged. Components are checked with ValidName. The error
 // wraps ErrBadPath and quotes p.
 func CleanPath(p string) (string, error) {
+	if plainPath(p) {
+		return p, nil
+	}
+	if err := cleanPathFault(p); err != nil {
+		return "", err
+	}
+	return p, nil
+}
+
+// cleanPathFault is CleanPath's long way: the fault of p, or nil.
+func cleanPathFault(p string) error {
 	if p == "" {
-		return "", fmt.Errorf("%w: empty path", ErrBadPath)
+		return fmt.Errorf("%w: empty path", ErrBadPath)
 	}
 	if len(p) > MaxPathLen {
-		return "", fmt.Errorf("%w: path of %d bytes exceeds %d", ErrBadPath, len(p), MaxPathLen)
+		return fmt.Errorf("%w: path of %d bytes exceeds %d", ErrBadPath, len(p), MaxPathLen)
 	}
 	if p[0] == '/' {
-		return "", fmt.Errorf("%w: %q is absolute", ErrBadPath, p)
+		return fmt.Errorf("%w: %q is absolute", ErrBadPath, p)
 	}
 	rest := p
 	for rest != "" {
@@ -40,16 +52,43 @@ func CleanPath(p string) (string, error) {
 		if i := strings.IndexByte(rest, '/'); i >= 0 {
 			comp, rest = rest[:i], rest[i+1:]
 			if rest == "" {
-				return "", fmt.Errorf("%w: %q has a trailing slash", ErrBadPath, p)
+				return fmt.Errorf("%w: %q has a trailing slash", ErrBadPath, p)
 			}
 		} else {
 			rest = ""
 		}
 		if err := ValidName(comp); err != nil {
-			return "", fmt.Errorf("%w: in path %q", err, p)
+			return fmt.Errorf("%w: in path %q", err, p)
 		}
 	}
-	return p, nil
+	return nil
+}
+
+// plainPath reports, in one pass, that p is a path CleanPath accepts: its
+// usual answer, for the paths of a whole index or tree. Any doubt (a
+// component that is empty, "." or "..", or too long, a NUL, a path too
+// long, invalid UTF-8) sends CleanPath the long way, which names the fault.
+func plainPath(p string) bool {
+	if p == "" || len(p) > MaxPathLen {
+		return false
+	}
+	ascii := true
+	start := 0
+	for i := 0; i <= len(p); i++ {
+		if i < len(p) && p[i] != '/' {
+			ascii = ascii && p[i] < 0x80
+			if p[i] == 0 {
+				return false
+			}
+			continue
+		}
+		c := p[start:i]
+		if c == "" || c == "." || c == ".." || len(c) > MaxNameLen {
+			return false
+		}
+		start = i + 1
+	}
+	return ascii || utf8.ValidString(p)
 }
 
 // SplitPath returns the components of a path accepted by CleanPath.
