@@ -12,8 +12,7 @@ import (
 var _ = Describe("reviewing changes", func() {
 	var e *env
 	BeforeEach(func() {
-		e = newEnv()
-		e.ok("", "init")
+		e = newStoreEnv()
 		e.commit("put f.txt = \"one\\ntwo\\nthree\\n\"\n", "--advance", "main", "-m", "first line\n\nbody")
 		e.commit("put f.txt = \"one\\n2\\nthree\\n\"\nput bin = \"\\x00\\x01\"\n", "--advance", "main", "-m", "second")
 	})
