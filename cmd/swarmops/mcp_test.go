@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -193,5 +194,25 @@ func TestMCPLandWithACheckEjectsWhatFailsIt(t *testing.T) {
 	e := env["error"].(map[string]any)
 	if e["code"] != "E_CHECK_FAILED" || e["exit_status"] != float64(4) || e["output"] != "found BAD\n" {
 		t.Fatalf("land bad: %v, want E_CHECK_FAILED with exit status 4 and the output", e)
+	}
+}
+
+// TestAppendNumAddsOnlyAPositiveValue: a tool's count or position goes on
+// the command line only when above zero, where zero means the command's
+// default.
+func TestAppendNumAddsOnlyAPositiveValue(t *testing.T) {
+	for _, c := range []struct {
+		got, want []string
+	}{
+		{appendNum(nil, "-n", 0), nil},
+		{appendNum(nil, "-n", -2), nil},
+		{appendNum(nil, "-n", 1), []string{"-n", "1"}},
+		{appendNum([]string{"--agent", "a"}, "-n", 3), []string{"--agent", "a", "-n", "3"}},
+		{appendNum(nil, "--from", uint64(0)), nil},
+		{appendNum(nil, "--from", uint64(1)<<40), []string{"--from", "1099511627776"}},
+	} {
+		if !slices.Equal(c.got, c.want) {
+			t.Errorf("got %q, want %q", c.got, c.want)
+		}
 	}
 }
