@@ -285,33 +285,23 @@ func (l *loader) options(sc *Scenario, n *yaml.Node) error {
 	if err != nil {
 		return err
 	}
-	if v := of["checkpoint_every"]; v != nil {
-		x, err := l.integer(v, "checkpoint_every", 1, 1<<20)
-		if err != nil {
-			return err
+	for _, o := range []struct {
+		key      string
+		min, max int64
+		set      func(int64)
+	}{
+		{"checkpoint_every", 1, 1 << 20, func(x int64) { sc.Options.CheckpointEvery = int(x) }},
+		{"checkpoint_bytes", 1, 1 << 40, func(x int64) { sc.Options.CheckpointBytes = x }},
+		{"inline_threshold", 1, 1 << 30, func(x int64) { sc.Options.InlineThreshold = int(x) }},
+		{"segment_size", 512, 1 << 40, func(x int64) { sc.Options.SegmentSize = x }},
+	} {
+		if v := of[o.key]; v != nil {
+			x, err := l.integer(v, o.key, o.min, o.max)
+			if err != nil {
+				return err
+			}
+			o.set(x)
 		}
-		sc.Options.CheckpointEvery = int(x)
-	}
-	if v := of["checkpoint_bytes"]; v != nil {
-		x, err := l.integer(v, "checkpoint_bytes", 1, 1<<40)
-		if err != nil {
-			return err
-		}
-		sc.Options.CheckpointBytes = x
-	}
-	if v := of["inline_threshold"]; v != nil {
-		x, err := l.integer(v, "inline_threshold", 1, 1<<30)
-		if err != nil {
-			return err
-		}
-		sc.Options.InlineThreshold = int(x)
-	}
-	if v := of["segment_size"]; v != nil {
-		x, err := l.integer(v, "segment_size", 512, 1<<40)
-		if err != nil {
-			return err
-		}
-		sc.Options.SegmentSize = x
 	}
 	return nil
 }

@@ -98,3 +98,22 @@ func TestCheckpointStep(t *testing.T) {
 		t.Errorf("steps %+v", sc.Steps)
 	}
 }
+
+// TestOptionsLoadIntoTheStoreOptions: each store option a scenario sets
+// reaches its field, and one out of its range is refused naming it.
+func TestOptionsLoadIntoTheStoreOptions(t *testing.T) {
+	src := "name: x\nclaims: [C1]\noptions: {checkpoint_every: 3, checkpoint_bytes: 4096, inline_threshold: 64, segment_size: 1024}\nsteps:\n  - init:\n"
+	sc, err := Load("opts.yaml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := sc.Options
+	if o.CheckpointEvery != 3 || o.CheckpointBytes != 4096 || o.InlineThreshold != 64 || o.SegmentSize != 1024 {
+		t.Errorf("options = every %d, bytes %d, inline %d, segment %d; want 3, 4096, 64, 1024",
+			o.CheckpointEvery, o.CheckpointBytes, o.InlineThreshold, o.SegmentSize)
+	}
+	_, err = Load("opts.yaml", []byte(strings.Replace(src, "segment_size: 1024", "segment_size: 511", 1)))
+	if want := "segment_size = 511 is out of range [512, "; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("segment_size 511: got %v, want an error containing %q", err, want)
+	}
+}

@@ -97,18 +97,13 @@ func (s *boltStore) Commit(t *Txn) (Key, error) {
 // chain's generations are known from its positions, so the parent is not
 // read back; the refs are set once, at the end.
 func (s *boltStore) Load(chains [][]Txn) ([][]Key, error) {
-	order := interleave(chains)
-	for start := 0; start < len(order); start += 250000 {
-		batch := order[start:min(start+250000, len(order))]
+	ids, err := loadBatches(chains, 250000, func(batch []staged) error {
 		type kv struct{ k, v []byte }
 		recs := make([]kv, 0, len(batch))
 		dks := make([][]byte, 0, len(batch))
-		for _, p := range batch {
-			t := &chains[p[0]][p[1]]
-			if p[1] > 0 {
-				t.Parent, t.HasParent = chains[p[0]][p[1]-1].ID, true
-			}
-			recs = append(recs, kv{t.ID[:], encodeRecord(uint64(p[1]+1), t)})
+		for _, st := range batch {
+			t := st.t
+			recs = append(recs, kv{t.ID[:], encodeRecord(st.gen, t)})
 			dks = append(dks, append(append(make([]byte, 0, 64), t.Delta[:]...), t.ID[:]...))
 		}
 		sort.Slice(recs, func(i, j int) bool { return bytes.Compare(recs[i].k, recs[j].k) < 0 })
@@ -128,10 +123,14 @@ func (s *boltStore) Load(chains [][]Txn) ([][]Key, error) {
 			return nil
 		})
 		if err != nil {
-			return nil, fmt.Errorf("bbolt: load: %w", err)
+			return fmt.Errorf("bbolt: load: %w", err)
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	err = s.db.Update(func(tx *bolt.Tx) error {
 		for _, c := range chains {
 			if len(c) > 0 {
 				last := c[len(c)-1]
@@ -144,12 +143,6 @@ func (s *boltStore) Load(chains [][]Txn) ([][]Key, error) {
 	})
 	if err != nil {
 		return nil, fmt.Errorf("bbolt: load refs: %w", err)
-	}
-	ids := make([][]Key, len(chains))
-	for w, c := range chains {
-		for _, t := range c {
-			ids[w] = append(ids[w], t.ID)
-		}
 	}
 	return ids, nil
 }

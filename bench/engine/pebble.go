@@ -119,35 +119,28 @@ func (s *pebbleStore) Commit(t *Txn) (Key, error) {
 // Load writes batches of 50,000 changesets without syncing, then flushes
 // the memtable and syncs the WAL (Flush), which leaves the store durable.
 func (s *pebbleStore) Load(chains [][]Txn) ([][]Key, error) {
-	order := interleave(chains)
-	for start := 0; start < len(order); start += 50000 {
+	ids, err := loadBatches(chains, 50000, func(batch []staged) error {
 		b := s.db.NewBatch()
-		for _, p := range order[start:min(start+50000, len(order))] {
-			t := &chains[p[0]][p[1]]
-			if p[1] > 0 {
-				t.Parent, t.HasParent = chains[p[0]][p[1]-1].ID, true
-			}
-			b.Set(pk('c', t.ID[:]), encodeRecord(uint64(p[1]+1), t), nil)
+		defer b.Close()
+		for _, st := range batch {
+			t := st.t
+			b.Set(pk('c', t.ID[:]), encodeRecord(st.gen, t), nil)
 			b.Set(pk('d', t.Delta[:], t.ID[:]), nil, nil)
 			b.Set(pk('r', []byte(t.Ref)), t.ID[:], nil)
 		}
 		if err := b.Commit(pebble.NoSync); err != nil {
-			b.Close()
-			return nil, fmt.Errorf("pebble: load: %w", err)
+			return fmt.Errorf("pebble: load: %w", err)
 		}
-		b.Close()
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	if err := s.db.Flush(); err != nil {
 		return nil, fmt.Errorf("pebble: load flush: %w", err)
 	}
 	if err := s.db.LogData(nil, pebble.Sync); err != nil {
 		return nil, fmt.Errorf("pebble: load sync: %w", err)
-	}
-	ids := make([][]Key, len(chains))
-	for w, c := range chains {
-		for _, t := range c {
-			ids[w] = append(ids[w], t.ID)
-		}
 	}
 	return ids, nil
 }

@@ -120,52 +120,19 @@ func sqliteInsert(tx *sql.Tx, t *Txn) error {
 // Load inserts in transactions of 20,000 changesets, with the same
 // statements as Commit.
 func (s *sqliteStore) Load(chains [][]Txn) ([][]Key, error) {
-	ids := make([][]Key, len(chains))
-	order := interleave(chains)
-	for start := 0; start < len(order); start += 20000 {
+	return loadBatches(chains, 20000, func(batch []staged) error {
 		tx, err := s.db.Begin()
 		if err != nil {
-			return nil, mapSQLite(err)
+			return mapSQLite(err)
 		}
-		end := min(start+20000, len(order))
-		for _, p := range order[start:end] {
-			t := &chains[p[0]][p[1]]
-			if p[1] > 0 {
-				t.Parent, t.HasParent = chains[p[0]][p[1]-1].ID, true
-			}
-			if err := sqliteInsert(tx, t); err != nil {
+		for _, st := range batch {
+			if err := sqliteInsert(tx, st.t); err != nil {
 				tx.Rollback()
-				return nil, err
+				return err
 			}
 		}
-		if err := tx.Commit(); err != nil {
-			return nil, mapSQLite(err)
-		}
-	}
-	for w, c := range chains {
-		for _, t := range c {
-			ids[w] = append(ids[w], t.ID)
-		}
-	}
-	return ids, nil
-}
-
-// interleave lists (chain, position) pairs round-robin over the chains, the
-// order in which concurrent writers would have committed them.
-func interleave(chains [][]Txn) [][2]int {
-	var out [][2]int
-	for i := 0; ; i++ {
-		any := false
-		for w := range chains {
-			if i < len(chains[w]) {
-				out = append(out, [2]int{w, i})
-				any = true
-			}
-		}
-		if !any {
-			return out
-		}
-	}
+		return mapSQLite(tx.Commit())
+	})
 }
 
 func (s *sqliteStore) Head(ref string) (Key, bool, error) {

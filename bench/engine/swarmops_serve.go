@@ -13,6 +13,7 @@ import (
 	"sync"
 	"syscall"
 
+	"github.com/swarmops/swarmops/bench/internal/envelope"
 	"github.com/swarmops/swarmops/core"
 	"github.com/swarmops/swarmops/core/objects"
 	"github.com/swarmops/swarmops/server"
@@ -169,33 +170,22 @@ func (s *serveStore) release(c *server.Client) {
 	s.mu.Unlock()
 }
 
-// envelope is the CLI's JSON answer.
-type envelope struct {
-	OK    bool            `json:"ok"`
-	Data  json.RawMessage `json:"data"`
-	Error *struct {
-		Code    string  `json:"code"`
-		Message string  `json:"message"`
-		Current *string `json:"current"`
-	} `json:"error"`
-}
-
 // run sends one invocation to the server and decodes its envelope.
-func (s *serveStore) run(stdin string, args ...string) (envelope, error) {
+func (s *serveStore) run(stdin string, args ...string) (envelope.Envelope, error) {
 	var out bytes.Buffer
 	c, err := s.client()
 	if err != nil {
-		return envelope{}, fmt.Errorf("swarmops-serve: %w", err)
+		return envelope.Envelope{}, fmt.Errorf("swarmops-serve: %w", err)
 	}
 	_, err = c.Run(&server.Request{Args: append(args, "--json"), Cwd: "/", Env: map[string]string{"SWARMOPS_STORE": s.dir},
 		StdinInline: true, Stdin: []byte(stdin)}, nil, &out, io.Discard)
 	s.release(c)
 	if err != nil {
-		return envelope{}, fmt.Errorf("swarmops-serve: %w", err)
+		return envelope.Envelope{}, fmt.Errorf("swarmops-serve: %w", err)
 	}
-	var env envelope
+	var env envelope.Envelope
 	if err := json.Unmarshal(out.Bytes(), &env); err != nil {
-		return envelope{}, fmt.Errorf("swarmops-serve: %q: %w", out.String(), err)
+		return envelope.Envelope{}, fmt.Errorf("swarmops-serve: %q: %w", out.String(), err)
 	}
 	if !env.OK {
 		return env, s.mapErr(env)
@@ -203,7 +193,7 @@ func (s *serveStore) run(stdin string, args ...string) (envelope, error) {
 	return env, nil
 }
 
-func (s *serveStore) mapErr(env envelope) error {
+func (s *serveStore) mapErr(env envelope.Envelope) error {
 	e := env.Error
 	switch e.Code {
 	case "E_CONFLICT":

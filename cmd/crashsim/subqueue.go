@@ -136,15 +136,13 @@ func (e *cliEnv) queuePoint(ctx context.Context, tmp, base string, want []string
 // its first is a tip the check logged as passed; with want, main's tree
 // holds exactly those paths and no entry is pending.
 func queueOracle(root string, want []string) []string {
-	s, err := core.Open(filepath.Join(root, "store"), core.Options{})
-	if err != nil {
-		return []string{"the store does not open: " + err.Error()}
-	}
-	defer s.Close()
-	sn, err := s.Snapshot()
-	if err != nil {
-		return []string{err.Error()}
-	}
+	return inCrashedStore(filepath.Join(root, "store"), "the store does not open: ", func(_ *core.Store, sn *core.Snapshot) []string {
+		return queueChecks(root, sn, want)
+	})
+}
+
+// queueChecks are queueOracle's checks of a snapshot of the store.
+func queueChecks(root string, sn *core.Snapshot, want []string) []string {
 	b, _ := os.ReadFile(filepath.Join(root, "passed.log"))
 	passed := strings.Fields(string(b))
 	moves, err := sn.RefLog("main")
@@ -186,6 +184,22 @@ func queueOracle(root string, want []string) []string {
 		vs = append(vs, fmt.Sprintf("main holds %v, want %v", got, want))
 	}
 	return vs
+}
+
+// inCrashedStore opens the store a crash left and runs check on it and a
+// snapshot of it; a store that does not open (openFail, then why) or gives
+// no snapshot is the one violation.
+func inCrashedStore(store, openFail string, check func(s *core.Store, sn *core.Snapshot) []string) []string {
+	s, err := core.Open(store, core.Options{})
+	if err != nil {
+		return []string{openFail + err.Error()}
+	}
+	defer s.Close()
+	sn, err := s.Snapshot()
+	if err != nil {
+		return []string{err.Error()}
+	}
+	return check(s, sn)
 }
 
 // jsonData decodes a result's data into v.

@@ -180,15 +180,13 @@ func (e *cliEnv) serveClient(ctx context.Context, store string, i int) []string 
 // serveOracle checks the store a crashed server left against what its
 // clients were told (acks[i]: agent i+1's acknowledged commits, in order).
 func serveOracle(store string, acks [serveAgents][]string) []string {
-	s, err := core.Open(store, core.Options{})
-	if err != nil {
-		return []string{"C1: the store does not open after the crash: " + err.Error()}
-	}
-	defer s.Close()
-	sn, err := s.Snapshot()
-	if err != nil {
-		return []string{err.Error()}
-	}
+	return inCrashedStore(store, "C1: the store does not open after the crash: ", func(s *core.Store, sn *core.Snapshot) []string {
+		return serveChecks(s, sn, acks)
+	})
+}
+
+// serveChecks are serveOracle's checks of the store and a snapshot of it.
+func serveChecks(s *core.Store, sn *core.Snapshot, acks [serveAgents][]string) []string {
 	var vs []string
 	for i, ids := range acks {
 		for _, id := range ids {

@@ -125,6 +125,26 @@ func newEnv() *env {
 	return &env{root: root, store: filepath.Join(root, "store")}
 }
 
+// newStoreEnv is a workspace with an empty store made by `swarmops init`.
+func newStoreEnv() *env {
+	GinkgoHelper()
+	e := newEnv()
+	e.ok("", "init")
+	return e
+}
+
+// openSegment opens the store's first journal segment for writing, and
+// returns it with the durable offset info reports: where the acknowledged
+// frames end.
+func (e *env) openSegment() (*os.File, int64) {
+	GinkgoHelper()
+	info := e.ok("", "info").(map[string]any)
+	end := int64(info["durable_offset"].(float64))
+	f, err := os.OpenFile(filepath.Join(e.store, "journal", "seg-000000000001"), os.O_RDWR, 0)
+	Expect(err).NotTo(HaveOccurred())
+	return f, end
+}
+
 // baseEnv strips the caller's SWARMOPS_* settings so they cannot leak in.
 func baseEnv() []string {
 	var out []string

@@ -37,8 +37,7 @@ var _ = Describe("swarmops", func() {
 		m1, m2 string
 	)
 	BeforeEach(func() {
-		e = newEnv()
-		e.ok("", "init")
+		e = newStoreEnv()
 		m1 = e.commit(list1, "--advance", "main", "-m", "first", "--agent", "tester")
 		m2 = e.commit(list2, "--advance", "main", "-m", "second", "--agent", "tester")
 	})
@@ -551,14 +550,10 @@ var _ = Describe("swarmops", func() {
 			Expect(crashed).To(BeNumerically(">", 0), "no run reached its crash point")
 		})
 		It("cuts a torn tail after a power loss and says so with E_REPAIRED, then finds nothing", func() {
-			info := e.ok("", "info").(map[string]any)
-			end := int64(info["durable_offset"].(float64))
-			seg := filepath.Join(e.store, "journal", "seg-000000000001")
-			f, err := os.OpenFile(seg, os.O_RDWR, 0)
-			Expect(err).NotTo(HaveOccurred())
+			f, end := e.openSegment()
 			// Half-written bytes past the last acknowledged frame, and a
 			// state file that did not survive: what a power loss leaves.
-			_, err = f.WriteAt([]byte(strings.Repeat("\x07", 300)), end)
+			_, err := f.WriteAt([]byte(strings.Repeat("\x07", 300)), end)
 			Expect(err).NotTo(HaveOccurred())
 			Expect(f.Close()).To(Succeed())
 			st := filepath.Join(e.store, "state")
@@ -573,13 +568,9 @@ var _ = Describe("swarmops", func() {
 			e.ok("", "verify", "--deep")
 		})
 		It("finds corruption inside the acknowledged prefix: verify and recover say E_CORRUPT", func() {
-			info := e.ok("", "info").(map[string]any)
-			end := int64(info["durable_offset"].(float64))
-			seg := filepath.Join(e.store, "journal", "seg-000000000001")
-			f, err := os.OpenFile(seg, os.O_RDWR, 0)
-			Expect(err).NotTo(HaveOccurred())
+			f, end := e.openSegment()
 			buf := make([]byte, end)
-			_, err = f.ReadAt(buf, 0)
+			_, err := f.ReadAt(buf, 0)
 			Expect(err).NotTo(HaveOccurred())
 			// Flip one byte in the middle of the last frame.
 			off := end - 200

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"strconv"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -194,9 +193,7 @@ func newMCPServer(run runner, agent string, global []string) *mcp.Server {
 	})
 	tool(s, run, global, "land", "Land a changeset's changes onto a ref (three-way merge; re-merges after a lost race); text files merge by lines; E_CONFLICT lists the paths and their conflicting hunks; with check, only a tree the check passes on is published (merge queue, batched with concurrent lands)", func(in landIn) call {
 		c := call{cmd: []string{"land"}, flags: []string{"--onto", in.Onto}, pos: []string{in.Change}}
-		if in.MaxAttempts > 0 {
-			c.flags = append(c.flags, "--max-attempts", strconv.Itoa(in.MaxAttempts))
-		}
+		c.flags = appendNum(c.flags, "--max-attempts", in.MaxAttempts)
 		c.flags = appendIf(c.flags, "--agent", orAgent(in.Agent))
 		c.flags = appendIf(c.flags, "-m", in.Message)
 		c.flags = appendIf(c.flags, "--check", in.Check)
@@ -235,11 +232,7 @@ func newMCPServer(run runner, agent string, global []string) *mcp.Server {
 // and ls.
 func addReadTools(s *mcp.Server, run runner, global []string) {
 	tool(s, run, global, "log", "First-parent history from a revision (default main)", func(in logIn) call {
-		c := call{cmd: []string{"log"}, pos: appendArg(nil, in.Rev)}
-		if in.N > 0 {
-			c.flags = []string{"-n", strconv.Itoa(in.N)}
-		}
-		return c
+		return call{cmd: []string{"log"}, flags: appendNum(nil, "-n", in.N), pos: appendArg(nil, in.Rev)}
 	})
 	tool(s, run, global, "show", "A changeset and its changes against its first parent", func(in revIn) call {
 		return call{cmd: []string{"show"}, pos: []string{in.Rev}}
@@ -300,6 +293,15 @@ func appendFlag(args []string, flag string, on bool) []string {
 		return append(args, flag)
 	}
 	return args
+}
+
+// appendNum adds flag with v when v is above zero (zero: the command's
+// default).
+func appendNum[N int | uint64](args []string, flag string, v N) []string {
+	if v <= 0 {
+		return args
+	}
+	return append(args, flag, fmt.Sprint(v))
 }
 
 func appendArg(args []string, v string) []string {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"io"
 	"slices"
 	"strconv"
 	"strings"
@@ -79,15 +78,7 @@ number SEQ. Any id can be given to 'swarmops undo'.`,
 				if !reverse {
 					slices.Reverse(ms)
 				}
-				out := make([]map[string]any, len(ms))
-				for i, m := range ms {
-					out[i] = moveJSON(m)
-				}
-				a.ok(out, func(w io.Writer) {
-					for _, m := range ms {
-						fmt.Fprintln(w, moveText(m))
-					}
-				})
+				okEach(a, ms, moveJSON, moveText)
 				return nil
 			})
 		}),

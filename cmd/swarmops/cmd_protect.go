@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"io"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -79,18 +78,14 @@ func (a *app) listProtected(sn *core.Snapshot, prefix string) error {
 	if err != nil {
 		return err
 	}
-	out := []map[string]any{}
 	var shown []core.Protection
 	for _, p := range ps {
 		if strings.HasPrefix(p.Pattern, prefix) {
-			out = append(out, map[string]any{"pattern": p.Pattern, "seq": p.Seq})
 			shown = append(shown, p)
 		}
 	}
-	a.ok(out, func(w io.Writer) {
-		for _, p := range shown {
-			fmt.Fprintln(w, p.Pattern)
-		}
-	})
+	okEach(a, shown, func(p core.Protection) map[string]any {
+		return map[string]any{"pattern": p.Pattern, "seq": p.Seq}
+	}, func(p core.Protection) string { return p.Pattern })
 	return nil
 }

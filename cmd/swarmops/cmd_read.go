@@ -226,18 +226,14 @@ func (a *app) lsCmd() *cobra.Command {
 				if err != nil {
 					return pathNotFound(rev, path, err)
 				}
-				out := make([]map[string]any, len(ents))
-				for i, e := range ents {
-					out[i] = map[string]any{"name": e.Name, "mode": fmt.Sprintf("%06o", uint32(e.Mode)), "id": e.ID.String(), "type": entryType(e.Mode)}
-				}
-				a.ok(out, func(w io.Writer) {
-					for _, e := range ents {
-						suffix := ""
-						if e.Mode == objects.ModeDir {
-							suffix = "/"
-						}
-						fmt.Fprintf(w, "%06o %s %s%s\n", uint32(e.Mode), e.ID, e.Name, suffix)
+				okEach(a, ents, func(e objects.Entry) map[string]any {
+					return map[string]any{"name": e.Name, "mode": fmt.Sprintf("%06o", uint32(e.Mode)), "id": e.ID.String(), "type": entryType(e.Mode)}
+				}, func(e objects.Entry) string {
+					suffix := ""
+					if e.Mode == objects.ModeDir {
+						suffix = "/"
 					}
+					return fmt.Sprintf("%06o %s %s%s", uint32(e.Mode), e.ID, e.Name, suffix)
 				})
 				return nil
 			})

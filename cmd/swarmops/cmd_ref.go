@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"io"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -126,15 +125,9 @@ func (a *app) refListCmd() *cobra.Command {
 						refs = append(refs, r)
 					}
 				}
-				out := make([]map[string]any, len(refs))
-				for i, r := range refs {
-					out[i] = map[string]any{"name": r.Name, "id": r.ID.String()}
-				}
-				a.ok(out, func(w io.Writer) {
-					for _, r := range refs {
-						fmt.Fprintf(w, "%s %s\n", r.ID, r.Name)
-					}
-				})
+				okEach(a, refs, func(r core.RefEntry) map[string]any {
+					return map[string]any{"name": r.Name, "id": r.ID.String()}
+				}, func(r core.RefEntry) string { return fmt.Sprintf("%s %s", r.ID, r.Name) })
 				return nil
 			})
 		}),
@@ -155,15 +148,11 @@ func (a *app) refLogCmd() *cobra.Command {
 				if err != nil {
 					return refNotFound(sn, args[0], err)
 				}
-				out := make([]map[string]any, len(entries))
-				for i, e := range entries {
-					out[i] = map[string]any{"seq": e.Seq, "old": idOrNull(e.Old), "new": idOrNull(e.New), "time": fmtTime(e.Time),
+				okEach(a, entries, func(e core.RefLogEntry) map[string]any {
+					return map[string]any{"seq": e.Seq, "old": idOrNull(e.Old), "new": idOrNull(e.New), "time": fmtTime(e.Time),
 						"agent": e.Agent, "op": e.Op.String()}
-				}
-				a.ok(out, func(w io.Writer) {
-					for _, e := range entries {
-						fmt.Fprintf(w, "%d %s %s -> %s\n", e.Seq, fmtTime(e.Time), idText(e.Old), idText(e.New))
-					}
+				}, func(e core.RefLogEntry) string {
+					return fmt.Sprintf("%d %s %s -> %s", e.Seq, fmtTime(e.Time), idText(e.Old), idText(e.New))
 				})
 				return nil
 			})

@@ -218,16 +218,15 @@ func classify(err error) *cliError {
 		out.extra["offset"] = corrupt.Offset
 	case errors.Is(err, core.ErrCorrupt):
 		out.kind = kindCorrupt
-	case errors.As(err, &noStore) && errors.Is(err, core.ErrNotStore):
-		out.kind = kindNotStore
+	case errors.As(err, &noStore) && (errors.Is(err, core.ErrNotStore) || errors.Is(err, core.ErrExist)):
+		out.kind = kindExists
+		if errors.Is(err, core.ErrNotStore) {
+			out.kind = kindNotStore
+		}
 		out.msg, out.hint = noStore.message(), noStore.hint()
 		out.subject["store"] = noStore.dir
 	case errors.Is(err, core.ErrNotStore):
 		out.kind = kindNotStore
-	case errors.As(err, &noStore) && errors.Is(err, core.ErrExist):
-		out.kind = kindExists
-		out.msg, out.hint = noStore.message(), noStore.hint()
-		out.subject["store"] = noStore.dir
 	case errors.Is(err, core.ErrExist):
 		out.kind = kindExists
 	case errors.As(err, &notFound) && errors.Is(err, core.ErrNotFound):

@@ -65,8 +65,7 @@ var _ = Describe("the first hour: a missing store", func() {
 var _ = Describe("the first hour: log on a fresh store", func() {
 	var e *env
 	BeforeEach(func() {
-		e = newEnv()
-		e.ok("", "init")
+		e = newStoreEnv()
 	})
 	It("prints nothing and exits 0, as git and jj do for an empty history", func() {
 		r := e.run("", "log")
@@ -86,8 +85,7 @@ var _ = Describe("the first hour: log on a fresh store", func() {
 var _ = Describe("the first hour: typos", func() {
 	var e *env
 	BeforeEach(func() {
-		e = newEnv()
-		e.ok("", "init")
+		e = newStoreEnv()
 		e.commit("put a = \"1\"\n", "--advance", "main")
 	})
 	DescribeTable("get a did-you-mean hint, and the suggestions as a list in JSON",
@@ -119,8 +117,7 @@ var _ = Describe("the first hour: typos", func() {
 var _ = Describe("the first hour: E_NOT_FOUND", func() {
 	var e *env
 	BeforeEach(func() {
-		e = newEnv()
-		e.ok("", "init")
+		e = newStoreEnv()
 		e.commit("put src/b.go = \"1\"\n", "--advance", "main")
 	})
 	DescribeTable("names what was missing in a field of its own and in the user's terms",
@@ -176,8 +173,7 @@ var _ = Describe("the first hour: messages", func() {
 var _ = Describe("the first hour: a non-ASCII ref name", func() {
 	var e *env
 	BeforeEach(func() {
-		e = newEnv()
-		e.ok("", "init")
+		e = newStoreEnv()
 	})
 	It("is reported with the character it holds and its byte offset", func() {
 		er := e.run("", "ref", "create", "añb", "main", "--json").Err()

@@ -9,8 +9,7 @@ var _ = Describe("land --check", func() {
 	var e *env
 	const check = "if test -e BAD; then echo marker BAD found; exit 3; fi"
 	BeforeEach(func() {
-		e = newEnv()
-		e.ok("", "init")
+		e = newStoreEnv()
 		e.commit("put a.txt = \"a\\n\"\n", "--advance", "main", "--create", "-m", "first")
 	})
 

@@ -71,8 +71,7 @@ var _ = Describe("export --git and import --git", func() {
 		if _, err := exec.LookPath("git"); err != nil {
 			Skip("git is not on PATH: export and import drive git itself")
 		}
-		e = newEnv()
-		e.ok("", "init")
+		e = newStoreEnv()
 		repo = filepath.Join(e.root, "src")
 		Expect(os.MkdirAll(filepath.Join(repo, "bin"), 0o755)).To(Succeed())
 		gitIn(repo, "", "init", "-q")

@@ -46,12 +46,8 @@ func addOpLogTools(s *mcp.Server, run runner, global []string, orAgent func(stri
 		c := call{cmd: []string{"op", "log"}}
 		c.flags = appendIf(c.flags, "--agent", in.Agent)
 		c.flags = appendIf(c.flags, "--ref", in.Ref)
-		if in.N > 0 {
-			c.flags = append(c.flags, "-n", strconv.Itoa(in.N))
-		}
-		if in.From > 0 {
-			c.flags = append(c.flags, "--from", strconv.FormatUint(in.From, 10))
-		}
+		c.flags = appendNum(c.flags, "-n", in.N)
+		c.flags = appendNum(c.flags, "--from", in.From)
 		c.flags = appendFlag(c.flags, "--reverse", in.Reverse)
 		return c
 	})

@@ -55,6 +55,10 @@ func TestMCPSubscribersReceiveARefEventAfterACommit(t *testing.T) {
 	if err != nil || len(res.Contents) != 1 || !strings.Contains(res.Contents[0].Text, `"agent":"a9"`) {
 		t.Fatalf("read swarmops://refs/main: %v, %v", res, err)
 	}
+	// Two commits or more moved main: op_log's n keeps the newest.
+	if env, _ := callTool(t, cs, "op_log", map[string]any{"n": 1}); len(env["data"].([]any)) != 1 {
+		t.Fatalf("op_log n 1: %v, want one move", env["data"])
+	}
 }
 
 // TestMCPWatchIsALongPollThatResumesExactly: the watch tool waits for the

@@ -13,16 +13,8 @@ import (
 // stdio, driven by the SDK's own client.
 var _ = Describe("swarmops mcp over stdio", func() {
 	It("lists its tools, commits, and reports a lost compare-and-swap with the CLI's code", func() {
-		e := newEnv()
-		e.ok("", "init")
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		c := e.cmd("", "mcp", "--agent", "a7")
-		c.Stdin = nil // the transport owns the child's stdin and stdout
-		cs, err := mcp.NewClient(&mcp.Implementation{Name: "spec"}, nil).
-			Connect(ctx, &mcp.CommandTransport{Command: c}, nil)
-		Expect(err).NotTo(HaveOccurred())
-		defer cs.Close()
+		e := newStoreEnv()
+		ctx, cs := stdioMCP(e, "a7", nil)
 		tools, err := cs.ListTools(ctx, nil)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(len(tools.Tools)).To(BeNumerically(">=", 12))
@@ -45,3 +37,19 @@ var _ = Describe("swarmops mcp over stdio", func() {
 		Expect(logs[0].(map[string]any)["agent"]).To(Equal("a7"))
 	})
 })
+
+// stdioMCP starts `swarmops mcp --agent AGENT` in e's workspace and
+// connects the SDK's client (configured by opts, nil for none) to it over
+// stdio; the session closes, and its context (a minute long) ends, when
+// the spec does.
+func stdioMCP(e *env, agent string, opts *mcp.ClientOptions) (context.Context, *mcp.ClientSession) {
+	GinkgoHelper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	DeferCleanup(cancel)
+	c := e.cmd("", "mcp", "--agent", agent)
+	c.Stdin = nil // the transport owns the child's stdin and stdout
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "spec"}, opts).Connect(ctx, &mcp.CommandTransport{Command: c}, nil)
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(func() { cs.Close() }) // as a deferred Close, its error is not the spec's
+	return ctx, cs
+}

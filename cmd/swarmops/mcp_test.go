@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -65,6 +66,17 @@ func callTool(t *testing.T, cs *mcp.ClientSession, name string, args map[string]
 	return env, !res.IsError
 }
 
+// commitTool calls the commit tool with args, which must succeed, and
+// returns the new changeset's id.
+func commitTool(t *testing.T, cs *mcp.ClientSession, args map[string]any) string {
+	t.Helper()
+	env, ok := callTool(t, cs, "commit", args)
+	if !ok {
+		t.Fatalf("commit: %v", env)
+	}
+	return env["data"].(map[string]any)["id"].(string)
+}
+
 func TestMCPToolsCommitLandAndReportConflictsLikeTheCLI(t *testing.T) {
 	cs, _ := mcpSession(t)
 	tools, err := cs.ListTools(context.Background(), nil)
@@ -84,19 +96,15 @@ func TestMCPToolsCommitLandAndReportConflictsLikeTheCLI(t *testing.T) {
 		t.Fatalf("tools: %s, want %s", got, want)
 	}
 
-	env, ok := callTool(t, cs, "commit", map[string]any{"changes": "put f.txt = \"base\\n\"\n", "advance": "main", "message": "base"})
-	if !ok {
-		t.Fatalf("commit: %v", env)
-	}
-	base := env["data"].(map[string]any)["id"].(string)
+	base := commitTool(t, cs, map[string]any{"changes": "put f.txt = \"base\\n\"\n", "advance": "main", "message": "base"})
 	// Two agents change f.txt from the same base; the first lands, the
 	// second conflicts with the path named, as the CLI reports it.
-	a, _ := callTool(t, cs, "commit", map[string]any{"changes": "put f.txt = \"one\\n\"\n", "parents": []any{base}})
-	b, _ := callTool(t, cs, "commit", map[string]any{"changes": "put f.txt = \"two\\n\"\n", "parents": []any{base}})
-	if env, ok := callTool(t, cs, "land", map[string]any{"change": a["data"].(map[string]any)["id"], "onto": "main"}); !ok {
+	a := commitTool(t, cs, map[string]any{"changes": "put f.txt = \"one\\n\"\n", "parents": []any{base}})
+	b := commitTool(t, cs, map[string]any{"changes": "put f.txt = \"two\\n\"\n", "parents": []any{base}})
+	if env, ok := callTool(t, cs, "land", map[string]any{"change": a, "onto": "main"}); !ok {
 		t.Fatalf("land a: %v", env)
 	}
-	env, ok = callTool(t, cs, "land", map[string]any{"change": b["data"].(map[string]any)["id"], "onto": "main"})
+	env, ok := callTool(t, cs, "land", map[string]any{"change": b, "onto": "main"})
 	if ok {
 		t.Fatalf("land b succeeded: %v", env)
 	}
@@ -171,24 +179,40 @@ func TestMCPUpdateAndResolveTools(t *testing.T) {
 
 func TestMCPLandWithACheckEjectsWhatFailsIt(t *testing.T) {
 	cs, _ := mcpSession(t)
-	env, ok := callTool(t, cs, "commit", map[string]any{"changes": "put f.txt = \"base\\n\"\n", "advance": "main", "message": "base"})
-	if !ok {
-		t.Fatalf("commit: %v", env)
-	}
-	base := env["data"].(map[string]any)["id"].(string)
-	good, _ := callTool(t, cs, "commit", map[string]any{"changes": "put g.txt = \"good\\n\"\n", "parents": []any{base}})
-	bad, _ := callTool(t, cs, "commit", map[string]any{"changes": "put BAD = \"bad\\n\"\n", "parents": []any{base}})
+	base := commitTool(t, cs, map[string]any{"changes": "put f.txt = \"base\\n\"\n", "advance": "main", "message": "base"})
+	good := commitTool(t, cs, map[string]any{"changes": "put g.txt = \"good\\n\"\n", "parents": []any{base}})
+	bad := commitTool(t, cs, map[string]any{"changes": "put BAD = \"bad\\n\"\n", "parents": []any{base}})
 	check := "if test -e BAD; then echo found BAD; exit 4; fi"
-	env, ok = callTool(t, cs, "land", map[string]any{"change": good["data"].(map[string]any)["id"], "onto": "main", "check": check, "check_timeout": "1m"})
+	env, ok := callTool(t, cs, "land", map[string]any{"change": good, "onto": "main", "check": check, "check_timeout": "1m"})
 	if !ok || env["data"].(map[string]any)["checks"] != float64(1) {
 		t.Fatalf("land good: %v", env)
 	}
-	env, ok = callTool(t, cs, "land", map[string]any{"change": bad["data"].(map[string]any)["id"], "onto": "main", "check": check})
+	env, ok = callTool(t, cs, "land", map[string]any{"change": bad, "onto": "main", "check": check})
 	if ok {
 		t.Fatalf("land bad succeeded: %v", env)
 	}
 	e := env["error"].(map[string]any)
 	if e["code"] != "E_CHECK_FAILED" || e["exit_status"] != float64(4) || e["output"] != "found BAD\n" {
 		t.Fatalf("land bad: %v, want E_CHECK_FAILED with exit status 4 and the output", e)
+	}
+}
+
+// TestAppendNumAddsOnlyAPositiveValue: a tool's count or position goes on
+// the command line only when above zero, where zero means the command's
+// default.
+func TestAppendNumAddsOnlyAPositiveValue(t *testing.T) {
+	for _, c := range []struct {
+		got, want []string
+	}{
+		{appendNum(nil, "-n", 0), nil},
+		{appendNum(nil, "-n", -2), nil},
+		{appendNum(nil, "-n", 1), []string{"-n", "1"}},
+		{appendNum([]string{"--agent", "a"}, "-n", 3), []string{"--agent", "a", "-n", "3"}},
+		{appendNum(nil, "--from", uint64(0)), nil},
+		{appendNum(nil, "--from", uint64(1)<<40), []string{"--from", "1099511627776"}},
+	} {
+		if !slices.Equal(c.got, c.want) {
+			t.Errorf("got %q, want %q", c.got, c.want)
+		}
 	}
 }

@@ -19,8 +19,7 @@ import (
 var _ = Describe("the operation log", func() {
 	var e *env
 	BeforeEach(func() {
-		e = newEnv()
-		e.ok("", "init")
+		e = newStoreEnv()
 		e.commit("put a = \"1\"\n", "--advance", "main", "--create", "--agent", "ann")
 		e.commit("put a = \"2\"\n", "--advance", "main", "--agent", "bob")
 	})
@@ -224,18 +223,11 @@ func opLogOldestFirst(e *env) []string {
 // stdio, the SDK's client subscribed to main.
 var _ = Describe("swarmops mcp over stdio", func() {
 	It("notifies a subscriber of main's move after a commit --advance", func() {
-		e := newEnv()
-		e.ok("", "init")
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
+		e := newStoreEnv()
 		events := make(chan *mcp.ResourceUpdatedNotificationParams, 16)
-		c := e.cmd("", "mcp", "--agent", "a8")
-		c.Stdin = nil
-		cs, err := mcp.NewClient(&mcp.Implementation{Name: "spec"}, &mcp.ClientOptions{
+		ctx, cs := stdioMCP(e, "a8", &mcp.ClientOptions{
 			ResourceUpdatedHandler: func(_ context.Context, req *mcp.ResourceUpdatedNotificationRequest) { events <- req.Params },
-		}).Connect(ctx, &mcp.CommandTransport{Command: c}, nil)
-		Expect(err).NotTo(HaveOccurred())
-		defer cs.Close()
+		})
 		Expect(cs.Subscribe(ctx, &mcp.SubscribeParams{URI: "swarmops://moves"})).To(Succeed())
 		// The SDK's Subscribe returns before the server registers the
 		// subscription: commit until a notification comes.

@@ -9,8 +9,7 @@ var _ = Describe("protected refs", func() {
 	var e *env
 	var m1 string
 	BeforeEach(func() {
-		e = newEnv()
-		e.ok("", "init")
+		e = newStoreEnv()
 		m1 = e.commit("put a.txt = \"a\\n\"\n", "--advance", "main", "-m", "first")
 		e.commit("put b.txt = \"b\\n\"\n", "--advance", "main", "-m", "second")
 	})

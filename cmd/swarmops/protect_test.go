@@ -12,11 +12,7 @@ import (
 // E_PROTECTED and a hint to land, and land moves it.
 func TestMCPToolsRefuseToMoveAProtectedRefLikeTheCLI(t *testing.T) {
 	cs, store := mcpSession(t)
-	env, ok := callTool(t, cs, "commit", map[string]any{"changes": "put f.txt = \"base\\n\"\n", "advance": "main"})
-	if !ok {
-		t.Fatalf("commit: %v", env)
-	}
-	base := env["data"].(map[string]any)["id"].(string)
+	base := commitTool(t, cs, map[string]any{"changes": "put f.txt = \"base\\n\"\n", "advance": "main"})
 	getenv := inProcessEnv(store, false)
 	if code := run([]string{"ref", "protect", "main"}, strings.NewReader(""), io.Discard, io.Discard, getenv); code != 0 {
 		t.Fatalf("ref protect main: exit %d", code)
@@ -31,10 +27,9 @@ func TestMCPToolsRefuseToMoveAProtectedRefLikeTheCLI(t *testing.T) {
 			t.Fatalf("%s: %v, want E_PROTECTED for main with a hint to land", what, e)
 		}
 	}
-	env, ok = callTool(t, cs, "commit", map[string]any{"changes": "put f.txt = \"two\\n\"\n", "parents": []any{base}, "advance": "main"})
+	env, ok := callTool(t, cs, "commit", map[string]any{"changes": "put f.txt = \"two\\n\"\n", "parents": []any{base}, "advance": "main"})
 	refused("commit with advance", env, ok)
-	side, _ := callTool(t, cs, "commit", map[string]any{"changes": "put g.txt = \"g\\n\"\n", "parents": []any{base}})
-	sid := side["data"].(map[string]any)["id"].(string)
+	sid := commitTool(t, cs, map[string]any{"changes": "put g.txt = \"g\\n\"\n", "parents": []any{base}})
 	env, ok = callTool(t, cs, "ref_set", map[string]any{"name": "main", "new": sid, "expect": base})
 	refused("ref_set", env, ok)
 	if env, ok := callTool(t, cs, "land", map[string]any{"change": sid, "onto": "main"}); !ok {

@@ -19,8 +19,7 @@ var _ = Describe("a store without write access", func() {
 		if throughServer {
 			Skip("the server opened the store with write access; these specs are about a process that has none")
 		}
-		e = newEnv()
-		e.ok("", "init")
+		e = newStoreEnv()
 		m1 = e.commit("put a.txt = \"a\\n\"\n", "--advance", "main", "--create", "-m", "first")
 		m2 = e.commit("put b/c.txt = \"c\\n\"\n", "--parent", "main", "--advance", "main", "-m", "second")
 		side = e.commit("put s.txt = \"s\\n\"\n", "--parent", m1, "-m", "side")

@@ -38,9 +38,22 @@ var _ = Describe("commits onto a moved main", func() {
 		Expect(e.run("", "cat", "main:old.txt", "--json").Err()["code"]).To(Equal("E_NOT_FOUND"), "old.txt, deleted by agent-3's peer, is back")
 	}
 
+	// landKept lands agent/3 on main: every other agent's change is kept,
+	// and the shared registry reads reg.
+	landKept := func(reg string) {
+		GinkgoHelper()
+		e.ok("", "land", "agent/3", "--onto", "main")
+		expectOthersKept()
+		Expect(e.run("", "cat", "main:reg.txt").Stdout).To(Equal(reg))
+	}
+	// writeReg writes the work tree's copy of the shared registry.
+	writeReg := func(reg string) {
+		GinkgoHelper()
+		Expect(os.WriteFile(filepath.Join(wt, "reg.txt"), []byte(reg), 0o644)).To(Succeed())
+	}
+
 	BeforeEach(func() {
-		e = newEnv()
-		e.ok("", "init")
+		e = newStoreEnv()
 		e.commit("put one.txt = \"one\\n\"\nput old.txt = \"old\\n\"\nput reg.txt = \"slot 1: free\\n--\\nslot 3: free\\n--\\nslot 5: free\\n\"\n",
 			"--advance", "main", "-m", "base")
 		e.ok("", "ref", "create", "agent/3", "main")
@@ -50,15 +63,13 @@ var _ = Describe("commits onto a moved main", func() {
 
 	It("a merge recorded with --parent agent/3 --parent main keeps every other agent's landed change", func() {
 		Expect(os.WriteFile(filepath.Join(wt, "three.txt"), []byte("three\n"), 0o644)).To(Succeed())
-		Expect(os.WriteFile(filepath.Join(wt, "reg.txt"), []byte("slot 1: free\n--\nslot 3: free\n--\nslot 5: agent-3\n"), 0o644)).To(Succeed())
+		writeReg("slot 1: free\n--\nslot 3: free\n--\nslot 5: agent-3\n")
 		e.ok("", "commit", "--dir", wt, "--advance", "agent/3", "-m", "agent-3's work")
 		others()
 
 		e.ok("", "commit", "--dir", wt, "--parent", "agent/3", "--parent", "main", "--advance", "agent/3", "-m", "merge")
-		e.ok("", "land", "agent/3", "--onto", "main")
-		expectOthersKept()
+		landKept("slot 1: agent-1\n--\nslot 3: free\n--\nslot 5: agent-3\n")
 		Expect(e.run("", "cat", "main:three.txt").Stdout).To(Equal("three\n"))
-		Expect(e.run("", "cat", "main:reg.txt").Stdout).To(Equal("slot 1: agent-1\n--\nslot 3: free\n--\nslot 5: agent-3\n"))
 		// The work tree holds what the merge brought, and is clean at it.
 		Expect(os.ReadFile(filepath.Join(wt, "two.txt"))).To(Equal([]byte("two by agent-2\n")))
 		Expect(filepath.Join(wt, "old.txt")).NotTo(BeAnExistingFile())
@@ -67,7 +78,7 @@ var _ = Describe("commits onto a moved main", func() {
 	})
 
 	It("a merge that conflicts is E_CONFLICT with hunks, and a resolution in the work tree wins only where it was made", func() {
-		Expect(os.WriteFile(filepath.Join(wt, "reg.txt"), []byte("slot 1: agent-3\n--\nslot 3: free\n--\nslot 5: free\n"), 0o644)).To(Succeed())
+		writeReg("slot 1: agent-3\n--\nslot 3: free\n--\nslot 5: free\n")
 		e.ok("", "commit", "--dir", wt, "--advance", "agent/3", "-m", "agent-3's work")
 		others()
 		land := e.run("", "land", "agent/3", "--onto", "main", "--json").Err()
@@ -84,15 +95,13 @@ var _ = Describe("commits onto a moved main", func() {
 		Expect(er["code"]).To(Equal("E_CONFLICT"))
 		Expect(er["paths"]).To(Equal([]any{"reg.txt"}))
 
-		Expect(os.WriteFile(filepath.Join(wt, "reg.txt"), []byte("slot 1: agent-1 and agent-3\n--\nslot 3: free\n--\nslot 5: free\n"), 0o644)).To(Succeed())
+		writeReg("slot 1: agent-1 and agent-3\n--\nslot 3: free\n--\nslot 5: free\n")
 		e.ok("", "commit", "--dir", wt, "--parent", "agent/3", "--parent", "main", "--advance", "agent/3", "-m", "merge")
-		e.ok("", "land", "agent/3", "--onto", "main")
-		expectOthersKept()
-		Expect(e.run("", "cat", "main:reg.txt").Stdout).To(Equal("slot 1: agent-1 and agent-3\n--\nslot 3: free\n--\nslot 5: free\n"))
+		landKept("slot 1: agent-1 and agent-3\n--\nslot 3: free\n--\nslot 5: free\n")
 	})
 
 	It("a work tree checked out several lands ago cannot commit onto main, and its own commit lands without reverting anything", func() {
-		Expect(os.WriteFile(filepath.Join(wt, "reg.txt"), []byte("slot 1: free\n--\nslot 3: agent-3\n--\nslot 5: free\n"), 0o644)).To(Succeed())
+		writeReg("slot 1: free\n--\nslot 3: agent-3\n--\nslot 5: free\n")
 		others()
 		before := e.ok("", "ref", "get", "main")
 		er := e.run("", "commit", "--dir", wt, "--parent", "main", "--advance", "main", "--json").Err()
@@ -104,18 +113,14 @@ var _ = Describe("commits onto a moved main", func() {
 		// The work tree holds the file merged by lines, and is clean.
 		Expect(os.ReadFile(filepath.Join(wt, "reg.txt"))).To(Equal([]byte("slot 1: agent-1\n--\nslot 3: agent-3\n--\nslot 5: free\n")))
 		Expect(e.ok("", "status", wt).(map[string]any)["clean"]).To(BeTrue())
-		e.ok("", "land", "agent/3", "--onto", "main")
-		expectOthersKept()
-		Expect(e.run("", "cat", "main:reg.txt").Stdout).To(Equal("slot 1: agent-1\n--\nslot 3: agent-3\n--\nslot 5: free\n"))
+		landKept("slot 1: agent-1\n--\nslot 3: agent-3\n--\nslot 5: free\n")
 	})
 
 	It("a stale work tree's plain commit on its base lands by a line merge that keeps everything", func() {
-		Expect(os.WriteFile(filepath.Join(wt, "reg.txt"), []byte("slot 1: free\n--\nslot 3: free\n--\nslot 5: agent-3\n"), 0o644)).To(Succeed())
+		writeReg("slot 1: free\n--\nslot 3: free\n--\nslot 5: agent-3\n")
 		others()
 		e.ok("", "commit", "--dir", wt, "--advance", "agent/3", "-m", "mine")
-		e.ok("", "land", "agent/3", "--onto", "main")
-		expectOthersKept()
-		Expect(e.run("", "cat", "main:reg.txt").Stdout).To(Equal("slot 1: agent-1\n--\nslot 3: free\n--\nslot 5: agent-3\n"))
+		landKept("slot 1: agent-1\n--\nslot 3: free\n--\nslot 5: agent-3\n")
 	})
 
 	It("a change-list commit with a second parent carries that parent's work, and more than two parents is E_USAGE", func() {

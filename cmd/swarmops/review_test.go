@@ -12,8 +12,7 @@ import (
 var _ = Describe("reviewing changes", func() {
 	var e *env
 	BeforeEach(func() {
-		e = newEnv()
-		e.ok("", "init")
+		e = newStoreEnv()
 		e.commit("put f.txt = \"one\\ntwo\\nthree\\n\"\n", "--advance", "main", "-m", "first line\n\nbody")
 		e.commit("put f.txt = \"one\\n2\\nthree\\n\"\nput bin = \"\\x00\\x01\"\n", "--advance", "main", "-m", "second")
 	})
@@ -53,5 +52,15 @@ var _ = Describe("reviewing changes", func() {
 		e.ok("", "ref", "create", "agent/2", "main")
 		Expect(e.ok("", "ref", "list", "agent/")).To(HaveLen(2))
 		Expect(e.ok("", "ref", "list")).To(HaveLen(3))
+	})
+
+	It("ls, ref list, ref log and ref list --protected print one line an entry", func() {
+		e.commit("put d/g.txt = \"g\\n\"\n", "--advance", "main", "-m", "third")
+		e.ok("", "ref", "create", "agent/1", "main~1")
+		e.ok("", "ref", "protect", "main")
+		Expect(e.run("", "ls", "main").Stdout).To(MatchRegexp(`^100644 [0-9a-f]{64} bin\n040000 [0-9a-f]{64} d/\n100644 [0-9a-f]{64} f\.txt\n$`))
+		Expect(e.run("", "ref", "list").Stdout).To(MatchRegexp(`^[0-9a-f]{64} agent/1\n[0-9a-f]{64} main\n$`))
+		Expect(e.run("", "ref", "log", "agent/1").Stdout).To(MatchRegexp(`^\d+ \S+ \(none\) -> [0-9a-f]{64}\n$`))
+		Expect(e.run("", "ref", "list", "--protected").Stdout).To(Equal("main\n"))
 	})
 })

@@ -166,6 +166,20 @@ func (a *app) ok(data any, text func(io.Writer)) {
 	a.data, a.text = data, text
 }
 
+// okEach records a success that is a list: in JSON an array of one object
+// a item (obj), as text one line a item (line, without its newline).
+func okEach[T any](a *app, items []T, obj func(T) map[string]any, line func(T) string) {
+	out := make([]map[string]any, len(items))
+	for i, it := range items {
+		out[i] = obj(it)
+	}
+	a.ok(out, func(w io.Writer) {
+		for _, it := range items {
+			fmt.Fprintln(w, line(it))
+		}
+	})
+}
+
 // lines is a text renderer of fixed lines.
 func lines(ls ...string) func(io.Writer) {
 	return func(w io.Writer) {

@@ -34,8 +34,7 @@ var _ = Describe("update and resolve", func() {
 		e.ok("", "land", "agent/"+agent, "--onto", "main")
 	}
 	BeforeEach(func() {
-		e = newEnv()
-		e.ok("", "init")
+		e = newStoreEnv()
 		e.commit("put reg.txt = \""+escape(registry)+"\"\nput old.txt = \"old\\n\"\n", "--advance", "main", "-m", "base")
 		wt = filepath.Join(e.root, "wt")
 		e.ok("", "checkout", "main", wt)

@@ -51,8 +51,7 @@ var _ = Describe("watch across failures", func() {
 	})
 
 	It("resumes with --from after its server is killed mid-stream and restarted: every move exactly once", func() {
-		e := newEnv()
-		e.ok("", "init")
+		e := newStoreEnv()
 		srv, _ := e.startServer()
 		required := []string{"SWARMOPS_SERVER=required"}
 		w1 := startWatchWith(e, required, "--json", "--from", "0")

@@ -18,8 +18,7 @@ var _ = Describe("work trees", func() {
 		wt string
 	)
 	BeforeEach(func() {
-		e = newEnv()
-		e.ok("", "init")
+		e = newStoreEnv()
 		e.commit(list1, "--advance", "main", "-m", "first")
 		wt = filepath.Join(e.root, "wt")
 		e.ok("", "checkout", "main", wt)

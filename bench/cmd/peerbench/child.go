@@ -174,10 +174,9 @@ func childWriter(e engine.Engine, a childArgs) error {
 	if err != nil {
 		return err
 	}
-	ref := engine.RefName(0)
-	prev, ok, err := s.Head(ref)
-	if err != nil || !ok {
-		return fmt.Errorf("head of %s: %v %v", ref, ok, err)
+	ref, prev, err := chainHead(s, 0)
+	if err != nil {
+		return err
 	}
 	out := bufio.NewWriter(os.Stdout)
 	for i := 0; ; i++ {
@@ -206,10 +205,9 @@ func childRecover(e engine.Engine, a childArgs) error {
 		return err
 	}
 	t1 := time.Now()
-	ref := engine.RefName(0)
-	head, ok, err := s.Head(ref)
-	if err != nil || !ok {
-		return fmt.Errorf("head of %s: %v %v", ref, ok, err)
+	ref, head, err := chainHead(s, 0)
+	if err != nil {
+		return err
 	}
 	// A reader's view holds the durable prefix; a frame the killed
 	// writer appended but did not sync may still move the ref. The
@@ -240,6 +238,17 @@ func childRecover(e engine.Engine, a childArgs) error {
 		lost = 1
 	}
 	return printResult(map[string]float64{"open_us": us(t1.Sub(t0)), "write_us": us(t2.Sub(t1)), "lost": lost, "cas_retried": retried})
+}
+
+// chainHead returns the ref of chain w and its value, which must exist:
+// the chain was loaded or committed before.
+func chainHead(s engine.Store, w int) (string, engine.Key, error) {
+	ref := engine.RefName(w)
+	head, ok, err := s.Head(ref)
+	if err != nil || !ok {
+		return ref, head, fmt.Errorf("head of %s: %v %v", ref, ok, err)
+	}
+	return ref, head, nil
 }
 
 func parseKey(s string) (engine.Key, error) {

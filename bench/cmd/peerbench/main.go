@@ -29,6 +29,7 @@ import (
 	"time"
 
 	"github.com/swarmops/swarmops/bench/engine"
+	"github.com/swarmops/swarmops/bench/internal/rerender"
 )
 
 type harness struct {
@@ -171,7 +172,7 @@ func run(args []string) error {
 		return err
 	}
 	if f.render != "" {
-		return rerender(f.render, f.mdOut)
+		return rerender.File(f.render, f.mdOut, remarkdown)
 	}
 	h, err := f.harness()
 	if err != nil {
@@ -298,17 +299,10 @@ func (h *harness) runWorkloads(workloads string) error {
 	return h.sized(workloads)
 }
 
-// rerender rebuilds the summary and the Markdown from a JSON report, so
-// that a report's presentation can change without re-measuring.
-func rerender(in, mdOut string) error {
-	b, err := os.ReadFile(in)
-	if err != nil {
-		return err
-	}
-	var rep Report
-	if err := json.Unmarshal(b, &rep); err != nil {
-		return fmt.Errorf("%s: %w", in, err)
-	}
+// remarkdown rebuilds the summary and the Markdown of a report read back
+// from its JSON, so that a report's presentation can change without
+// re-measuring (--render).
+func remarkdown(rep *Report) string {
 	rep.Summary = summarize(rep.Results)
 	var engines []engine.Engine
 	seen := map[string]bool{}
@@ -320,9 +314,7 @@ func rerender(in, mdOut string) error {
 			}
 		}
 	}
-	md := markdown(&rep, engines)
-	fmt.Print(md)
-	return os.WriteFile(mdOut, []byte(md), 0o644)
+	return markdown(rep, engines)
 }
 
 func (h *harness) logf(f string, a ...any) {

@@ -361,19 +361,14 @@ func (w *mdWriter) w5(size int) {
 	if !w.has("W5", size) {
 		return
 	}
-	t := w.t
 	w.p("\n#### W5: bytes on disk at %d changesets (allocated, as du counts; store settled and closed)\n\n", size)
 	w.p("| engine | bytes / changeset | MiB | load s | how loaded |\n|---|---|---|---|---|\n")
-	for _, n := range w.names {
-		if _, ok := t.get("W5", n, "", size, "bytes_per_changeset"); !ok {
-			continue
-		}
-		note := "big transactions, then settled"
+	w.rows(size, []col{{"W5", "bytes_per_changeset"}, {"W5", "total_mib"}, {"W5", "load_s"}}, func(n string) string {
 		if n == "swarmops" {
-			note = "durable core.Commit from 32 goroutines (no bulk path)"
+			return "durable core.Commit from 32 goroutines (no bulk path)"
 		}
-		w.p("| %s | %s | %s | %s | %s |\n", n, t.cell("W5", n, "", size, "bytes_per_changeset"), t.cell("W5", n, "", size, "total_mib"), t.cell("W5", n, "", size, "load_s"), note)
-	}
+		return "big transactions, then settled"
+	})
 }
 
 // w4 prints open, first lookup and recovery after SIGKILL at the largest size.
@@ -381,17 +376,10 @@ func (w *mdWriter) w4(largest int) {
 	if !w.has("W4open", -1) && !w.has("W4recover", -1) {
 		return
 	}
-	t := w.t
 	w.p("\n#### W4: open + first lookup, and recovery after SIGKILL, at %d changesets\n\n", largest)
 	w.p("| engine | open µs | first lookup µs | open + lookup µs | process ms | recovery ms (open + first commit) | worst recovery ms | acknowledged lost |\n|---|---|---|---|---|---|---|---|\n")
-	for _, n := range w.names {
-		if _, ok := t.get("W4open", n, "", largest, "open_us"); !ok {
-			continue
-		}
-		w.p("| %s | %s | %s | %s | %s | %s | %s | %s |\n", n, t.cell("W4open", n, "", largest, "open_us"), t.cell("W4open", n, "", largest, "first_lookup_us"),
-			t.cell("W4open", n, "", largest, "open_lookup_us"), t.cell("W4open", n, "", largest, "process_ms"),
-			t.cell("W4recover", n, "", largest, "recover_ms"), t.cell("W4recover", n, "", largest, "recover_max_ms"), t.cell("W4recover", n, "", largest, "acked_lost"))
-	}
+	w.rows(largest, []col{{"W4open", "open_us"}, {"W4open", "first_lookup_us"}, {"W4open", "open_lookup_us"}, {"W4open", "process_ms"},
+		{"W4recover", "recover_ms"}, {"W4recover", "recover_max_ms"}, {"W4recover", "acked_lost"}}, nil)
 }
 
 // w6 prints a reader's latency idle and beside a writer, at the smallest size.
@@ -399,16 +387,31 @@ func (w *mdWriter) w6(smallest int) {
 	if !w.has("W6", -1) {
 		return
 	}
-	t := w.t
 	w.p("\n#### W6: a reader's fresh snapshot + get beside a back-to-back writer, at %d changesets (one process, two goroutines; %.0f s idle, then %.0f s beside the writer)\n\n", smallest, w.r.W6Seconds, w.r.W6Seconds)
 	w.p("| engine | idle p50 µs | idle p99 µs | beside writer p50 µs | p99 µs | max µs | p99 / idle p99 | writer commits/s |\n|---|---|---|---|---|---|---|---|\n")
+	w.rows(smallest, []col{{"W6", "idle_p50_us"}, {"W6", "idle_p99_us"}, {"W6", "busy_p50_us"}, {"W6", "busy_p99_us"}, {"W6", "busy_max_us"},
+		{"W6", "p99_ratio"}, {"W6", "writer_commits_per_s"}}, nil)
+}
+
+// col is a column of a table of medians: a workload's metric.
+type col struct{ wl, metric string }
+
+// rows prints a table row for each engine measured at size (its first
+// column's cell present): the engine, each column's cell, then what tail
+// says of the engine (nil: nothing).
+func (w *mdWriter) rows(size int, cols []col, tail func(engine string) string) {
 	for _, n := range w.names {
-		if _, ok := t.get("W6", n, "", smallest, "idle_p50_us"); !ok {
+		if _, ok := w.t.get(cols[0].wl, n, "", size, cols[0].metric); !ok {
 			continue
 		}
-		w.p("| %s | %s | %s | %s | %s | %s | %s | %s |\n", n, t.cell("W6", n, "", smallest, "idle_p50_us"), t.cell("W6", n, "", smallest, "idle_p99_us"),
-			t.cell("W6", n, "", smallest, "busy_p50_us"), t.cell("W6", n, "", smallest, "busy_p99_us"), t.cell("W6", n, "", smallest, "busy_max_us"),
-			t.cell("W6", n, "", smallest, "p99_ratio"), t.cell("W6", n, "", smallest, "writer_commits_per_s"))
+		w.p("| %s |", n)
+		for _, c := range cols {
+			w.p(" %s |", w.t.cell(c.wl, n, "", size, c.metric))
+		}
+		if tail != nil {
+			w.p(" %s |", tail(n))
+		}
+		w.p("\n")
 	}
 }
 

@@ -293,10 +293,9 @@ func (h *harness) w6run(e engine.Engine, b *built, r int, m map[string]float64) 
 		if err != nil {
 			return err
 		}
-		ref := engine.RefName(1)
-		head, ok, err := s.Head(ref)
-		if err != nil || !ok {
-			return fmt.Errorf("head of %s: %v %v", ref, ok, err)
+		ref, head, err := chainHead(s, 1)
+		if err != nil {
+			return err
 		}
 		w := startW6Writer(s, h.seed, 200+r, ref, head)
 		stopTrace, err := startW6Trace(e.Name(), r)

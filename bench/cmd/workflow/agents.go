@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/swarmops/swarmops/bench/internal/envelope"
 	"github.com/swarmops/swarmops/bench/internal/stats"
 )
 
@@ -321,7 +322,7 @@ func (f *agentFarm) agent(i, r int, as *agentSystem) agentResult {
 // retryable is a failure an agent runs again: swarmops's retryable codes
 // (E_BUSY, E_UNAVAILABLE), or a lock git could not take.
 func retryable(p proc) bool {
-	var env envelope
+	var env envelope.Envelope
 	if json.Unmarshal(p.stdout, &env) == nil && env.Error != nil {
 		return env.Error.Retryable
 	}

@@ -25,6 +25,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/swarmops/swarmops/bench/internal/rerender"
 )
 
 func main() {
@@ -48,7 +50,7 @@ func run(args []string) error {
 		return err
 	}
 	if c.Render != "" {
-		return rerender(c.Render, c.MD)
+		return rerender.File(c.Render, c.MD, markdown) // the presentation changes without measuring again
 	}
 	b, cleanup, err := newBench(c)
 	defer cleanup()
@@ -90,22 +92,6 @@ func writeReports(rep *Report, jsonOut, mdOut string) error {
 	}
 	fmt.Print(md)
 	return nil
-}
-
-// rerender rebuilds the Markdown from a JSON report, so the presentation
-// can change without measuring again.
-func rerender(in, mdOut string) error {
-	js, err := os.ReadFile(in)
-	if err != nil {
-		return err
-	}
-	var rep Report
-	if err := json.Unmarshal(js, &rep); err != nil {
-		return fmt.Errorf("%s: %w", in, err)
-	}
-	md := markdown(&rep)
-	fmt.Print(md)
-	return os.WriteFile(mdOut, []byte(md), 0o644)
 }
 
 func logf(f string, a ...any) {

@@ -8,6 +8,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"github.com/swarmops/swarmops/bench/internal/envelope"
 )
 
 // cmdSpec is one process to run: its binary, arguments, working directory,
@@ -66,7 +68,7 @@ func (p proc) failure() string {
 	if p.exit == 0 {
 		return ""
 	}
-	var env envelope
+	var env envelope.Envelope
 	if json.Unmarshal(p.stdout, &env) == nil && env.Error != nil {
 		return fmt.Sprintf("exit %d: %s: %s", p.exit, env.Error.Code, firstLine(env.Error.Message))
 	}
@@ -89,20 +91,9 @@ func firstLine(s string) string {
 	return s
 }
 
-// envelope is swarmops's --json output.
-type envelope struct {
-	OK    bool            `json:"ok"`
-	Data  json.RawMessage `json:"data"`
-	Error *struct {
-		Code      string `json:"code"`
-		Message   string `json:"message"`
-		Retryable bool   `json:"retryable"`
-	} `json:"error"`
-}
-
 // data decodes the data of a successful swarmops --json run into v.
 func (p proc) data(v any) error {
-	var env envelope
+	var env envelope.Envelope
 	if err := json.Unmarshal(p.stdout, &env); err != nil {
 		return fmt.Errorf("not a JSON envelope (%v): %s", err, firstLine(string(p.stdout)))
 	}

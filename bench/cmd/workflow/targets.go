@@ -120,6 +120,39 @@ func (w *mdWriter) ratioTarget(what, sys, step, gsys, gstep string) (target, boo
 
 // limitTarget judges a median against an absolute limit.
 func (w *mdWriter) limitTarget(what, sys, step string, f func(Sample) (float64, bool), limit float64, unit string) (target, bool) {
+	return w.judge(what, sys, step, f, func(v []float64) (string, bool) {
+		me := stats.Median(v)
+		return fmt.Sprintf("%s %s median", num(me), unit), me <= limit
+	})
+}
+
+// peakTarget judges the largest peak RSS of swarmops's step against 64 MB.
+func (w *mdWriter) peakTarget(what, step string) (target, bool) {
+	return w.judge(what, sysSwarmOps, step, rssMB, func(v []float64) (string, bool) {
+		_, hi := stats.MinMax(v)
+		return fmt.Sprintf("%s MB at most", num(hi)), hi <= 64
+	})
+}
+
+// switchTarget judges that every switch wrote exactly the ten files that
+// differ, as counted on disk.
+func (w *mdWriter) switchTarget() (target, bool) {
+	x := w.x
+	const what = "a switch between two commits that differ in 10 files writes 10 files"
+	return w.judge(what, sysSwarmOps, "switch", metric("on_disk_written"), func(v []float64) (string, bool) {
+		lo, hi := stats.MinMax(v)
+		m := fmt.Sprintf("%s written on disk", x.cell(sysSwarmOps, "switch", metric("on_disk_written")))
+		if rep := x.cell(sysSwarmOps, "switch", reportedWritten); rep != "" {
+			m += fmt.Sprintf(", %s reported", rep)
+		}
+		return m, lo == 10 && hi == 10
+	})
+}
+
+// judge is a target on the values f gives of sys's step: none (ok false)
+// when the step never ran, n/a with the reason when it ran but measured
+// nothing, else what measure says of the values and whether they met it.
+func (w *mdWriter) judge(what, sys, step string, f func(Sample) (float64, bool), measure func(v []float64) (string, bool)) (target, bool) {
 	x := w.x
 	if x.count(sys, step) == 0 {
 		return target{}, false
@@ -128,42 +161,8 @@ func (w *mdWriter) limitTarget(what, sys, step string, f func(Sample) (float64, 
 	if len(v) == 0 {
 		return target{what, "", x.naCell(x.na(sys, step))}, true
 	}
-	me := stats.Median(v)
-	return target{what, fmt.Sprintf("%s %s median", num(me), unit), verdict(me <= limit)}, true
-}
-
-// peakTarget judges the largest peak RSS of swarmops's step against 64 MB.
-func (w *mdWriter) peakTarget(what, step string) (target, bool) {
-	x := w.x
-	if x.count(sysSwarmOps, step) == 0 {
-		return target{}, false
-	}
-	v := x.vals(sysSwarmOps, step, rssMB)
-	if len(v) == 0 {
-		return target{what, "", x.naCell(x.na(sysSwarmOps, step))}, true
-	}
-	_, hi := stats.MinMax(v)
-	return target{what, fmt.Sprintf("%s MB at most", num(hi)), verdict(hi <= 64)}, true
-}
-
-// switchTarget judges that every switch wrote exactly the ten files that
-// differ, as counted on disk.
-func (w *mdWriter) switchTarget() (target, bool) {
-	x := w.x
-	const what = "a switch between two commits that differ in 10 files writes 10 files"
-	if x.count(sysSwarmOps, "switch") == 0 {
-		return target{}, false
-	}
-	v := x.vals(sysSwarmOps, "switch", metric("on_disk_written"))
-	if len(v) == 0 {
-		return target{what, "", x.naCell(x.na(sysSwarmOps, "switch"))}, true
-	}
-	lo, hi := stats.MinMax(v)
-	m := fmt.Sprintf("%s written on disk", x.cell(sysSwarmOps, "switch", metric("on_disk_written")))
-	if rep := x.cell(sysSwarmOps, "switch", reportedWritten); rep != "" {
-		m += fmt.Sprintf(", %s reported", rep)
-	}
-	return target{what, m, verdict(lo == 10 && hi == 10)}, true
+	m, met := measure(v)
+	return target{what, m, verdict(met)}, true
 }
 
 // notes prints what the report noted, and the reasons of the cells shown
