@@ -99,15 +99,20 @@ func (t *Tree) trackedSubdirs(dir string, fis []fs.FileInfo) []string {
 		if !fi.IsDir() {
 			continue
 		}
-		p := fi.Name()
-		if dir != "." {
-			p = dir + "/" + p
-		}
+		p := childPath(dir, fi.Name())
 		if t.idx.hasUnder(p) {
 			subs = append(subs, p)
 		}
 	}
 	return subs
+}
+
+// childPath is the tree path of name in the directory dir ("." the root).
+func childPath(dir, name string) string {
+	if dir == "." {
+		return name
+	}
+	return dir + "/" + name
 }
 
 func (t *Tree) walkDir(pf *prefetcher, dir string, r *rules, ignored bool, fn visitFn, seen []bool, skipped *[]Skipped) error {
@@ -129,10 +134,7 @@ func (t *Tree) walkDir(pf *prefetcher, dir string, r *rules, ignored bool, fn vi
 		if !fi.IsDir() {
 			continue
 		}
-		p := fi.Name()
-		if dir != "." {
-			p = dir + "/" + p
-		}
+		p := childPath(dir, fi.Name())
 		if reservedName(fi.Name()) != "" || under(p, t.storeRel) || t.isStore(fi) {
 			continue
 		}
@@ -144,10 +146,7 @@ func (t *Tree) walkDir(pf *prefetcher, dir string, r *rules, ignored bool, fn vi
 		pf.ahead(p)
 	}
 	for _, fi := range fis {
-		p := fi.Name()
-		if dir != "." {
-			p = dir + "/" + p
-		}
+		p := childPath(dir, fi.Name())
 		if reservedName(fi.Name()) != "" || under(p, t.storeRel) || t.isStore(fi) {
 			continue
 		}
