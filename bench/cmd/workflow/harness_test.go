@@ -116,8 +116,16 @@ func TestSettleWaitsForWhatACommandLeftRunning(t *testing.T) {
 		t.Fatal(err)
 	}
 	go cmd.Wait()
+	// Just after exec, /proc/PID/environ can still read empty (the kernel
+	// sets the new environment's bounds late in exec), so wait until the
+	// child is visible before asking settle to wait for it.
+	for deadline := time.Now().Add(2 * time.Second); len(tagged(tag)) == 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the tagged child never showed in /proc")
+		}
+	}
 	d, err := settle(tag, 10*time.Second)
-	if err != nil || d < 300*time.Millisecond {
+	if err != nil || d < 200*time.Millisecond {
 		t.Fatalf("settle = %v, %v; want about 400ms, nil", d, err)
 	}
 }
