@@ -288,10 +288,9 @@ func (s *Store) decodeInline(rd *inlineRead) ([]byte, error) {
 	group := rd.group
 	if group == nil {
 		var err error
-		if group, err = zblob.Decode(rd.frame); err != nil {
+		if group, err = rd.cache.Load(rd.key, rd.frame); err != nil {
 			return nil, errs.Corrupt(s.jcfg.SegPath(a.seg), a.off, "compressed group of %d bytes: %v", a.stored, err)
 		}
-		rd.cache.Put(rd.key, group)
 	}
 	data, err := zblob.Member(group, int64(a.inner), a.size)
 	if err != nil {

@@ -109,8 +109,10 @@ func Member(group []byte, inner, size int64) ([]byte, error) {
 	return group[inner : inner+size : inner+size], nil
 }
 
-// Cache keeps the last few groups decoded, by where their frames are, so
-// that reading a group's blobs one after another decodes it once. The
+// Cache keeps the few groups decoded that were used last, by where their
+// frames are, so that reading a group's blobs one after another decodes
+// it once, and so does a diff that goes back to one new group between
+// old ones. The
 // key holds the store's epoch: a recovery that cuts frames starts a new
 // one, so a frame written later at the same place is never served from
 // an entry of the one it replaced. It is safe for concurrent use; a
@@ -118,7 +120,12 @@ func Member(group []byte, inner, size int64) ([]byte, error) {
 type Cache struct {
 	mu   sync.Mutex
 	ents [cacheEntries]cacheEnt
-	next int
+	tick uint64
+	// busy holds the keys being decoded by Load, each with the channel
+	// its decoder closes when done.
+	busy map[Key]chan struct{}
+	// decode is Decode, unless a test counts the calls.
+	decode func([]byte) ([]byte, error)
 }
 
 // Key is where a group's frame is: the epoch of the projection that
@@ -133,6 +140,7 @@ const cacheEntries = 4
 type cacheEnt struct {
 	key  Key
 	data []byte
+	used uint64 // the cache's tick when last put or served
 }
 
 // Get returns the decoded group whose frame is at k.
@@ -143,16 +151,68 @@ func (c *Cache) Get(k Key) ([]byte, bool) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for _, e := range c.ents {
-		if e.data != nil && e.key == k {
+	return c.lookup(k)
+}
+
+// lookup is Get's search; the caller holds c.mu.
+func (c *Cache) lookup(k Key) ([]byte, bool) {
+	for i := range c.ents {
+		if e := &c.ents[i]; e.data != nil && e.key == k {
+			c.tick++
+			e.used = c.tick
 			return e.data, true
 		}
 	}
 	return nil, false
 }
 
+// Load returns the group whose frame, z, is at k: from the cache, or
+// decoded with Decode and kept. Concurrent Loads of one key decode it
+// once: the others wait for the first and take what it kept (a diff's
+// readers often want blobs of one group at the same time). A nil Cache
+// decodes every time.
+func (c *Cache) Load(k Key, z []byte) ([]byte, error) {
+	if c == nil {
+		return Decode(z)
+	}
+	for {
+		c.mu.Lock()
+		if g, ok := c.lookup(k); ok {
+			c.mu.Unlock()
+			return g, nil
+		}
+		wait, busy := c.busy[k]
+		if !busy {
+			break
+		}
+		c.mu.Unlock()
+		<-wait
+		// The decoder kept the group, or failed and kept nothing: look
+		// again, and decode it here if it is still not there.
+	}
+	done := make(chan struct{})
+	if c.busy == nil {
+		c.busy = make(map[Key]chan struct{})
+	}
+	c.busy[k] = done
+	decode := c.decode
+	c.mu.Unlock()
+	if decode == nil {
+		decode = Decode
+	}
+	g, err := decode(z)
+	c.mu.Lock()
+	delete(c.busy, k)
+	if err == nil {
+		c.keep(k, g)
+	}
+	c.mu.Unlock()
+	close(done)
+	return g, err
+}
+
 // Put records the decoded group whose frame is at k, replacing the
-// oldest entry. The caller must not change data afterwards.
+// entry least recently put or served. The caller must not change data afterwards.
 // A nil Cache keeps nothing.
 func (c *Cache) Put(k Key, data []byte) {
 	if c == nil {
@@ -160,6 +220,17 @@ func (c *Cache) Put(k Key, data []byte) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.ents[c.next] = cacheEnt{k, data}
-	c.next = (c.next + 1) % cacheEntries
+	c.keep(k, data)
+}
+
+// keep is Put's store; the caller holds c.mu.
+func (c *Cache) keep(k Key, data []byte) {
+	old := 0
+	for i := range c.ents {
+		if c.ents[i].used < c.ents[old].used {
+			old = i
+		}
+	}
+	c.tick++
+	c.ents[old] = cacheEnt{k, data, c.tick}
 }

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"errors"
 	"math/rand/v2"
+	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // text is n bytes of something like source code: compressible.
@@ -115,8 +117,8 @@ func TestDamagedFramesAreErrorsNeverPanics(t *testing.T) {
 }
 
 // TestTheCacheServesOnlyItsKeys: a cached group is served for its key
-// alone (epoch, segment, offset), the oldest of more than four is
-// dropped, and a nil cache holds nothing.
+// alone (epoch, segment, offset), the one used least recently of more
+// than four is dropped, and a nil cache holds nothing.
 func TestTheCacheServesOnlyItsKeys(t *testing.T) {
 	var c Cache
 	for i := range 5 {
@@ -133,10 +135,83 @@ func TestTheCacheServesOnlyItsKeys(t *testing.T) {
 			t.Fatalf("served %+v, which was never put", k)
 		}
 	}
+	// A group served is used: the next put drops the one used least
+	// recently instead.
+	c.Get(Key{Epoch: 1, Seg: 2, Off: 1})
+	c.Put(Key{Epoch: 1, Seg: 2, Off: 5}, []byte{5})
+	if _, ok := c.Get(Key{Epoch: 1, Seg: 2, Off: 1}); !ok {
+		t.Fatal("a group just served was dropped")
+	}
+	if _, ok := c.Get(Key{Epoch: 1, Seg: 2, Off: 2}); ok {
+		t.Fatal("the group used least recently is still cached")
+	}
 	var n *Cache
 	n.Put(Key{}, []byte{1})
 	if _, ok := n.Get(Key{}); ok {
 		t.Fatal("a nil cache served a group")
+	}
+}
+
+// TestConcurrentLoadsOfOneGroupDecodeItOnce: readers that want blobs of
+// one group at the same time share one decode, a group that does not
+// decode is kept by nobody (the next Load tries again), and a nil cache
+// decodes every time.
+func TestConcurrentLoadsOfOneGroupDecodeItOnce(t *testing.T) {
+	want := text(50_000, 13)
+	z, ok := Append(nil, want)
+	if !ok {
+		t.Fatal("the group does not compress")
+	}
+	var calls atomic.Int32
+	release := make(chan struct{})
+	c := Cache{decode: func(z []byte) ([]byte, error) {
+		calls.Add(1)
+		<-release
+		return Decode(z)
+	}}
+	k := Key{Epoch: 1, Seg: 2, Off: 3}
+	const readers = 8
+	got := make(chan []byte, readers)
+	for range readers {
+		go func() {
+			g, err := c.Load(k, z)
+			if err != nil {
+				t.Error(err)
+			}
+			got <- g
+		}()
+	}
+	// Let every reader reach the cache before the one decode finishes.
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+		c.mu.Lock()
+		_, busy := c.busy[k]
+		c.mu.Unlock()
+		if busy && calls.Load() == 1 || time.Now().After(deadline) {
+			break
+		}
+	}
+	time.Sleep(20 * time.Millisecond)
+	close(release)
+	for range readers {
+		if g := <-got; !bytes.Equal(g, want) {
+			t.Fatal("a reader got other bytes than the group")
+		}
+	}
+	if n := calls.Load(); n != 1 {
+		t.Fatalf("%d readers decoded the group %d times; want once", readers, n)
+	}
+
+	bad := Key{Epoch: 1, Seg: 2, Off: 4}
+	c.decode = nil
+	if _, err := c.Load(bad, []byte("not a frame")); !errors.Is(err, ErrDecode) {
+		t.Fatalf("a bad frame: %v; want ErrDecode", err)
+	}
+	if _, ok := c.Get(bad); ok {
+		t.Fatal("a frame that did not decode left an entry")
+	}
+	var n *Cache
+	if g, err := n.Load(k, z); err != nil || !bytes.Equal(g, want) {
+		t.Fatalf("a nil cache: %v", err)
 	}
 }
 
