@@ -87,8 +87,10 @@ func serveBinary() (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("swarmops-serve: find the swarmops module (run from the bench module, or set SWARMOPS_BIN): %w", err)
 	}
+	// Built as the guide installs it: static, without cgo.
 	cmd := exec.Command("go", "build", "-o", bin, "./cmd/swarmops")
 	cmd.Dir = string(bytes.TrimSpace(root))
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("swarmops-serve: build swarmops: %v: %s", err, out)
 	}

@@ -144,8 +144,10 @@ func (b *bench) tools() error {
 	}
 	dir := strings.TrimSpace(string(root))
 	b.sw = filepath.Join(b.work, "bin", "swarmops")
+	// Built as the guide installs it: static, without cgo.
 	build := exec.Command("go", "build", "-o", b.sw, "./cmd/swarmops")
 	build.Dir = dir
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := build.CombinedOutput(); err != nil {
 		return fmt.Errorf("go build ./cmd/swarmops in %s: %v: %s", dir, err, out)
 	}
