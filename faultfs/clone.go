@@ -95,29 +95,30 @@ type cloner struct {
 
 // durable copies the durable state reachable from directory d.
 func (b *cloner) durable(d *inode) *inode {
-	c, fresh := b.copyOf(d)
-	if !fresh {
-		return c
-	}
-	if !d.dir {
+	return b.copyOf(d, func(d, c *inode) {
 		c.live = d.durable.snapshot()
 		c.durable = d.durable.snapshot()
-		return c
-	}
-	b.settle(c, d.synced, nil, b.durable)
-	return c
+	}, func(d, c *inode) {
+		b.settle(c, d.synced, nil, b.durable)
+	})
 }
 
-// copyOf returns the copy of d this clone has made, or a new shell
-// registered as its copy (fresh): a node reached by two names, a hard
-// link, is copied once.
-func (b *cloner) copyOf(d *inode) (c *inode, fresh bool) {
+// copyOf returns the copy of d this clone has made, or makes it: a new
+// shell registered as d's copy, which file (for a file) or dir (for a
+// directory) then fills in. A node reached by two names, a hard link, is
+// copied once.
+func (b *cloner) copyOf(d *inode, file, dir func(d, c *inode)) *inode {
 	if c, ok := b.nodes[d]; ok {
-		return c, false
+		return c
 	}
-	c = d.shell()
+	c := d.shell()
 	b.nodes[d] = c
-	return c, true
+	if d.dir {
+		dir(d, c)
+	} else {
+		file(d, c)
+	}
+	return c
 }
 
 // settle gives directory copy c the copies cp makes of the nodes in names,
@@ -156,15 +157,11 @@ func (b *cloner) keeps(op *dirOp) bool {
 
 // torn copies a torn state reachable from directory d: names are visited in
 // sorted order so that the seed alone fixes every choice.
-func (b *cloner) torn(d *inode) *inode {
-	c, fresh := b.copyOf(d)
-	if !fresh {
-		return c
-	}
-	if !d.dir {
-		b.tornFile(d, c)
-		return c
-	}
+func (b *cloner) torn(d *inode) *inode { return b.copyOf(d, b.tornFile, b.tornDir) }
+
+// tornDir fills in c, the copy of directory d, with its synced names and
+// the unsynced operations the seeded rng keeps.
+func (b *cloner) tornDir(d, c *inode) {
 	names := make(map[string]*inode, len(d.synced))
 	for k, v := range d.synced {
 		names[k] = v
@@ -181,7 +178,6 @@ func (b *cloner) torn(d *inode) *inode {
 		})
 	}
 	b.settle(c, names, sortedNames(names), b.torn)
-	return c
 }
 
 // Sector fates under Torn.
@@ -230,16 +226,16 @@ func (b *cloner) tornFile(d, c *inode) {
 
 // all copies everything, durable and not, for a process crash.
 func (b *cloner) all(d *inode) *inode {
-	c, fresh := b.copyOf(d)
-	if !fresh {
-		return c
-	}
-	if !d.dir {
+	return b.copyOf(d, func(d, c *inode) {
 		c.live = d.live.snapshot()
 		c.durable = d.durable.snapshot()
 		c.dirty = d.dirty.clone()
-		return c
-	}
+	}, b.allDir)
+}
+
+// allDir fills in c, the copy of directory d, with every name, synced or
+// not, and the operations not yet applied.
+func (b *cloner) allDir(d, c *inode) {
 	c.entries = make(map[string]*inode, len(d.entries))
 	c.synced = make(map[string]*inode, len(d.synced))
 	for name, n := range d.entries {
@@ -253,7 +249,6 @@ func (b *cloner) all(d *inode) *inode {
 			c.pending = append(c.pending, b.op(op))
 		}
 	}
-	return c
 }
 
 func (b *cloner) op(op *dirOp) *dirOp {

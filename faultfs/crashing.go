@@ -55,22 +55,23 @@ const CrashExitStatus = 197
 
 // CrashExit makes the process exit at once with CrashExitStatus at call n,
 // before the call reaches the inner FS, as a SIGKILL would: no deferred
-// function runs and nothing is written or flushed.
+// function runs and nothing is written or flushed. It is a Crashing whose
+// crash ends the process, so a call racing call n from another goroutine
+// does not reach the inner FS either.
 type CrashExit struct {
-	wrapFS
-	n     int64
-	calls atomic.Int64
+	Crashing
 }
 
-// NewCrashExit wraps inner so that call n (1-based) ends the process.
+// NewCrashExit wraps inner so that call n (1-based) ends the process. n <= 0
+// never does.
 func NewCrashExit(inner vfs.FS, n int64) *CrashExit {
-	c := &CrashExit{n: n}
+	c := &CrashExit{Crashing{n: n}}
 	c.wrapFS = wrapFS{inner: inner, before: c.before}
 	return c
 }
 
 func (c *CrashExit) before(op Op, path, to string) error {
-	if c.calls.Add(1) == c.n {
+	if c.Crashing.before(op, path, to) != nil {
 		os.Exit(CrashExitStatus)
 	}
 	return nil

@@ -80,6 +80,30 @@ func queueBehindAHead(t *testing.T, fsys vfs.FS, dir string, n int, wait func(i 
 	wg.Wait()
 }
 
+// turns records the waiters a test serves, in the order served, and checks
+// that no two hold their turn at once.
+type turns struct {
+	mu     sync.Mutex
+	order  []int
+	inside atomic.Int32
+}
+
+// serve is waiter i's turn on ticket tk: it records i, holds the turn for
+// a moment, so that a waiter let in early would overlap it, and leaves.
+func (ts *turns) serve(t *testing.T, i int, tk *lockq.Ticket) {
+	if ts.inside.Add(1) != 1 {
+		t.Errorf("waiter %d served while another was inside", i)
+	}
+	ts.mu.Lock()
+	ts.order = append(ts.order, i)
+	ts.mu.Unlock()
+	time.Sleep(200 * time.Microsecond)
+	ts.inside.Add(-1)
+	if err := tk.Leave(); err != nil {
+		t.Errorf("waiter %d: Leave: %v", i, err)
+	}
+}
+
 // TestServedInArrivalOrder: waiters that arrive one after another while the
 // lock is held are served in the order they arrived, each after the one
 // before it has left — the FIFO hand-off C8 rests on. A bare flock fails
@@ -97,29 +121,16 @@ func servedInArrivalOrder(t *testing.T, withProgress bool) {
 			progress = func() bool { progressed.Add(1); return false }
 		}
 		const n = 12
-		var (
-			mu     sync.Mutex
-			served []int
-			inside atomic.Int32
-		)
+		var ts turns
 		queueBehindAHead(t, fsys, dir, n, func(i int, q *lockq.Queue) {
 			tk, err := q.Join(time.Now().Add(10*time.Second), progress)
 			if err != nil {
 				t.Errorf("waiter %d: %v", i, err)
 				return
 			}
-			if inside.Add(1) != 1 {
-				t.Errorf("waiter %d served while another was inside", i)
-			}
-			mu.Lock()
-			served = append(served, i)
-			mu.Unlock()
-			time.Sleep(200 * time.Microsecond)
-			inside.Add(-1)
-			if err := tk.Leave(); err != nil {
-				t.Errorf("waiter %d: Leave: %v", i, err)
-			}
+			ts.serve(t, i, tk)
 		})
+		served := ts.order
 		for i, w := range served {
 			if w != i {
 				t.Fatalf("served in order %v, want arrival order", served)
@@ -147,9 +158,8 @@ func TestProgressCanLeaveTheQueue(t *testing.T) {
 	filesystems(t, func(t *testing.T, fsys vfs.FS, dir string) {
 		const n = 16
 		var (
-			mu     sync.Mutex
-			served []int
-			left   atomic.Int32
+			ts   turns
+			left atomic.Int32
 		)
 		queueBehindAHead(t, fsys, dir, n, func(i int, q *lockq.Queue) {
 			// Even waiters far back leave at their first progress.
@@ -170,14 +180,9 @@ func TestProgressCanLeaveTheQueue(t *testing.T) {
 				t.Errorf("waiter %d: %v", i, err)
 				return
 			}
-			mu.Lock()
-			served = append(served, i)
-			mu.Unlock()
-			time.Sleep(200 * time.Microsecond)
-			if err := tk.Leave(); err != nil {
-				t.Errorf("waiter %d: Leave: %v", i, err)
-			}
+			ts.serve(t, i, tk)
 		})
+		served := ts.order
 		for i := 1; i < len(served); i++ {
 			if served[i] < served[i-1] {
 				t.Fatalf("served in order %v, want arrival order", served)
