@@ -244,3 +244,35 @@ func TestOneFileCommitTakesOneSector(t *testing.T) {
 		}
 	}
 }
+
+// TestAServersCommitsReadNoParentFromTheJournal: one store handle
+// committing for 32 agents in turn, each on its own chain and ref (a
+// server's W2), builds every commit on a parent it wrote 32 commits
+// earlier. Those parents' changesets and trees come from what the handle
+// kept of its recent commits, so a steady-state commit reads nothing from
+// the journal. Keeping only the last commit's objects made four journal
+// reads a commit here (the parent's changeset and its root tree, two
+// reads each).
+func TestAServersCommitsReadNoParentFromTheJournal(t *testing.T) {
+	c := faultfs.NewCounting(faultfs.NewMem())
+	s := mustCreate(t, "/s", core.Options{FS: c, CheckpointEvery: 1 << 20})
+	const agents = 32
+	heads := make([]core.ID, agents)
+	for round := range 4 {
+		c.Reset()
+		for a := range heads {
+			req := core.CommitRequest{Advance: fmt.Sprintf("agent/%d", a),
+				Changes: []core.Change{put(fmt.Sprintf("src/a%d/f%d", a, round%3), fmt.Sprint(round))}}
+			if round > 0 {
+				req.Parents = []core.ID{heads[a]}
+			}
+			heads[a] = mustCommit(t, s, req)
+		}
+		if round == 0 {
+			continue
+		}
+		if n := readsByPart(c, "/s")["journal"]; n != 0 {
+			t.Fatalf("round %d: %d commits on parents this handle wrote read the journal %d times; want 0", round, agents, n)
+		}
+	}
+}

@@ -56,7 +56,7 @@ type Store struct {
 		behind bool // the last append found frames awaiting a sync
 	}
 	// pipe is the commit pipeline, syncer the sync step (group commit),
-	// made once the boot is known, and recent the last commit's objects;
+	// made once the boot is known, and recent the last commits' objects;
 	// each guards itself.
 	pipe   *pipeline.Pipeline
 	syncer *groupsync.Syncer

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/swarmops/swarmops/core/internal/errs"
-	"github.com/swarmops/swarmops/core/internal/lockorder"
 	"github.com/swarmops/swarmops/core/internal/txn"
 	"github.com/swarmops/swarmops/core/objects"
 )
@@ -367,37 +366,4 @@ func (b *Builder) write(n *tnode, isRoot bool) (objects.ID, bool, error) {
 	}
 	b.add(objects.KindTree, id, enc)
 	return id, false, nil
-}
-
-// Recent keeps the changeset and tree encodings of this process's last
-// durable commit, so that the next commit, whose parent it usually is,
-// need not read them back from the journal and hash them again. Only their
-// bytes are reused: an object is still looked up in the projection first
-// (Recent never makes an object visible), and bytes that were hashed to
-// their id when they were built are the object's content whatever the disk
-// holds. It is safe for concurrent use.
-type Recent struct {
-	mu   lockorder.Mutex[lockorder.Leaf]
-	objs map[objects.ID][]byte // guarded by mu; replaced whole
-}
-
-// Remember replaces what r keeps with the changeset and trees of objs.
-func (r *Recent) Remember(objs []txn.Obj) {
-	m := make(map[objects.ID][]byte, len(objs))
-	for _, o := range objs {
-		if o.Kind != objects.KindBlob && !o.Loose && o.Data != nil {
-			m[o.ID] = o.Data
-		}
-	}
-	r.mu.Lock()
-	r.objs = m
-	r.mu.Unlock()
-}
-
-// Get returns the encoding of id if r keeps it.
-func (r *Recent) Get(id objects.ID) ([]byte, bool) {
-	r.mu.Lock()
-	data, ok := r.objs[id]
-	r.mu.Unlock()
-	return data, ok
 }
