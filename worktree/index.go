@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"time"
+	"unsafe"
 
 	"lukechampine.com/blake3"
 
@@ -208,6 +209,13 @@ func checkConflict(c *ConflictRecord) error {
 // wrapping ErrIndexCorrupt with the offset. It never panics and allocates
 // at most in proportion to len(b).
 func DecodeIndex(b []byte) (*Index, error) {
+	return decodeIndex(b, false)
+}
+
+// decodeIndex is DecodeIndex; owned says the caller hands b over and never
+// writes it again, so the paths may be substrings of b itself rather than
+// of a copy.
+func decodeIndex(b []byte, owned bool) (*Index, error) {
 	bad := func(off int, format string, args ...any) (*Index, error) {
 		return nil, fmt.Errorf("%w: at offset %d: %s", ErrIndexCorrupt, off, fmt.Sprintf(format, args...))
 	}
@@ -248,7 +256,7 @@ func DecodeIndex(b []byte) (*Index, error) {
 		ix.Ref = string(body[off : off+rlen])
 		off += rlen
 	}
-	off, err := decodeEntries(body, off, ix)
+	off, err := decodeEntries(body, off, ix, owned)
 	if err != nil {
 		return nil, err
 	}
@@ -265,7 +273,7 @@ func DecodeIndex(b []byte) (*Index, error) {
 
 // decodeEntries decodes the entry count and the entries from body[off:]
 // into ix, returning the offset after them.
-func decodeEntries(body []byte, off int, ix *Index) (int, error) {
+func decodeEntries(body []byte, off int, ix *Index, owned bool) (int, error) {
 	badAt := func(off int, format string, args ...any) (int, error) {
 		return 0, fmt.Errorf("%w: at offset %d: %s", ErrIndexCorrupt, off, fmt.Sprintf(format, args...))
 	}
@@ -275,9 +283,17 @@ func decodeEntries(body []byte, off int, ix *Index) (int, error) {
 		return badAt(off-4, "%d entries do not fit in %d bytes", count, len(body)-off)
 	}
 	ix.Entries = make([]IndexEntry, 0, count)
-	// The paths are substrings of one copy of the body: an allocation a
-	// path is most of what decoding costs, and a status decodes them all.
-	text := string(body)
+	// The paths are substrings of one string holding the body: an
+	// allocation a path is most of what decoding costs, and a status
+	// decodes them all. A body the caller handed over is that string
+	// itself, without a copy (nothing writes it again, so the strings
+	// never change); the index file is the biggest buffer a status reads.
+	var text string
+	if owned && len(body) > 0 {
+		text = unsafe.String(&body[0], len(body))
+	} else {
+		text = string(body)
+	}
 	for i := uint32(0); i < count; i++ {
 		start := off
 		if len(body)-off < entryFixed {
@@ -386,10 +402,17 @@ func (ix *Index) span(dir string) (lo, hi int) {
 	return lo, hi
 }
 
-// findIn is find within entries[lo:hi], a span holding path if any does.
-func (ix *Index) findIn(lo, hi int, path string) (int, bool) {
-	i := lo + sort.Search(hi-lo, func(i int) bool { return ix.Entries[lo+i].Path >= path })
-	return i, i < hi && ix.Entries[i].Path == path
+// findChild is find for the path of name in the directory dir ("." the
+// root) within entries[lo:hi], dir's span, without building that path:
+// every entry of the span lies below dir, so their order is the order of
+// what follows dir's prefix.
+func (ix *Index) findChild(lo, hi int, dir, name string) (int, bool) {
+	skip := 0
+	if dir != "." {
+		skip = len(dir) + 1
+	}
+	i := lo + sort.Search(hi-lo, func(i int) bool { return ix.Entries[lo+i].Path[skip:] >= name })
+	return i, i < hi && ix.Entries[i].Path[skip:] == name
 }
 
 // hasUnder reports whether any entry lies below the directory dir.

@@ -146,11 +146,22 @@ func (t *Tree) walkDir(pf *prefetcher, dir string, r *rules, ignored bool, fn vi
 		pf.ahead(p)
 	}
 	for _, fi := range fis {
-		p := childPath(dir, fi.Name())
-		if reservedName(fi.Name()) != "" || under(p, t.storeRel) || t.isStore(fi) {
+		if reservedName(fi.Name()) != "" || t.isStore(fi) {
 			continue
 		}
-		i, tracked := t.idx.findIn(lo, hi, p)
+		// A tracked path is its entry's own string: most of a tree is
+		// tracked, and building each path again would be most of what a
+		// walk allocates.
+		i, tracked := t.idx.findChild(lo, hi, dir, fi.Name())
+		var p string
+		if tracked {
+			p = t.idx.Entries[i].Path
+		} else {
+			p = childPath(dir, fi.Name())
+		}
+		if under(p, t.storeRel) {
+			continue
+		}
 		var e *IndexEntry
 		if tracked {
 			e, seen[i] = &t.idx.Entries[i], true

@@ -215,7 +215,7 @@ func (t *Tree) readIndex() error {
 	if err != nil {
 		return err
 	}
-	ix, err := DecodeIndex(data)
+	ix, err := decodeIndex(data, true)
 	if err != nil {
 		return fmt.Errorf("%s: %w", path.Join(t.dir, indexFile), err)
 	}

@@ -1,32 +1,43 @@
 package vfs
 
 import (
+	"bytes"
 	"encoding/binary"
-	"strings"
 	"sync"
 )
 
 // appendDirents appends the names of the linux_dirent64 records in buf,
-// less "." and "..", to names. The names are substrings of one copy of buf:
-// a string a name would be most of what listing a directory allocates.
+// less "." and "..", to names. It packs the names to the front of buf
+// (which it overwrites: a name never lies before where it is packed to),
+// and the names are substrings of one copy of them: a string a name would
+// be most of what listing a directory allocates, and a copy of the whole
+// buffer would carry every record's header and padding.
 func appendDirents(names []string, buf []byte) []string {
 	const nameOff = 19 // d_ino 8, d_off 8, d_reclen 2, d_type 1
-	text := string(buf)
-	for off := 0; off+nameOff <= len(text); {
+	var ends []int     // where each packed name ends
+	packed := 0
+	for off := 0; off+nameOff <= len(buf); {
 		reclen := int(binary.NativeEndian.Uint16(buf[off+16:]))
-		if reclen < nameOff || off+reclen > len(text) {
+		if reclen < nameOff || off+reclen > len(buf) {
 			break // never from the kernel; a short record ends the parse
 		}
-		name := text[off+nameOff : off+reclen]
-		if i := strings.IndexByte(name, 0); i >= 0 {
+		name := buf[off+nameOff : off+reclen]
+		if i := bytes.IndexByte(name, 0); i >= 0 {
 			name = name[:i]
 		}
 		ino := binary.NativeEndian.Uint64(buf[off:])
 		off += reclen
-		if ino == 0 || name == "." || name == ".." || name == "" {
+		if ino == 0 || len(name) == 0 || string(name) == "." || string(name) == ".." {
 			continue
 		}
-		names = append(names, name)
+		packed += copy(buf[packed:], name)
+		ends = append(ends, packed)
+	}
+	text := string(buf[:packed])
+	start := 0
+	for _, end := range ends {
+		names = append(names, text[start:end])
+		start = end
 	}
 	return names
 }

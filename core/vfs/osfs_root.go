@@ -8,8 +8,6 @@ import (
 	"sort"
 	"strings"
 	"sync/atomic"
-	"syscall"
-	"time"
 
 	"github.com/spf13/afero"
 	"golang.org/x/sys/unix"
@@ -421,63 +419,4 @@ func (r *osRoot) Close() error {
 		return &fs.PathError{Op: "close", Path: r.name, Err: err}
 	}
 	return nil
-}
-
-// statInfo is an fs.FileInfo built from a stat result, as os builds one;
-// Sys returns a *syscall.Stat_t, as os's does, so InodeOf reads both alike.
-type statInfo struct {
-	name string
-	st   syscall.Stat_t
-}
-
-// newStatInfo converts st: unix.Stat_t and syscall.Stat_t describe the same
-// kernel structure, generated twice with different padding fields.
-func newStatInfo(name string, st *unix.Stat_t) *statInfo {
-	s := &statInfo{}
-	s.set(name, st)
-	return s
-}
-
-func (s *statInfo) set(name string, st *unix.Stat_t) {
-	s.name = name
-	s.st.Dev, s.st.Ino, s.st.Nlink = st.Dev, st.Ino, st.Nlink
-	s.st.Mode, s.st.Uid, s.st.Gid, s.st.Rdev = st.Mode, st.Uid, st.Gid, st.Rdev
-	s.st.Size, s.st.Blksize, s.st.Blocks = st.Size, st.Blksize, st.Blocks
-	s.st.Atim = syscall.Timespec{Sec: st.Atim.Sec, Nsec: st.Atim.Nsec}
-	s.st.Mtim = syscall.Timespec{Sec: st.Mtim.Sec, Nsec: st.Mtim.Nsec}
-	s.st.Ctim = syscall.Timespec{Sec: st.Ctim.Sec, Nsec: st.Ctim.Nsec}
-}
-
-func (s *statInfo) Name() string       { return s.name }
-func (s *statInfo) Size() int64        { return s.st.Size }
-func (s *statInfo) ModTime() time.Time { return time.Unix(s.st.Mtim.Sec, s.st.Mtim.Nsec) }
-func (s *statInfo) IsDir() bool        { return s.Mode().IsDir() }
-func (s *statInfo) Sys() any           { return &s.st }
-
-func (s *statInfo) Mode() fs.FileMode {
-	m := fs.FileMode(s.st.Mode & 0o777)
-	switch s.st.Mode & syscall.S_IFMT {
-	case syscall.S_IFBLK:
-		m |= fs.ModeDevice
-	case syscall.S_IFCHR:
-		m |= fs.ModeDevice | fs.ModeCharDevice
-	case syscall.S_IFDIR:
-		m |= fs.ModeDir
-	case syscall.S_IFIFO:
-		m |= fs.ModeNamedPipe
-	case syscall.S_IFLNK:
-		m |= fs.ModeSymlink
-	case syscall.S_IFSOCK:
-		m |= fs.ModeSocket
-	}
-	if s.st.Mode&syscall.S_ISGID != 0 {
-		m |= fs.ModeSetgid
-	}
-	if s.st.Mode&syscall.S_ISUID != 0 {
-		m |= fs.ModeSetuid
-	}
-	if s.st.Mode&syscall.S_ISVTX != 0 {
-		m |= fs.ModeSticky
-	}
-	return m
 }

@@ -68,6 +68,9 @@ type Inode struct {
 // real OS and faultfs.MemFS both describe files with a *syscall.Stat_t in
 // Sys.
 func InodeOf(fi fs.FileInfo) (Inode, bool) {
+	if s, ok := fi.(*statInfo); ok {
+		return s.inode(), true
+	}
 	st, ok := fi.Sys().(*syscall.Stat_t)
 	if !ok || st == nil {
 		return Inode{}, false
