@@ -38,6 +38,7 @@ var Canaries = []Canary{
 	{Name: "queue-skip-waiter", Weaken: testknobs.QueueSkipWaiter, Why: "a writer-queue waiter ignores the ticket just ahead of it, so a hand-off skips a waiter", Sched: true},
 	{Name: "gc-ignores-leases", Weaken: testknobs.GCIgnoresLeases, Why: "gc keeps nothing for live leases (deletes a leased changeset)"},
 	{Name: "update-trusts-stat", Weaken: testknobs.UpdateTrustsStat, Part: "worktree", Why: "a work tree's update records a merged file's stat data as clean, for theirs' object"},
+	{Name: "dirs-record-untracked", Weaken: testknobs.DirsRecordUntracked, Part: "worktree", Why: "a work tree's walk records a directory that holds untracked names as holding only tracked ones, so later walks skip them"},
 	{Name: "queue-two-frames", Weaken: testknobs.QueueTwoFrames, Part: "queue", Why: "the merge queue publishes its entries' outcomes in one frame and the target's move in another"},
 	{Name: "export-trusts-map", Weaken: testknobs.ExportTrustsMap, Part: "export", Why: "an export builds on the commits its mapping file names without checking that git has them"},
 }

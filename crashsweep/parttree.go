@@ -178,7 +178,36 @@ func treePart(_ context.Context, pc *partRun) error {
 			return err
 		}
 	}
-	return nil
+	return pc.refreshSweep(f)
+}
+
+// refreshSweep crashes a status that writes what it found (the index's
+// stat data and the directory records) on a tree whose records were
+// written before a file was added in one of its directories.
+func (pc *partRun) refreshSweep(f *treeFixture) error {
+	m, err := f.editedTree()
+	if err != nil {
+		return err
+	}
+	refresh := func(fsys vfs.FS) error {
+		wt, err := worktree.Open(treeDir, pc.treeOpts(fsys, false))
+		if err != nil {
+			return err
+		}
+		defer wt.Close()
+		st, err := wt.Status()
+		if err != nil {
+			return err
+		}
+		return wt.Refresh(st)
+	}
+	if err := refresh(m); err != nil {
+		return fmt.Errorf("work-tree part setup: %w", err)
+	}
+	if err := afero.WriteFile(m, treeDir+"/d/later", []byte("l\n"), 0o644); err != nil {
+		return err
+	}
+	return pc.treeSweep("status refresh", m, false, refresh, nil)
 }
 
 // editedTree is a tree checked out at ua (with Sync) and then edited: a
@@ -259,19 +288,46 @@ func (pc *partRun) treeStatus(name string, at int64, m *faultfs.MemFS, sync bool
 		seed  int64
 	}{{faultfs.ProcessCrash, 0}, {faultfs.Strict, 0}, {faultfs.Torn, 1}}
 	for _, c := range clones {
-		fsys := m.CrashClone(c.model, c.seed)
 		tornOK := !sync && c.model != faultfs.ProcessCrash
-		if msg := StatusLie(fsys, tornOK); msg != "" {
+		if msg := StatusLie(m.CrashClone(c.model, c.seed), tornOK); msg != "" {
 			return pc.violation("tree", name, at, c.model.String(), "%s", msg)
+		}
+		// A file created after the crash in any directory is seen: no
+		// directory record left by the crash vouches for a name set that
+		// changed since.
+		fsys := m.CrashClone(c.model, c.seed)
+		if err := plant(fsys); err != nil {
+			return err
+		}
+		if msg := StatusLie(fsys, tornOK); msg != "" {
+			return pc.violation("tree", name, at, c.model.String(), "after a file was added in every directory: %s", msg)
 		}
 	}
 	return nil
 }
 
+// plant creates a file named "planted" in every directory of the tree at
+// /w but its metadata directory.
+func plant(fsys vfs.FS) error {
+	return afero.Walk(fsys, treeDir, func(p string, fi fs.FileInfo, err error) error {
+		switch {
+		case err != nil && p == treeDir && errors.Is(err, fs.ErrNotExist):
+			return nil
+		case err != nil:
+			return err
+		case !fi.IsDir():
+			return nil
+		case fi.Name() == worktree.MetaDir:
+			return fs.SkipDir
+		}
+		return afero.WriteFile(fsys, p+"/planted", []byte("p\n"), 0o644)
+	})
+}
+
 // StatusLie opens the work tree at /w (its store at /s) on fsys and
 // returns what its status gets wrong ("" when nothing): a path called
-// clean that does not hold its index entry's object, or a tree that does
-// not open. tornIndexOK accepts an index refused as corrupt, which calls
+// clean that does not hold its index entry's object, an untracked file it
+// does not list, or a tree that does not open. tornIndexOK accepts an index refused as corrupt, which calls
 // nothing clean (a power loss without Sync may tear it).
 func StatusLie(fsys vfs.FS, tornIndexOK bool) string {
 	wt, err := worktree.Open(treeDir, worktree.Options{FS: fsys, StoreDir: treeStore})
@@ -289,6 +345,19 @@ func StatusLie(fsys vfs.FS, tornIndexOK bool) string {
 	changed := map[string]bool{}
 	for _, c := range st.Changes {
 		changed[c.Path] = true
+	}
+	files, err := TreeFiles(fsys, treeDir)
+	if err != nil {
+		return fmt.Sprintf("reading the tree: %v", err)
+	}
+	tracked := map[string]bool{}
+	for _, e := range wt.Index().Entries {
+		tracked[e.Path] = true
+	}
+	for p := range files {
+		if !tracked[p] && !changed[p] {
+			return fmt.Sprintf("status misses the untracked file %s", p)
+		}
 	}
 	for _, e := range wt.Index().Entries {
 		if changed[e.Path] {

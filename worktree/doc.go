@@ -10,6 +10,7 @@
 // A work tree is a directory holding .swarmops-tree/ (MetaDir):
 //
 //	.swarmops-tree/index   the index (below)
+//	.swarmops-tree/dirs    the directory records, a cache (below)
 //	.swarmops-tree/store   the store's directory, one line, for commands run in the tree
 //	.swarmops-tree/tmp/    temporary files, renamed into place; cleared by each operation
 //	.swarmops-tree/lock    the lock mutating operations take
@@ -76,6 +77,42 @@
 // When a new index carries an entry the old one could not trust (racy,
 // smudged, or from another boot) without looking at its file, the entry is
 // marked smudged, so a later write time never makes it look settled.
+//
+// # Directory records
+//
+// A walk (status, snapshot) reads a directory only to find the names the
+// index lacks. The dirs file records the directories last seen to hold
+// exactly their tracked names, each with its own lstat taken before that
+// listing; a later walk that finds a directory's stat unchanged lstats its
+// tracked names and skips reading it (git's untracked cache is the
+// anchor). A name created, removed or renamed in a directory moves its
+// mtime and ctime, so a new name is never hidden by a record.
+//
+//		+-------------+--------+----------------+---------+-------------+-----------+
+//		| magic "SWTD"| ver u8 | written i64 ns | blen u8 | boot [blen] | count u32 |
+//		+-------------+--------+----------------+---------+-------------+-----------+
+//		record, count times, paths strictly ascending bytewise:
+//		+----------+------+----------+-----------+-----------+---------+---------+-------------+
+//		| plen u16 | path | size u64 | mtime i64 | ctime i64 | ino u64 | dev u64 | names u64   |
+//		+----------+------+----------+-----------+-----------+---------+---------+-------------+
+//		trailer: BLAKE3-256 of every byte before it [32]
+//
+//	  - written: the new file's mtime, after every listing it records. A
+//	    record whose mtime or ctime is not older is racy (a name created in
+//	    the same clock tick would not move them) and not trusted; the next
+//	    walk reads the directory and writes the records again.
+//	  - boot: under another boot id nothing is trusted (a power loss may
+//	    lose a directory's update and keep its old times).
+//	  - names: a 64-bit FNV-1a digest of the tracked names the directory
+//	    held; a record vouches only while the index tracks those names.
+//	  - The root is never recorded (it holds MetaDir).
+//
+// The file is a cache: written by rename without a sync, by a status that
+// made a new record or dropped one (Refresh) and by Record; a dirs file
+// that is missing, torn, foreign or from another boot is no records, never
+// an error. Options.NoDirCache turns it off. It relies on the filesystem
+// moving a directory's times when its entries change, as POSIX requires and
+// every local Linux filesystem does.
 //
 // # Ignore rules
 //

@@ -26,7 +26,8 @@ import (
 // before a worker started on it is listed by the walk itself.
 type prefetcher struct {
 	on     bool // workers run
-	expand func(dir string, fis []fs.FileInfo) []string
+	expand func(dir string, fis []fs.FileInfo) []dirJob
+	job    func(dir string, fi fs.FileInfo) dirJob
 	wg     sync.WaitGroup
 
 	mu      sync.Mutex
@@ -41,9 +42,26 @@ type prefetcher struct {
 // test can make it small).
 var maxHeld = 1024
 
+// dirJob is a directory to list: by reading it, or, when a directory
+// record vouches that it holds exactly its tracked names, by lstat'ing
+// those names alone.
+type dirJob struct {
+	dir     string
+	names   []string
+	byNames bool
+}
+
+// list lists j's directory with root.
+func (j dirJob) list(root vfs.Root) ([]fs.FileInfo, error) {
+	if j.byNames {
+		return root.LstatNames(j.dir, j.names)
+	}
+	return root.ReadDir(j.dir)
+}
+
 // listing is one directory's entries, ready when done is closed.
 type listing struct {
-	dir     string
+	job     dirJob
 	key     string // dir with '/' as the lowest byte: the walk's order
 	index   int    // in pending while queued
 	started bool
@@ -63,8 +81,8 @@ func prefetchWorkers() int { return runtime.GOMAXPROCS(0) }
 // faultfs wrappers and MemFS every listing is made by the walk, so the
 // sequence of filesystem calls, which crash tests number, stays the same
 // from run to run.
-func newPrefetcher(fsys vfs.FS, dir string, expand func(dir string, fis []fs.FileInfo) []string) *prefetcher {
-	p := &prefetcher{expand: expand, byDir: map[string]*listing{}}
+func newPrefetcher(fsys vfs.FS, dir string, expand func(dir string, fis []fs.FileInfo) []dirJob, job func(dir string, fi fs.FileInfo) dirJob) *prefetcher {
+	p := &prefetcher{expand: expand, job: job, byDir: map[string]*listing{}}
 	p.cond.L = &p.mu
 	if _, ok := fsys.(vfs.Rooter); !ok {
 		return p
@@ -108,9 +126,9 @@ func (p *prefetcher) next() *listing {
 // before it says l is done, so the walk never reaches one of them
 // unqueued and lists it twice.
 func (p *prefetcher) make(root vfs.Root, l *listing) {
-	l.fis, l.err = root.ReadDir(l.dir)
+	l.fis, l.err = l.job.list(root)
 	if l.err == nil && p.expand != nil {
-		subs := p.expand(l.dir, l.fis)
+		subs := p.expand(l.job.dir, l.fis)
 		p.mu.Lock()
 		for _, d := range subs {
 			p.queueLocked(d)
@@ -120,29 +138,36 @@ func (p *prefetcher) make(root vfs.Root, l *listing) {
 	close(l.done)
 }
 
-// ahead asks for dir to be listed ahead of the walk.
-func (p *prefetcher) ahead(dir string) {
+// ahead asks for dir, whose lstat is fi, to be listed ahead of the walk.
+func (p *prefetcher) ahead(dir string, fi fs.FileInfo) {
 	if !p.on {
 		return
 	}
 	p.mu.Lock()
-	p.queueLocked(dir)
+	_, queued := p.byDir[dir]
+	p.mu.Unlock()
+	if queued {
+		return
+	}
+	j := p.job(dir, fi)
+	p.mu.Lock()
+	p.queueLocked(j)
 	p.mu.Unlock()
 }
 
-func (p *prefetcher) queueLocked(dir string) {
-	if _, ok := p.byDir[dir]; ok {
+func (p *prefetcher) queueLocked(j dirJob) {
+	if _, ok := p.byDir[j.dir]; ok {
 		return
 	}
-	l := &listing{dir: dir, key: strings.ReplaceAll(dir, "/", "\x00"), done: make(chan struct{})}
-	p.byDir[dir] = l
+	l := &listing{job: j, key: strings.ReplaceAll(j.dir, "/", "\x00"), done: make(chan struct{})}
+	p.byDir[j.dir] = l
 	heap.Push(&p.pending, l)
 	p.cond.Signal()
 }
 
-// list returns dir's entries: the listing a worker made or is making, or
-// one made now with root.
-func (p *prefetcher) list(root vfs.Root, dir string) ([]fs.FileInfo, error) {
+// list returns dir's entries and how they were listed: the listing a
+// worker made or is making, or one made now with root as mk says.
+func (p *prefetcher) list(root vfs.Root, dir string, mk func() dirJob) (dirJob, []fs.FileInfo, error) {
 	p.mu.Lock()
 	l := p.byDir[dir]
 	delete(p.byDir, dir)
@@ -157,10 +182,12 @@ func (p *prefetcher) list(root vfs.Root, dir string) ([]fs.FileInfo, error) {
 	}
 	p.mu.Unlock()
 	if l == nil {
-		return root.ReadDir(dir)
+		j := mk()
+		fis, err := j.list(root)
+		return j, fis, err
 	}
 	<-l.done
-	return l.fis, l.err
+	return l.job, l.fis, l.err
 }
 
 // stop ends the workers; a listing in progress is finished and dropped.

@@ -32,21 +32,22 @@ func TestPrefetchListsEveryDirectoryOnceInWalkOrder(t *testing.T) {
 			}
 		}
 	}
-	expand := func(d string, fis []fs.FileInfo) []string {
-		var subs []string
+	expand := func(d string, fis []fs.FileInfo) []dirJob {
+		var subs []dirJob
 		for _, fi := range fis {
 			if fi.IsDir() {
-				subs = append(subs, strings.TrimPrefix(d+"/"+fi.Name(), "./"))
+				subs = append(subs, dirJob{dir: strings.TrimPrefix(d+"/"+fi.Name(), "./")})
 			}
 		}
 		return subs
 	}
+	job := func(d string, _ fs.FileInfo) dirJob { return dirJob{dir: d} }
 	for round := range 3 {
 		root, err := vfs.OpenRoot(vfs.OS(), dir)
 		if err != nil {
 			t.Fatal(err)
 		}
-		pf := newPrefetcher(vfs.OS(), dir, expand)
+		pf := newPrefetcher(vfs.OS(), dir, expand, job)
 		if !pf.on {
 			t.Fatal("no workers on the real OS")
 		}
@@ -54,7 +55,7 @@ func TestPrefetchListsEveryDirectoryOnceInWalkOrder(t *testing.T) {
 		var walk func(d string)
 		walk = func(d string) {
 			walked = append(walked, d)
-			fis, err := pf.list(root, d)
+			_, fis, err := pf.list(root, d, func() dirJob { return dirJob{dir: d} })
 			if err != nil {
 				t.Fatalf("%s: %v", d, err)
 			}
@@ -81,7 +82,7 @@ func TestPrefetchListsEveryDirectoryOnceInWalkOrder(t *testing.T) {
 					continue
 				}
 				if round != 1 {
-					pf.ahead(p)
+					pf.ahead(p, fi)
 				}
 				walk(p)
 			}

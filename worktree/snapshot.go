@@ -27,6 +27,8 @@ type Snapshot struct {
 	Stats   Stats
 	entries []IndexEntry // the stat data of each file read
 	dels    []string
+	dirs    []dirRecord // as Status's
+	dirsDue bool
 }
 
 // Snapshot reads the work tree for a commit. A tree with unresolved
@@ -91,6 +93,7 @@ func (t *Tree) Snapshot() (*Snapshot, error) {
 	}
 	s.Changes = append(s.Changes, puts...)
 	s.Stats = t.stats
+	s.dirs, s.dirsDue = t.walkRecords()
 	return s, nil
 }
 
@@ -195,6 +198,13 @@ func (t *Tree) Record(src Source, id objects.ID, s *Snapshot) error {
 	defer l.Unlock()
 	if err := t.writeIndex(&Index{Base: id, Ref: t.idx.Ref, Entries: t.merged(removes, s.entries)}); err != nil {
 		return err
+	}
+	if s.dirsDue {
+		// The records stay true of the new index: a directory recorded
+		// held only tracked names, which the commit keeps, and a record
+		// whose names did change fails its digest. They are a cache, so a
+		// failure to write them fails nothing.
+		_ = t.writeDirs(s.dirs)
 	}
 	if made {
 		return t.writeStorePath()

@@ -6,6 +6,7 @@ import (
 	"sort"
 
 	"github.com/swarmops/swarmops/core/objects"
+	"github.com/swarmops/swarmops/internal/testknobs"
 )
 
 // Kind is how a path of the work tree differs from the base.
@@ -70,6 +71,10 @@ type Status struct {
 	// three sides; each is also a Conflicted change.
 	Conflicts []ConflictRecord
 	Stats     Stats
+	// dirs are the directory records the walk made or carried; dirsDue
+	// says Refresh is to write them.
+	dirs    []dirRecord
+	dirsDue bool
 }
 
 // visitFn sees one file or link of the walk (e nil: untracked).
@@ -84,27 +89,66 @@ func (t *Tree) walk(fn visitFn, skipped *[]Skipped) ([]bool, error) {
 	if err != nil {
 		return nil, err
 	}
+	t.loadDirs()
+	t.recs, t.recsFresh = t.recs[:0], false
 	seen := make([]bool, len(t.idx.Entries))
-	pf := newPrefetcher(t.fs, t.dir, t.trackedSubdirs)
+	pf := newPrefetcher(t.fs, t.dir, t.trackedSubdirs, t.dirJob)
 	defer pf.stop()
-	return seen, t.walkDir(pf, ".", r, false, fn, seen, skipped)
+	return seen, t.walkDir(pf, ".", nil, r, false, fn, seen, skipped)
 }
 
 // trackedSubdirs returns the subdirectories of dir, among its listing
 // fis, below which the index has a path: the walk enters each of them.
-// It only reads the index, so the prefetcher's workers may call it.
-func (t *Tree) trackedSubdirs(dir string, fis []fs.FileInfo) []string {
-	var subs []string
+// It only reads the index and the directory records, so the prefetcher's
+// workers may call it.
+func (t *Tree) trackedSubdirs(dir string, fis []fs.FileInfo) []dirJob {
+	var subs []dirJob
 	for _, fi := range fis {
 		if !fi.IsDir() {
 			continue
 		}
 		p := childPath(dir, fi.Name())
 		if t.idx.hasUnder(p) {
-			subs = append(subs, p)
+			subs = append(subs, t.dirJob(p, fi))
 		}
 	}
 	return subs
+}
+
+// record notes for the dirs file what the listing fis of j's directory
+// (lstat self) tells: the directory's record carried over when the
+// listing was by names, a new one when a read listing held exactly the
+// tracked names. The root is never recorded: it holds the metadata
+// directory.
+func (t *Tree) record(j dirJob, self fs.FileInfo, fis []fs.FileInfo) {
+	if self == nil || !t.onDisk || t.opts.NoDirCache || len(j.dir) > 0xffff {
+		return
+	}
+	names := j.names
+	if !j.byNames {
+		lo, hi := t.idx.span(j.dir)
+		names = t.idx.children(lo, hi, j.dir)
+		if !sameNames(fis, names) && t.opts.weaken&testknobs.DirsRecordUntracked == 0 {
+			return
+		}
+		t.recsFresh = true
+	}
+	t.recs = append(t.recs, dirRecord{Path: j.dir, Stat: statOf(self), Names: namesDigest(names)})
+}
+
+// dirJob says how to list the directory p, whose lstat is fi: by its
+// tracked names alone when a directory record vouches for them, else by
+// reading it. It only reads, so the prefetcher's workers may call it.
+func (t *Tree) dirJob(p string, fi fs.FileInfo) dirJob {
+	j := dirJob{dir: p}
+	if t.dirs == nil {
+		return j
+	}
+	lo, hi := t.idx.span(p)
+	if names := t.idx.children(lo, hi, p); t.trustedDir(p, fi, names) {
+		j.names, j.byNames = names, true
+	}
+	return j
 }
 
 // childPath is the tree path of name in the directory dir ("." the root).
@@ -115,12 +159,22 @@ func childPath(dir, name string) string {
 	return dir + "/" + name
 }
 
-func (t *Tree) walkDir(pf *prefetcher, dir string, r *rules, ignored bool, fn visitFn, seen []bool, skipped *[]Skipped) error {
-	fis, err := pf.list(t.root, dir)
+// walkDir walks the directory dir, whose lstat is self (nil for the root).
+func (t *Tree) walkDir(pf *prefetcher, dir string, self fs.FileInfo, r *rules, ignored bool, fn visitFn, seen []bool, skipped *[]Skipped) error {
+	j, fis, err := pf.list(t.root, dir, func() dirJob {
+		if self == nil {
+			return dirJob{dir: dir}
+		}
+		return t.dirJob(dir, self)
+	})
 	if err != nil {
 		return err
 	}
 	t.stats.Stated += int64(len(fis))
+	if !j.byNames {
+		t.stats.Listed++
+	}
+	t.record(j, self, fis)
 	if !ignored {
 		if r, err = t.childRules(r, dir, fis); err != nil {
 			return err
@@ -143,7 +197,7 @@ func (t *Tree) walkDir(pf *prefetcher, dir string, r *rules, ignored bool, fn vi
 			continue
 		}
 		enter[fi.Name()] = ign
-		pf.ahead(p)
+		pf.ahead(p, fi)
 	}
 	for _, fi := range fis {
 		if reservedName(fi.Name()) != "" || t.isStore(fi) {
@@ -172,7 +226,7 @@ func (t *Tree) walkDir(pf *prefetcher, dir string, r *rules, ignored bool, fn vi
 			if !ok {
 				continue
 			}
-			if err := t.walkDir(pf, p, r, ign, fn, seen, skipped); err != nil {
+			if err := t.walkDir(pf, p, fi, r, ign, fn, seen, skipped); err != nil {
 				return err
 			}
 			if tracked {
@@ -272,7 +326,18 @@ func (t *Tree) Status() (*Status, error) {
 	st.Changes = t.markConflicts(st.Changes)
 	st.Conflicts = append([]ConflictRecord(nil), t.idx.Conflicts...)
 	st.Stats = t.stats
+	st.dirs, st.dirsDue = t.walkRecords()
 	return st, nil
+}
+
+// walkRecords returns the directory records the last walk made or carried,
+// and whether they are to be written: one is new (a directory read and
+// found to hold only tracked names, or one whose record was racy), or one
+// the file holds was dropped.
+func (t *Tree) walkRecords() ([]dirRecord, bool) {
+	recs := append([]dirRecord(nil), t.recs...)
+	due := t.recsFresh || (t.dirs != nil && len(recs) != len(t.dirs.Dirs))
+	return recs, due
 }
 
 // markConflicts makes every path with a conflict record a Conflicted
@@ -321,13 +386,36 @@ func (t *Tree) Refresh(st *Status) error {
 	if !t.onDisk {
 		return fmt.Errorf("%w: %q: refresh needs a checked-out tree", ErrNotWorkTree, t.dir)
 	}
+	ix := t.refreshed(st)
+	if ix == nil && !st.dirsDue {
+		return nil // the common case, an unchanged tree: nothing written
+	}
+	_, l, err := t.begin()
+	if err != nil {
+		return err
+	}
+	defer l.Unlock()
+	if ix != nil {
+		if err := t.writeIndex(ix); err != nil {
+			return err
+		}
+	}
+	if st.dirsDue {
+		return t.writeDirs(st.dirs)
+	}
+	return nil
+}
+
+// refreshed returns the index Refresh is to write, nil when it need not
+// write one.
+func (t *Tree) refreshed(st *Status) *Index {
 	changed := len(st.Refreshed) > 0 || t.idx.BootID != t.boot
 	for i := 0; i < len(t.idx.Entries) && !changed; i++ {
 		e := &t.idx.Entries[i]
 		changed = t.carry(*e).Smudged != e.Smudged
 	}
 	if !changed {
-		return nil // the common case, an unchanged tree: no copy of the index
+		return nil // no copy of the index
 	}
 	fresh := make(map[string]IndexEntry, len(st.Refreshed))
 	for _, e := range st.Refreshed {
@@ -345,10 +433,5 @@ func (t *Tree) Refresh(st *Status) error {
 	if !changed {
 		return nil
 	}
-	_, l, err := t.begin()
-	if err != nil {
-		return err
-	}
-	defer l.Unlock()
-	return t.writeIndex(ix)
+	return ix
 }

@@ -57,6 +57,9 @@ type Options struct {
 	// RefuseSpecial makes a socket, fifo or device in the tree an error
 	// (ErrSpecialFile) instead of a skipped, listed path.
 	RefuseSpecial bool
+	// NoDirCache makes every walk read every directory, never trusting or
+	// writing the directory records (dirs.go).
+	NoDirCache bool
 	// Sync makes a checkout durable: each file is fsynced before it is
 	// renamed into place, and every directory changed is synced after
 	// (git's core.fsync=all).
@@ -94,12 +97,19 @@ type Tree struct {
 	onDisk   bool       // idx was read from the metadata directory
 	tmpSeq   int
 	stats    Stats
+	// dirs holds the directory records a walk trusts (nil: none); recs
+	// collects the ones it makes, recsFresh says one is new (dirs.go).
+	dirs      *dirCache
+	recs      []dirRecord
+	recsFresh bool
 }
 
 // Stats counts the work of one operation: entries stat'ed (listed or
-// lstat'ed), files hashed or read, and their bytes.
+// lstat'ed), directories read (the others' names came from their records,
+// dirs.go), files hashed or read, and their bytes.
 type Stats struct {
 	Stated    int64
+	Listed    int64
 	Hashed    int64
 	BytesRead int64
 }

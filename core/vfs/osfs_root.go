@@ -375,6 +375,28 @@ func (r *osRoot) ReadDir(name string) ([]fs.FileInfo, error) {
 		names = appendDirents(names, buf[:n])
 	}
 	sort.Strings(names)
+	return r.lstatAt(fd, "readdir", name, names)
+}
+
+// LstatNames describes each name with fstatat relative to the directory's
+// descriptor, as ReadDir does, but without getdents.
+func (r *osRoot) LstatNames(name string, names []string) ([]fs.FileInfo, error) {
+	for _, n := range names {
+		if err := checkComponent("lstatnames", n); err != nil {
+			return nil, err
+		}
+	}
+	fd, err := r.dirFD("lstatnames", name)
+	if err != nil {
+		return nil, err
+	}
+	defer unix.Close(fd)
+	return r.lstatAt(fd, "lstatnames", name, names)
+}
+
+// lstatAt describes the names of the directory open as fd, leaving out
+// those gone.
+func (r *osRoot) lstatAt(fd int, op, name string, names []string) ([]fs.FileInfo, error) {
 	// One backing array for the directory's infos: a status lists every
 	// directory of a tree, and an allocation an entry is most of its heap.
 	infos := make([]statInfo, len(names))
@@ -386,7 +408,7 @@ func (r *osRoot) ReadDir(name string) ([]fs.FileInfo, error) {
 			continue
 		}
 		if err != nil {
-			return nil, r.perr("readdir", path.Join(name, n), err)
+			return nil, r.perr(op, path.Join(name, n), err)
 		}
 		s := &infos[len(out)]
 		s.set(n, &st)

@@ -47,6 +47,11 @@ type Root interface {
 	// ReadDir lists a directory, sorted by name, each entry described as
 	// Lstat would describe it.
 	ReadDir(name string) ([]fs.FileInfo, error)
+	// LstatNames describes the given entries of the directory name as
+	// ReadDir would, in the order given, without reading the directory
+	// itself; an entry that is absent is left out. Each of names is one
+	// path component.
+	LstatNames(name string, names []string) ([]fs.FileInfo, error)
 	SyncDir(name string) error
 	Close() error
 }
@@ -85,6 +90,18 @@ func OpenRoot(fsys FS, dir string) (Root, error) {
 
 // checkName reports whether name may be given to a Root: "." (the root
 // itself) when self is allowed, or a clean relative path.
+// checkComponent checks a name that must be one path component, neither
+// "." nor "..".
+func checkComponent(op, name string) error {
+	switch {
+	case name == "..":
+		return &fs.PathError{Op: op, Path: name, Err: ErrNotBeneath}
+	case name == "" || name == "." || strings.IndexByte(name, '/') >= 0 || strings.IndexByte(name, 0) >= 0:
+		return &fs.PathError{Op: op, Path: name, Err: fs.ErrInvalid}
+	}
+	return nil
+}
+
 func checkName(op, name string, self bool) error {
 	if name == "." && self {
 		return nil
@@ -247,6 +264,28 @@ func (r *walkRoot) ReadDir(name string) ([]fs.FileInfo, error) {
 		return nil, err
 	}
 	sort.Slice(fis, func(i, j int) bool { return fis[i].Name() < fis[j].Name() })
+	return fis, nil
+}
+
+func (r *walkRoot) LstatNames(name string, names []string) ([]fs.FileInfo, error) {
+	fis := make([]fs.FileInfo, 0, len(names))
+	for _, n := range names {
+		if err := checkComponent("lstatnames", n); err != nil {
+			return nil, err
+		}
+		p := n
+		if name != "." {
+			p = name + "/" + n
+		}
+		fi, err := r.Lstat(p)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		fis = append(fis, fi)
+	}
 	return fis, nil
 }
 

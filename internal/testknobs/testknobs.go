@@ -25,23 +25,24 @@ type Weakening uint32
 
 // The canaries.
 const (
-	SkipDatasync      Weakening = 1 << iota // never fdatasync the journal
-	AckBeforeSync                           // acknowledge, then sync
-	SkipDirSync                             // skip SyncDir when a segment or loose object is created
-	SkipChecksum                            // do not verify checksums on read or recovery
-	EarlyDurable                            // publish the durable offset before the sync
-	FalseFresh                              // write every frame as fresh, even one whose changeset the store holds
-	SkipReflogSync                          // name a reflog chunk in the checkpoint before it is durable
-	DropProtections                         // write checkpoints without the protected ref patterns
-	QueueSkipWaiter                         // a writer-queue waiter ignores the ticket just ahead of it
-	CASIfExists                             // a ref compare-and-swap checks the expected value only when the ref exists
-	LandNoFastForward                       // Land merges where it should fast-forward
-	GCIgnoresLeases                         // gc keeps nothing for live leases
-	GCSkipsRebuild                          // a commit built before a gc's index was installed is appended as built
-	UpdateTrustsStat                        // a work tree's update records a merged file's stat data as clean
-	QueueTwoFrames                          // the merge queue publishes its entries' outcomes and the target's move in two frames
-	ExportTrustsMap                         // an export builds on the commits its mapping file names without checking git has them
-	ServerEarlyReply                        // the server replies success to a request once it has read its stdin, before the command returns
+	SkipDatasync        Weakening = 1 << iota // never fdatasync the journal
+	AckBeforeSync                             // acknowledge, then sync
+	SkipDirSync                               // skip SyncDir when a segment or loose object is created
+	SkipChecksum                              // do not verify checksums on read or recovery
+	EarlyDurable                              // publish the durable offset before the sync
+	FalseFresh                                // write every frame as fresh, even one whose changeset the store holds
+	SkipReflogSync                            // name a reflog chunk in the checkpoint before it is durable
+	DropProtections                           // write checkpoints without the protected ref patterns
+	QueueSkipWaiter                           // a writer-queue waiter ignores the ticket just ahead of it
+	CASIfExists                               // a ref compare-and-swap checks the expected value only when the ref exists
+	LandNoFastForward                         // Land merges where it should fast-forward
+	GCIgnoresLeases                           // gc keeps nothing for live leases
+	GCSkipsRebuild                            // a commit built before a gc's index was installed is appended as built
+	UpdateTrustsStat                          // a work tree's update records a merged file's stat data as clean
+	QueueTwoFrames                            // the merge queue publishes its entries' outcomes and the target's move in two frames
+	ExportTrustsMap                           // an export builds on the commits its mapping file names without checking git has them
+	ServerEarlyReply                          // the server replies success to a request once it has read its stdin, before the command returns
+	DirsRecordUntracked                       // a work tree's walk records a directory holding untracked names as holding only tracked ones
 )
 
 // ServerCanaries are the canaries of the server (server.Config); the
@@ -58,6 +59,7 @@ var names = map[string]Weakening{
 	"gc-ignores-leases": GCIgnoresLeases, "gc-skips-rebuild": GCSkipsRebuild,
 	"update-trusts-stat": UpdateTrustsStat, "queue-two-frames": QueueTwoFrames,
 	"export-trusts-map": ExportTrustsMap, "server-early-reply": ServerEarlyReply,
+	"dirs-record-untracked": DirsRecordUntracked,
 }
 
 // Parse maps a comma-separated list of canary names to their weakening.
