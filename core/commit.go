@@ -120,7 +120,7 @@ func commitOrigin(req CommitRequest) refs.Origin {
 }
 
 // writerView is the store as a commit's builder reads it: every frame
-// appended so far (the writer's view), and the last commit's objects.
+// appended so far (the writer's view), and the last commits' objects.
 type writerView Store
 
 // Has reports whether the projection holds object id of kind k: one table
@@ -132,8 +132,9 @@ func (v *writerView) Has(id ID, k objects.Kind) bool {
 	return s.view.proj.Idx.Has(id, k)
 }
 
-// Read reads an object in the writer's view, from the last commit's
-// objects when it is one of them and the projection holds it as such.
+// Read reads an object in the writer's view, from the last commits'
+// objects (Recent) when it is one of them and the projection holds it as
+// such.
 func (v *writerView) Read(id ID, k objects.Kind) ([]byte, error) {
 	s := (*Store)(v)
 	if data, ok := s.recent.Get(id); ok {
