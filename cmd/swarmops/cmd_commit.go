@@ -407,6 +407,23 @@ func (a *app) limitTreeMemory(lazy bool) {
 	}
 }
 
+// diffGCPercent is the collector's target in a process that diffs
+// blobs (diff, show): a diff of ten files of Go's src allocates about
+// 10 MB, which the runtime's start (a collection each time the heap
+// doubles from 4 MB) collected twice, 20 % of the command's wall time
+// (GODEBUG=gctrace=1). Five times the live heap, not unbounded: a diff
+// of huge files still collects.
+const diffGCPercent = 400
+
+// lazyDiffCollector sets diffGCPercent unless GOGC sets the target, or the
+// command runs in a server, whose collector serves every client.
+func (a *app) lazyDiffCollector() {
+	if a.getenv("GOGC") != "" || a.shared != nil {
+		return
+	}
+	debug.SetGCPercent(diffGCPercent)
+}
+
 // staleHint says what to do about a work tree at base asked to commit on
 // parent: commit on its base, merge parent in, or update the tree.
 func staleHint(base, parent core.ID, dir string) string {

@@ -154,6 +154,7 @@ func (a *app) showCmd() *cobra.Command {
 			if err := f.check(); err != nil {
 				return err
 			}
+			a.lazyDiffCollector()
 			return a.withStore(func(s *core.Store, sn *core.Snapshot) error {
 				id, err := resolve(sn, args[0])
 				if err != nil {
@@ -295,6 +296,7 @@ structured hunks.`,
 			if len(args) != 2 {
 				return usagef("diff: give two revisions A B, or --work [DIR]")
 			}
+			a.lazyDiffCollector()
 			return a.withStore(func(s *core.Store, sn *core.Snapshot) error {
 				x, err := resolve(sn, args[0])
 				if err != nil {
