@@ -5,9 +5,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"io/fs"
-	"os"
 	"sort"
 	"strings"
+	"time"
 
 	"lukechampine.com/blake3"
 )
@@ -185,16 +185,7 @@ func (t *Tree) loadDirs() {
 	if !t.onDisk || t.opts.NoDirCache {
 		return
 	}
-	f, err := t.root.OpenFile(dirsFile, os.O_RDONLY, 0)
-	if err != nil {
-		return
-	}
-	defer f.Close()
-	size := int64(-1)
-	if fi, err := f.Stat(); err == nil {
-		size = fi.Size()
-	}
-	data, err := readAll(f, size)
+	data, err := t.readMeta(dirsFile)
 	if err != nil {
 		return
 	}
@@ -245,25 +236,12 @@ func (t *Tree) writeDirs(recs []dirRecord) error {
 		return nil
 	}
 	sort.Slice(recs, func(i, j int) bool { return recs[i].Path < recs[j].Path })
-	name := t.tmpName()
-	f, err := t.root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	var c *dirCache
+	err := t.writeMeta(dirsFile, false, func(written time.Time) ([]byte, error) {
+		c = &dirCache{BootID: t.boot, Written: written.UnixNano(), Dirs: recs}
+		return c.encode(), nil
+	})
 	if err != nil {
-		return err
-	}
-	fi, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return err
-	}
-	c := &dirCache{BootID: t.boot, Written: fi.ModTime().UnixNano(), Dirs: recs}
-	_, err = f.Write(c.encode())
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return err
-	}
-	if err := t.root.Rename(name, dirsFile); err != nil {
 		return err
 	}
 	t.dirs = c

@@ -207,21 +207,10 @@ func (t *Tree) readIndex() error {
 	if !fi.IsDir() || fi.Mode()&fs.ModeSymlink != 0 {
 		return fmt.Errorf("%w: %q: %s is not a directory", ErrNotWorkTree, t.dir, MetaDir)
 	}
-	f, err := t.root.OpenFile(indexFile, os.O_RDONLY, 0)
+	data, err := t.readMeta(indexFile)
 	if errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("%w: %q has no index (an interrupted checkout?)", ErrNotWorkTree, t.dir)
 	}
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	// Read at the stat's size: the index is the biggest buffer a status
-	// allocates, and every fresh heap page is a page fault.
-	size := int64(-1)
-	if fi, err := f.Stat(); err == nil {
-		size = fi.Size()
-	}
-	data, err := readAll(f, size)
 	if err != nil {
 		return err
 	}
@@ -231,6 +220,22 @@ func (t *Tree) readIndex() error {
 	}
 	t.idx, t.onDisk = ix, true
 	return nil
+}
+
+// readMeta reads the metadata file name whole, into a buffer of the size
+// its stat gives: the index is the biggest buffer a status allocates, and
+// every fresh heap page is a page fault.
+func (t *Tree) readMeta(name string) ([]byte, error) {
+	f, err := t.root.OpenFile(name, os.O_RDONLY, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	size := int64(-1)
+	if fi, err := f.Stat(); err == nil {
+		size = fi.Size()
+	}
+	return readAll(f, size)
 }
 
 // trusted reports whether e's stat data may stand for its content: not
@@ -316,8 +321,26 @@ func (t *Tree) tmpName() string {
 // index), recording the filesystem's time and boot id. With Sync the file
 // is fsynced before the rename and the directory after.
 func (t *Tree) writeIndex(ix *Index) error {
-	name := t.tmpName()
-	f, err := t.root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	err := t.writeMeta(indexFile, t.opts.Sync, func(written time.Time) ([]byte, error) {
+		// The racy-entry threshold.
+		ix.Written, ix.BootID = written, t.boot
+		return ix.Encode()
+	})
+	if err != nil {
+		return err
+	}
+	t.idx, t.onDisk = ix, true
+	return nil
+}
+
+// writeMeta writes the metadata file name atomically: encode's bytes go to
+// a temporary file renamed over name. encode is given the new file's
+// mtime, the filesystem's clock now, after every stat the content
+// records. With sync the file is fsynced before the rename and the
+// metadata directory after.
+func (t *Tree) writeMeta(name string, sync bool, encode func(written time.Time) ([]byte, error)) error {
+	tmp := t.tmpName()
+	f, err := t.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return err
 	}
@@ -326,14 +349,11 @@ func (t *Tree) writeIndex(ix *Index) error {
 		f.Close()
 		return err
 	}
-	// The new file's mtime is the filesystem's clock now, after every
-	// stat the index records: the racy-entry threshold.
-	ix.Written, ix.BootID = fi.ModTime(), t.boot
-	data, err := ix.Encode()
+	data, err := encode(fi.ModTime())
 	if err == nil {
 		_, err = f.Write(data)
 	}
-	if err == nil && t.opts.Sync {
+	if err == nil && sync {
 		err = f.Sync()
 	}
 	if cerr := f.Close(); err == nil {
@@ -342,15 +362,12 @@ func (t *Tree) writeIndex(ix *Index) error {
 	if err != nil {
 		return err
 	}
-	if err := t.root.Rename(name, indexFile); err != nil {
+	if err := t.root.Rename(tmp, name); err != nil {
 		return err
 	}
-	if t.opts.Sync {
-		if err := t.root.SyncDir(MetaDir); err != nil {
-			return err
-		}
+	if sync {
+		return t.root.SyncDir(MetaDir)
 	}
-	t.idx, t.onDisk = ix, true
 	return nil
 }
 
