@@ -110,9 +110,10 @@
 // The file is a cache: written by rename without a sync, by a status that
 // made a new record or dropped one (Refresh) and by Record; a dirs file
 // that is missing, torn, foreign or from another boot is no records, never
-// an error. Options.NoDirCache turns it off. It relies on the filesystem
-// moving a directory's times when its entries change, as POSIX requires and
-// every local Linux filesystem does.
+// an error. Options.NoDirCache turns it off (the CLI's
+// SWARMOPS_DIR_RECORDS=off). It relies on the filesystem moving a
+// directory's times when its entries change, as POSIX requires and every
+// local Linux filesystem does.
 //
 // # Ignore rules
 //

@@ -180,8 +180,22 @@ func (a *app) treeOptions() (worktree.Options, error) {
 	if err != nil {
 		return worktree.Options{}, err
 	}
-	return worktree.Options{StoreDir: abs, FS: fsys}, nil
+	o := worktree.Options{StoreDir: abs, FS: fsys}
+	switch v := a.getenv(dirRecordsEnv); v {
+	case "", "on":
+	case "off":
+		o.NoDirCache = true
+	default:
+		return worktree.Options{}, usagef("%s=%q: want on or off", dirRecordsEnv, v)
+	}
+	return o, nil
 }
+
+// dirRecordsEnv turns a work tree's directory records off (worktree's
+// "Directory records"): for a filesystem that does not move a directory's
+// times when its entries change, as some network and FUSE filesystems do
+// not.
+const dirRecordsEnv = "SWARMOPS_DIR_RECORDS"
 
 // openTree opens the work tree named by args (one directory) or, without
 // one, the work tree around the current directory.

@@ -56,6 +56,22 @@ var _ = Describe("work trees", func() {
 		Expect(modes).To(Equal(map[string]any{"a.txt": "100644", "ln": "120000", "new.txt": "100755"}))
 	})
 
+	It("keeps directory records unless SWARMOPS_DIR_RECORDS=off, and refuses any other value", func() {
+		dirs := filepath.Join(wt, ".swarmops-tree", "dirs")
+		e.extra = []string{"SWARMOPS_DIR_RECORDS=off"}
+		Expect(e.ok("", "status", wt).(map[string]any)["clean"]).To(BeTrue())
+		Expect(dirs).NotTo(BeAnExistingFile())
+		e.extra = []string{"SWARMOPS_DIR_RECORDS=maybe"}
+		er := e.run("", "status", wt, "--json").Err()
+		Expect(er["code"]).To(Equal("E_USAGE"))
+		Expect(er["message"]).To(ContainSubstring(`SWARMOPS_DIR_RECORDS="maybe"`))
+		e.extra = nil
+		Expect(e.ok("", "status", wt).(map[string]any)["clean"]).To(BeTrue())
+		Expect(dirs).To(BeAnExistingFile())
+		Expect(os.WriteFile(filepath.Join(wt, "dir", "new.txt"), []byte("n\n"), 0o644)).To(Succeed())
+		Expect(e.run("", "status", wt).Stdout).To(Equal("A dir/new.txt\n"))
+	})
+
 	It("refuses an empty commit unless --allow-empty, and a --parent other than the tree's base", func() {
 		er := e.run("", "commit", "--dir", wt, "--advance", "main", "--json").Err()
 		Expect(er["code"]).To(Equal("E_EMPTY"))
