@@ -34,6 +34,16 @@ import (
 // dirsFile holds the directory records.
 const dirsFile = MetaDir + "/dirs"
 
+// dirSettle is how long before a walk began a directory must have last
+// changed for the walk to record it. A name created in the same clock tick
+// as the directory's last change, after the walk read the directory, would
+// leave its times as recorded; a change a whole tick older than the
+// reading cannot share a tick with anything after it. Filesystem times
+// move in ticks of the kernel's coarse clock (at most 10 ms); 20 ms keeps
+// a margin, and a filesystem with coarser times (or another clock, over a
+// network) needs the records off (Options.NoDirCache).
+const dirSettle = 20 * time.Millisecond
+
 const (
 	dirsMagic   = "SWTD"
 	dirsVersion = 1
@@ -196,8 +206,8 @@ func (t *Tree) loadDirs() {
 	t.dirs = c
 }
 
-// trustedDir returns the record of dir when it vouches that dir holds
-// exactly the tracked names names, its lstat now being fi.
+// trustedDir reports whether dir's record vouches that dir holds exactly
+// the tracked names names, its lstat now being fi.
 func (t *Tree) trustedDir(dir string, fi fs.FileInfo, names []string) bool {
 	if t.dirs == nil || fi == nil || !fi.IsDir() {
 		return false

@@ -150,3 +150,22 @@ func TestDirectoryRecordsAreDroppedWhenTheyCannotBeRead(t *testing.T) {
 		m.Remove("/w/d/new")
 	}
 }
+
+// TestADirectoryChangedJustBeforeTheWalkIsNotRecorded: a name created
+// after a walk read its directory, in the same clock tick as the
+// directory's last change, would leave the directory's times as recorded,
+// so a walk records only directories that last changed well before it
+// began. Here the filesystem's clock runs an hour ahead: nothing it
+// changed is settled, so no record is made and every status reads every
+// directory.
+func TestADirectoryChangedJustBeforeTheWalkIsNotRecorded(t *testing.T) {
+	f, m := memFixture(t)
+	id := f.commit(objects.ZeroID, put("d/a", "1"), put("d/e/b", "2"))
+	clock := time.Now().Add(time.Hour)
+	m.SetClock(func() time.Time { clock = clock.Add(time.Microsecond); return clock })
+	f.checkout(id, "/w")
+	refreshed(t, "/w", f.opts())
+	if st := refreshed(t, "/w", f.opts()); st.Stats.Listed != 3 {
+		t.Fatalf("status read %d directories, want all 3: none may be recorded", st.Stats.Listed)
+	}
+}

@@ -97,10 +97,13 @@
 //		+----------+------+----------+-----------+-----------+---------+---------+-------------+
 //		trailer: BLAKE3-256 of every byte before it [32]
 //
+//	  - A walk records a directory only if it last changed at least 20 ms
+//	    (dirSettle, over a tick of the kernel's coarse clock) before the
+//	    walk began: a name created after the reading, in the same tick as
+//	    the directory's last change, would not move its times.
 //	  - written: the new file's mtime, after every listing it records. A
-//	    record whose mtime or ctime is not older is racy (a name created in
-//	    the same clock tick would not move them) and not trusted; the next
-//	    walk reads the directory and writes the records again.
+//	    record whose mtime or ctime is not older is racy and not trusted;
+//	    the next walk reads the directory and writes the records again.
 //	  - boot: under another boot id nothing is trusted (a power loss may
 //	    lose a directory's update and keep its old times).
 //	  - names: a 64-bit FNV-1a digest of the tracked names the directory

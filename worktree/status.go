@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io/fs"
 	"sort"
+	"time"
 
 	"github.com/swarmops/swarmops/core/objects"
 	"github.com/swarmops/swarmops/internal/testknobs"
@@ -91,6 +92,7 @@ func (t *Tree) walk(fn visitFn, skipped *[]Skipped) ([]bool, error) {
 	}
 	t.loadDirs()
 	t.recs, t.recsFresh = t.recs[:0], false
+	t.walkStart = time.Now().UnixNano()
 	seen := make([]bool, len(t.idx.Entries))
 	pf := newPrefetcher(t.fs, t.dir, t.trackedSubdirs, t.dirJob)
 	defer pf.stop()
@@ -118,14 +120,18 @@ func (t *Tree) trackedSubdirs(dir string, fis []fs.FileInfo) []dirJob {
 // record notes for the dirs file what the listing fis of j's directory
 // (lstat self) tells: the directory's record carried over when the
 // listing was by names, a new one when a read listing held exactly the
-// tracked names. The root is never recorded: it holds the metadata
+// tracked names and the directory last changed at least dirSettle before
+// the walk began. The root is never recorded: it holds the metadata
 // directory.
 func (t *Tree) record(j dirJob, self fs.FileInfo, fis []fs.FileInfo) {
 	if self == nil || !t.onDisk || t.opts.NoDirCache || len(j.dir) > 0xffff {
 		return
 	}
-	names := j.names
+	st, names := statOf(self), j.names
 	if !j.byNames {
+		if settled := t.walkStart - int64(dirSettle); st.Mtime >= settled || st.Ctime >= settled {
+			return
+		}
 		lo, hi := t.idx.span(j.dir)
 		names = t.idx.children(lo, hi, j.dir)
 		if !sameNames(fis, names) && t.opts.weaken&testknobs.DirsRecordUntracked == 0 {
@@ -133,7 +139,7 @@ func (t *Tree) record(j dirJob, self fs.FileInfo, fis []fs.FileInfo) {
 		}
 		t.recsFresh = true
 	}
-	t.recs = append(t.recs, dirRecord{Path: j.dir, Stat: statOf(self), Names: namesDigest(names)})
+	t.recs = append(t.recs, dirRecord{Path: j.dir, Stat: st, Names: namesDigest(names)})
 }
 
 // dirJob says how to list the directory p, whose lstat is fi: by its

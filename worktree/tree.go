@@ -102,6 +102,7 @@ type Tree struct {
 	dirs      *dirCache
 	recs      []dirRecord
 	recsFresh bool
+	walkStart int64 // when the last walk began, nanoseconds since the epoch
 }
 
 // Stats counts the work of one operation: entries stat'ed (listed or
