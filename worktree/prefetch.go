@@ -71,7 +71,7 @@ type listing struct {
 }
 
 // prefetchWorkers is how many goroutines list ahead: one a core. More
-// only add hand-offs (Go's src on 2 cores, farm-bench medians of 21:
+// only add hand-offs (Go's src on 2 cores, medians of 21 whole-process runs:
 // status 40-41 ms with 2 workers, 42-45 with 3, 43-46 with 4 or 6).
 func prefetchWorkers() int { return runtime.GOMAXPROCS(0) }
 
