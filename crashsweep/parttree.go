@@ -23,22 +23,25 @@ import (
 )
 
 // The work-tree part crashes, at every filesystem call, a first checkout
-// (with Sync), a switch (without), and an update of a tree with local
-// edits behind another agent's commit (a clean line merge, a conflict
-// written with markers, a binary conflict, files written, removed, made
-// and pruned), with and without Sync. Its oracle, on each crashed state:
+// (with Sync), a switch (without), an update of a tree with local edits
+// behind another agent's commit (a clean line merge, a conflict written
+// with markers, a binary conflict, files written, removed, made and
+// pruned), with and without Sync, and a status refresh that writes the
+// index's stat data and the directory records. Its oracle, on each
+// crashed state:
 //
 //   - process crash: each file holds its old content or what the
 //     uncrashed operation leaves, never a part or anything else;
 //   - process, strict and one torn clone: a status calls no file clean
-//     unless it holds its index entry's object (a torn index without Sync
-//     is refused as corrupt, which calls nothing clean);
+//     unless it holds its index entry's object, and lists every untracked
+//     file (a torn index without Sync is refused as corrupt, which calls
+//     nothing clean), also after a file is planted in every directory;
 //   - after the uncrashed update: its conflicts are recorded, under a
 //     process crash, and under a strict power loss too with Sync; and the
 //     status is as truthful as after any crash.
 //
 // It is worktree/crash_test.go's sweep, run by crashsim so that the
-// canary update-trusts-stat reaches it.
+// canaries update-trusts-stat and dirs-record-untracked reach it.
 
 const (
 	treeStore = "/s"
