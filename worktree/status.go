@@ -121,9 +121,9 @@ func (t *Tree) trackedSubdirs(dir string, fis []fs.FileInfo) []dirJob {
 // (lstat self) tells: the directory's record carried over when the
 // listing was by names, a new one when a read listing held exactly the
 // tracked names and the directory last changed at least dirSettle before
-// the walk began. The root is never recorded: it holds the metadata
-// directory.
-func (t *Tree) record(j dirJob, self fs.FileInfo, fis []fs.FileInfo) {
+// the walk began; lo and hi are the directory's span. The root is never
+// recorded: it holds the metadata directory.
+func (t *Tree) record(j dirJob, self fs.FileInfo, fis []fs.FileInfo, lo, hi int) {
 	if self == nil || !t.onDisk || t.opts.NoDirCache || len(j.dir) > 0xffff {
 		return
 	}
@@ -132,7 +132,6 @@ func (t *Tree) record(j dirJob, self fs.FileInfo, fis []fs.FileInfo) {
 		if settled := t.walkStart - int64(dirSettle); st.Mtime >= settled || st.Ctime >= settled {
 			return
 		}
-		lo, hi := t.idx.span(j.dir)
 		names = t.idx.children(lo, hi, j.dir)
 		if !sameNames(fis, names) && t.opts.weaken&testknobs.DirsRecordUntracked == 0 {
 			return
@@ -180,14 +179,14 @@ func (t *Tree) walkDir(pf *prefetcher, dir string, self fs.FileInfo, r *rules, i
 	if !j.byNames {
 		t.stats.Listed++
 	}
-	t.record(j, self, fis)
+	// Each lookup searches only the entries below dir.
+	lo, hi := t.idx.span(dir)
+	t.record(j, self, fis, lo, hi)
 	if !ignored {
 		if r, err = t.childRules(r, dir, fis); err != nil {
 			return err
 		}
 	}
-	// Each lookup searches only the entries below dir.
-	lo, hi := t.idx.span(dir)
 	// The subdirectories the walk will enter are listed ahead, in order.
 	enter := make(map[string]bool)
 	for _, fi := range fis {

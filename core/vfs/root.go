@@ -88,8 +88,6 @@ func OpenRoot(fsys FS, dir string) (Root, error) {
 	return &walkRoot{fs: fsys, dir: dir}, nil
 }
 
-// checkName reports whether name may be given to a Root: "." (the root
-// itself) when self is allowed, or a clean relative path.
 // checkComponent checks a name that must be one path component, neither
 // "." nor "..".
 func checkComponent(op, name string) error {
@@ -102,6 +100,8 @@ func checkComponent(op, name string) error {
 	return nil
 }
 
+// checkName reports whether name may be given to a Root: "." (the root
+// itself) when self is allowed, or a clean relative path.
 func checkName(op, name string, self bool) error {
 	if name == "." && self {
 		return nil
