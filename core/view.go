@@ -1,7 +1,6 @@
 package core
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 
@@ -236,12 +235,11 @@ type inlineAt struct {
 }
 
 // inlineRead is an inline object's stored bytes, read: the object itself
-// (plain), or its group's zstd frame, or its group already decoded
-// (from the cache), with where the group goes in the cache.
+// (plain), or its group's zstd frame, or the object already taken from its
+// group in the cache, with where the group goes in the cache.
 type inlineRead struct {
 	at           inlineAt
 	plain, frame []byte
-	group        []byte
 	cache        *zblob.Cache
 	key          zblob.Key
 }
@@ -263,40 +261,36 @@ func (s *Store) readInline(r *journal.Reader, cache *zblob.Cache, epoch uint64, 
 }
 
 // readInlineBytes is readInline's I/O: the object's or its group's stored
-// bytes, or the group from the cache. Only a read error is returned.
+// bytes, or the object from its group in the cache. Only a read error is
+// returned; a cached group that does not hold the object leaves the
+// frame to be read and decoded, and decodeInline to say so.
 func (s *Store) readInlineBytes(r *journal.Reader, cache *zblob.Cache, epoch uint64, a inlineAt) (*inlineRead, error) {
 	rd := &inlineRead{at: a, cache: cache, key: zblob.Key{Epoch: epoch, Seg: a.seg, Off: a.off}}
 	if a.stored == 0 {
 		rd.plain = make([]byte, a.size)
 		return rd, r.ReadAt(a.seg, a.off, rd.plain)
 	}
-	if g, ok := cache.Get(rd.key); ok {
-		rd.group = g
+	if m, ok, err := cache.Get(rd.key, int64(a.inner), a.size); ok && err == nil {
+		rd.plain = m
 		return rd, nil
 	}
-	rd.frame = make([]byte, a.stored)
+	rd.frame = zblob.Frame(int(a.stored))
 	return rd, r.ReadAt(a.seg, a.off, rd.frame)
 }
 
 // decodeInline is readInline's decode: it needs no lock, and it keeps a
-// group it decodes in the read's cache.
+// group it decodes whole in the read's cache.
 func (s *Store) decodeInline(rd *inlineRead) ([]byte, error) {
 	a := rd.at
-	if a.stored == 0 {
+	if rd.frame == nil {
 		return rd.plain, nil
 	}
-	group := rd.group
-	if group == nil {
-		var err error
-		if group, err = rd.cache.Load(rd.key, rd.frame); err != nil {
-			return nil, errs.Corrupt(s.jcfg.SegPath(a.seg), a.off, "compressed group of %d bytes: %v", a.stored, err)
-		}
-	}
-	data, err := zblob.Member(group, int64(a.inner), a.size)
+	data, err := rd.cache.Load(rd.key, rd.frame, int64(a.inner), a.size)
+	zblob.Release(rd.frame)
 	if err != nil {
 		return nil, errs.Corrupt(s.jcfg.SegPath(a.seg), a.off, "compressed group of %d bytes: %v", a.stored, err)
 	}
-	return bytes.Clone(data), nil
+	return data, nil
 }
 
 // refsAt returns the ref table, exact at seq: a table restored from (or

@@ -16,8 +16,10 @@
 package zblob
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"runtime"
 	"sync"
 
@@ -56,6 +58,37 @@ var decoder = sync.OnceValue(func() *zstd.Decoder {
 	return d
 })
 
+// streams decode a group's frame only as far as a read needs
+// (DecodeMember). With one decoder goroutine a stream decodes in the
+// caller's goroutine, block by block, into a buffer the decoder keeps,
+// and the bytes before the member are read into scratch and dropped; the
+// pool keeps both between reads. Damaged bytes cannot make a stream
+// allocate more than its window and GroupMax. A stream skips the frame's
+// checksum, which it seldom reaches: the member is checked against its
+// id, and a whole decode (a later read of the group, deep verification)
+// still checks every byte of the frame.
+var streams = sync.Pool{New: func() any {
+	d, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderLowmem(true),
+		zstd.WithDecoderMaxWindow(1<<20), zstd.WithDecoderMaxMemory(GroupMax), zstd.IgnoreChecksum(true))
+	if err != nil {
+		panic(fmt.Sprintf("zblob: zstd stream decoder with constant options: %v", err))
+	}
+	return &stream{d: d, scratch: make([]byte, 16<<10)}
+}}
+
+type stream struct {
+	d       *zstd.Decoder
+	scratch []byte
+}
+
+// slack is the room Decode leaves past a group's end. The decoder copies
+// a block's matches with wide, unchecked moves only while a whole block
+// (at most 128 KiB) and 32 bytes more still fit in the buffer; without
+// the room the last block of every group takes the checked copies, about
+// half as fast. Room never written is never touched, so it costs address
+// space, not pages.
+const slack = 128<<10 + 32
+
 // Append appends the zstd frame of group (the concatenated bytes of one
 // group's blobs, at most GroupMax) to dst and reports true when that
 // pays: the frame is smaller than group. Otherwise it returns dst as it
@@ -80,25 +113,91 @@ var ErrDecode = errors.New("zblob: compressed group does not decode")
 // give its size, at most GroupMax, and it must decode to exactly that
 // many bytes.
 func Decode(z []byte) ([]byte, error) {
-	if len(z) == 0 || len(z) > GroupMax {
-		return nil, fmt.Errorf("%w: a frame of %d bytes", ErrDecode, len(z))
+	size, err := frameSize(z)
+	if err != nil {
+		return nil, err
 	}
-	var h zstd.Header
-	if err := h.Decode(z); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrDecode, err)
-	}
-	if !h.HasFCS || h.FrameContentSize > GroupMax {
-		return nil, fmt.Errorf("%w: the frame declares %d bytes (known: %v)", ErrDecode, h.FrameContentSize, h.HasFCS)
-	}
-	size := int(h.FrameContentSize)
-	out, err := decoder().DecodeAll(z, make([]byte, 0, size))
+	out, err := decoder().DecodeAll(z, make([]byte, 0, size+slack))
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrDecode, err)
 	}
 	if len(out) != size {
 		return nil, fmt.Errorf("%w: %d bytes, the frame declares %d", ErrDecode, len(out), size)
 	}
+	return out[:size:size], nil
+}
+
+// DecodeMember returns the size bytes at inner of what the frame z
+// decodes to, decoding the frame's blocks only as far as the member's end
+// and keeping only the member: a read of one blob of a group decodes half
+// of it on average and touches no memory for the rest. The bytes past the
+// member are not checked, and the caller checks the member's own.
+func DecodeMember(z []byte, inner, size int64) ([]byte, error) {
+	total, err := frameSize(z)
+	if err != nil {
+		return nil, err
+	}
+	if inner < 0 || size < 0 || inner+size > int64(total) {
+		return nil, fmt.Errorf("%w: the group holds %d bytes, not %d at %d", ErrDecode, total, size, inner)
+	}
+	s := streams.Get().(*stream)
+	defer streams.Put(s)
+	defer s.d.Reset(nil)
+	if err := s.d.Reset(bytes.NewReader(z)); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrDecode, err)
+	}
+	for skip := inner; skip > 0; {
+		n, err := io.ReadFull(s.d, s.scratch[:min(skip, int64(len(s.scratch)))])
+		if err != nil {
+			return nil, fmt.Errorf("%w: the %d bytes before a member at %d: %v", ErrDecode, inner, inner, err)
+		}
+		skip -= int64(n)
+	}
+	out := make([]byte, size)
+	if _, err := io.ReadFull(s.d, out); err != nil {
+		return nil, fmt.Errorf("%w: a member of %d bytes at %d: %v", ErrDecode, size, inner, err)
+	}
 	return out, nil
+}
+
+// Frame returns a buffer of n bytes to read a group's frame into, at most
+// GroupMax, from the ones Release handed back: a reader that decodes group
+// after group reuses the memory of the frames it read before instead of
+// touching new pages for each.
+func Frame(n int) []byte {
+	if n <= 0 || n > GroupMax {
+		return make([]byte, max(n, 0))
+	}
+	if b, ok := frames.Get().(*[]byte); ok {
+		return (*b)[:n]
+	}
+	return make([]byte, n, GroupMax)
+}
+
+// Release hands back a buffer Frame returned, once nothing holds it: the
+// decoders keep no reference to a frame they have decoded.
+func Release(b []byte) {
+	if cap(b) == GroupMax {
+		frames.Put(&b)
+	}
+}
+
+var frames sync.Pool
+
+// frameSize is the size a group's frame declares: it must declare one,
+// and neither the frame nor the size may exceed GroupMax.
+func frameSize(z []byte) (int, error) {
+	if len(z) == 0 || len(z) > GroupMax {
+		return 0, fmt.Errorf("%w: a frame of %d bytes", ErrDecode, len(z))
+	}
+	var h zstd.Header
+	if err := h.Decode(z); err != nil {
+		return 0, fmt.Errorf("%w: %v", ErrDecode, err)
+	}
+	if !h.HasFCS || h.FrameContentSize > GroupMax {
+		return 0, fmt.Errorf("%w: the frame declares %d bytes (known: %v)", ErrDecode, h.FrameContentSize, h.HasFCS)
+	}
+	return int(h.FrameContentSize), nil
 }
 
 // Member returns the size bytes at inner of a decoded group.
@@ -112,11 +211,10 @@ func Member(group []byte, inner, size int64) ([]byte, error) {
 // Cache keeps the few groups decoded that were used last, by where their
 // frames are, so that reading a group's blobs one after another decodes
 // it once, and so does a diff that goes back to one new group between
-// old ones. The
-// key holds the store's epoch: a recovery that cuts frames starts a new
-// one, so a frame written later at the same place is never served from
-// an entry of the one it replaced. It is safe for concurrent use; a
-// Cache's zero value holds nothing.
+// old ones. The key holds the store's epoch: a recovery that cuts frames
+// starts a new one, so a frame written later at the same place is never
+// served from an entry of the one it replaced. It is safe for concurrent
+// use; a Cache's zero value holds nothing.
 type Cache struct {
 	mu   sync.Mutex
 	ents [cacheEntries]cacheEnt
@@ -124,8 +222,12 @@ type Cache struct {
 	// busy holds the keys being decoded by Load, each with the channel
 	// its decoder closes when done.
 	busy map[Key]chan struct{}
+	// seen holds the last groups read one member of without being kept
+	// (Load), oldest overwritten first.
+	seen     [cacheEntries]Key
+	seenNext int
 	// decode is Decode, unless a test counts the calls.
-	decode func([]byte) ([]byte, error)
+	decode func(z []byte) ([]byte, error)
 }
 
 // Key is where a group's frame is: the epoch of the projection that
@@ -143,15 +245,20 @@ type cacheEnt struct {
 	used uint64 // the cache's tick when last put or served
 }
 
-// Get returns the decoded group whose frame is at k.
-// A nil Cache holds nothing.
-func (c *Cache) Get(k Key) ([]byte, bool) {
+// Get returns a copy of the size bytes at inner of the group whose frame
+// is at k, when the cache holds that group. A nil Cache holds nothing.
+func (c *Cache) Get(k Key, inner, size int64) ([]byte, bool, error) {
 	if c == nil {
-		return nil, false
+		return nil, false, nil
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.lookup(k)
+	g, ok := c.lookup(k)
+	if !ok {
+		return nil, false, nil
+	}
+	m, err := Member(g, inner, size)
+	return bytes.Clone(m), true, err
 }
 
 // lookup is Get's search; the caller holds c.mu.
@@ -166,20 +273,35 @@ func (c *Cache) lookup(k Key) ([]byte, bool) {
 	return nil, false
 }
 
-// Load returns the group whose frame, z, is at k: from the cache, or
-// decoded with Decode and kept. Concurrent Loads of one key decode it
-// once: the others wait for the first and take what it kept (a diff's
-// readers often want blobs of one group at the same time). A nil Cache
-// decodes every time.
-func (c *Cache) Load(k Key, z []byte) ([]byte, error) {
+// Load returns a copy of the size bytes at inner of the group whose
+// frame, z, is at k: from the cache, or decoded.
+//
+// What it decodes: a read of a group's first blob, or of a group read
+// from before, decodes the whole group and keeps it, since a reader that
+// walks blobs in the order they were committed (a checkout, an export)
+// starts at the first and reads on. Any other read decodes only as far
+// as its blob's end and keeps nothing but a note that the group was read
+// (DecodeMember): a diff reads one blob of most groups it touches.
+//
+// Concurrent Loads of one key that decode the whole group decode it once:
+// the others wait for the first and take what it kept (a diff's readers
+// often want blobs of one group at the same time). A nil Cache decodes
+// the whole group every time.
+func (c *Cache) Load(k Key, z []byte, inner, size int64) ([]byte, error) {
 	if c == nil {
-		return Decode(z)
+		g, err := Decode(z)
+		if err != nil {
+			return nil, err
+		}
+		m, err := Member(g, inner, size)
+		return bytes.Clone(m), err
 	}
 	for {
 		c.mu.Lock()
 		if g, ok := c.lookup(k); ok {
-			c.mu.Unlock()
-			return g, nil
+			defer c.mu.Unlock()
+			m, err := Member(g, inner, size)
+			return bytes.Clone(m), err
 		}
 		wait, busy := c.busy[k]
 		if !busy {
@@ -189,6 +311,12 @@ func (c *Cache) Load(k Key, z []byte) ([]byte, error) {
 		<-wait
 		// The decoder kept the group, or failed and kept nothing: look
 		// again, and decode it here if it is still not there.
+	}
+	if inner > 0 && !c.wasSeen(k) {
+		c.seen[c.seenNext] = k
+		c.seenNext = (c.seenNext + 1) % len(c.seen)
+		c.mu.Unlock()
+		return DecodeMember(z, inner, size)
 	}
 	done := make(chan struct{})
 	if c.busy == nil {
@@ -208,7 +336,22 @@ func (c *Cache) Load(k Key, z []byte) ([]byte, error) {
 	}
 	c.mu.Unlock()
 	close(done)
-	return g, err
+	if err != nil {
+		return nil, err
+	}
+	m, err := Member(g, inner, size)
+	return bytes.Clone(m), err
+}
+
+// wasSeen reports whether a member of the group at k was read without
+// keeping the group. The caller holds c.mu.
+func (c *Cache) wasSeen(k Key) bool {
+	for _, s := range c.seen {
+		if s == k && s != (Key{}) {
+			return true
+		}
+	}
+	return false
 }
 
 // Put records the decoded group whose frame is at k, replacing the

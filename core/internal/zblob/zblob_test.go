@@ -91,10 +91,16 @@ func TestDamagedFramesAreErrorsNeverPanics(t *testing.T) {
 			if !errors.Is(err, ErrDecode) {
 				t.Fatalf("%s: %v; want ErrDecode", what, err)
 			}
-			return
-		}
-		if len(got) > GroupMax {
+		} else if len(got) > GroupMax {
 			t.Fatalf("%s: %d bytes without an error; want at most GroupMax", what, len(got))
+		}
+		got, err = DecodeMember(z, 3_000, 100)
+		if err != nil {
+			if !errors.Is(err, ErrDecode) {
+				t.Fatalf("%s, a member: %v; want ErrDecode", what, err)
+			}
+		} else if len(got) != 100 {
+			t.Fatalf("%s, a member: %d bytes without an error; want 100", what, len(got))
 		}
 	}
 	for i := range len(z) * 8 {
@@ -124,30 +130,30 @@ func TestTheCacheServesOnlyItsKeys(t *testing.T) {
 	for i := range 5 {
 		c.Put(Key{Epoch: 1, Seg: 2, Off: int64(i)}, []byte{byte(i)})
 	}
-	if _, ok := c.Get(Key{Epoch: 1, Seg: 2, Off: 0}); ok {
+	if _, ok, _ := c.Get(Key{Epoch: 1, Seg: 2, Off: 0}, 0, 1); ok {
 		t.Fatal("the oldest of five groups is still cached")
 	}
-	if g, ok := c.Get(Key{Epoch: 1, Seg: 2, Off: 4}); !ok || g[0] != 4 {
+	if g, ok, err := c.Get(Key{Epoch: 1, Seg: 2, Off: 4}, 0, 1); !ok || err != nil || g[0] != 4 {
 		t.Fatalf("the newest group: %v %v", g, ok)
 	}
 	for _, k := range []Key{{Epoch: 2, Seg: 2, Off: 4}, {Epoch: 1, Seg: 3, Off: 4}, {Epoch: 1, Seg: 2, Off: 5}} {
-		if _, ok := c.Get(k); ok {
+		if _, ok, _ := c.Get(k, 0, 1); ok {
 			t.Fatalf("served %+v, which was never put", k)
 		}
 	}
 	// A group served is used: the next put drops the one used least
 	// recently instead.
-	c.Get(Key{Epoch: 1, Seg: 2, Off: 1})
+	c.Get(Key{Epoch: 1, Seg: 2, Off: 1}, 0, 1)
 	c.Put(Key{Epoch: 1, Seg: 2, Off: 5}, []byte{5})
-	if _, ok := c.Get(Key{Epoch: 1, Seg: 2, Off: 1}); !ok {
+	if _, ok, _ := c.Get(Key{Epoch: 1, Seg: 2, Off: 1}, 0, 1); !ok {
 		t.Fatal("a group just served was dropped")
 	}
-	if _, ok := c.Get(Key{Epoch: 1, Seg: 2, Off: 2}); ok {
+	if _, ok, _ := c.Get(Key{Epoch: 1, Seg: 2, Off: 2}, 0, 1); ok {
 		t.Fatal("the group used least recently is still cached")
 	}
 	var n *Cache
 	n.Put(Key{}, []byte{1})
-	if _, ok := n.Get(Key{}); ok {
+	if _, ok, _ := n.Get(Key{}, 0, 1); ok {
 		t.Fatal("a nil cache served a group")
 	}
 }
@@ -174,7 +180,7 @@ func TestConcurrentLoadsOfOneGroupDecodeItOnce(t *testing.T) {
 	got := make(chan []byte, readers)
 	for range readers {
 		go func() {
-			g, err := c.Load(k, z)
+			g, err := c.Load(k, z, 0, 100)
 			if err != nil {
 				t.Error(err)
 			}
@@ -193,8 +199,8 @@ func TestConcurrentLoadsOfOneGroupDecodeItOnce(t *testing.T) {
 	time.Sleep(20 * time.Millisecond)
 	close(release)
 	for range readers {
-		if g := <-got; !bytes.Equal(g, want) {
-			t.Fatal("a reader got other bytes than the group")
+		if g := <-got; !bytes.Equal(g, want[:100]) {
+			t.Fatal("a reader got other bytes than the group's first 100")
 		}
 	}
 	if n := calls.Load(); n != 1 {
@@ -203,20 +209,73 @@ func TestConcurrentLoadsOfOneGroupDecodeItOnce(t *testing.T) {
 
 	bad := Key{Epoch: 1, Seg: 2, Off: 4}
 	c.decode = nil
-	if _, err := c.Load(bad, []byte("not a frame")); !errors.Is(err, ErrDecode) {
+	if _, err := c.Load(bad, []byte("not a frame"), 0, 1); !errors.Is(err, ErrDecode) {
 		t.Fatalf("a bad frame: %v; want ErrDecode", err)
 	}
-	if _, ok := c.Get(bad); ok {
+	if _, ok, _ := c.Get(bad, 0, 1); ok {
 		t.Fatal("a frame that did not decode left an entry")
 	}
 	var n *Cache
-	if g, err := n.Load(k, z); err != nil || !bytes.Equal(g, want) {
+	if g, err := n.Load(k, z, 10, 10); err != nil || !bytes.Equal(g, want[10:20]) {
 		t.Fatalf("a nil cache: %v", err)
 	}
 }
 
+// TestAReadOfOneBlobDecodesOnlyAsFarAsIt: the first read of a blob inside
+// a group decodes up to the blob's end and keeps nothing; a second read of
+// that group, or a read of a group's first blob, decodes the whole group
+// and keeps it; a read of a kept group decodes nothing.
+func TestAReadOfOneBlobDecodesOnlyAsFarAsIt(t *testing.T) {
+	group := text(GroupMax, 21)
+	z, ok := Append(nil, group)
+	if !ok {
+		t.Fatal("the group does not compress")
+	}
+	var whole int
+	c := Cache{decode: func(z []byte) ([]byte, error) {
+		whole++
+		return Decode(z)
+	}}
+	k, first := Key{Epoch: 1, Seg: 1, Off: 1}, Key{Epoch: 1, Seg: 1, Off: 2}
+	for _, r := range []struct {
+		key         Key
+		inner, size int64
+		whole       int // whole decodes of the read
+		kept        bool
+	}{
+		{k, 1_000, 100, 0, false},
+		{k, 200_000, 100, 1, true},
+		{k, 100_000, 100, 0, true},
+		{first, 0, 10, 1, true},
+		{first, 5, 10, 0, true},
+	} {
+		whole = 0
+		m, err := c.Load(r.key, z, r.inner, r.size)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(m, group[r.inner:r.inner+r.size]) {
+			t.Fatalf("a read of %d bytes at %d returned other bytes", r.size, r.inner)
+		}
+		if _, kept, _ := c.Get(r.key, 0, 1); whole != r.whole || kept != r.kept {
+			t.Fatalf("a read of %d bytes at %d: %d whole decodes, kept %v; want %d, %v", r.size, r.inner, whole, kept, r.whole, r.kept)
+		}
+	}
+	for _, at := range [][2]int64{{0, 1}, {1, 5_000}, {GroupMax - 1, 1}, {70_000, 100_000}} {
+		m, err := DecodeMember(z, at[0], at[1])
+		if err != nil || !bytes.Equal(m, group[at[0]:at[0]+at[1]]) {
+			t.Fatalf("DecodeMember(%d, %d): %d bytes, %v; want the group's", at[0], at[1], len(m), err)
+		}
+	}
+	for _, at := range [][2]int64{{GroupMax, 1}, {-1, 1}, {1, -1}} {
+		if _, err := DecodeMember(z, at[0], at[1]); !errors.Is(err, ErrDecode) {
+			t.Fatalf("DecodeMember(%d, %d) of a %d-byte group: %v; want ErrDecode", at[0], at[1], GroupMax, err)
+		}
+	}
+}
+
 // FuzzDecode: arbitrary bytes never panic, and what decodes is at most
-// GroupMax bytes.
+// GroupMax bytes, whole or a prefix.
 func FuzzDecode(f *testing.F) {
 	for i, b := range [][]byte{text(3_000, 8), text(40_000, 9), append(text(500, 10), noise(500, 11)...)} {
 		z, ok := Append(nil, b)
@@ -233,7 +292,30 @@ func FuzzDecode(f *testing.F) {
 		if err != nil && !errors.Is(err, ErrDecode) {
 			t.Fatalf("%v; want ErrDecode", err)
 		}
+		inner := int64(len(z) * 37 % 5_000)
+		got, err = DecodeMember(z, inner, 64)
+		if err == nil && len(got) != 64 {
+			t.Fatalf("a member of 64 at %d: decoded %d bytes", inner, len(got))
+		}
+		if err != nil && !errors.Is(err, ErrDecode) {
+			t.Fatalf("a member at %d: %v; want ErrDecode", inner, err)
+		}
 	})
+}
+
+// BenchmarkDecodeHalfAGroup is what a first read of a 4 KiB blob in the
+// middle of a full group costs (DecodeMember).
+func BenchmarkDecodeHalfAGroup(b *testing.B) {
+	z, ok := Append(nil, text(GroupMax, 12))
+	if !ok {
+		b.Fatal("the group does not compress")
+	}
+	b.SetBytes(GroupMax / 2)
+	for b.Loop() {
+		if _, err := DecodeMember(z, GroupMax/2-4096, 4096); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
 
 // BenchmarkDecodeGroup is what a read of a blob of a full group costs
