@@ -27,10 +27,7 @@ func TestTheReplyLeavesOnlyAfterTheHandlerReturns(t *testing.T) {
 		if early {
 			testknobs.Weaken(&cfg, testknobs.ServerEarlyReply)
 		}
-		s, err := Start(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
+		s := mustStart(t, cfg)
 		type reply struct {
 			status int
 			out    string

@@ -38,12 +38,23 @@ func echo(inv *Invocation) int {
 	return status
 }
 
-func start(t *testing.T, dir string, h Handler) *Server {
+// mustStart starts a server with cfg or fails the test. The caller stops
+// it: a test that stops the server itself must not get a second Stop at
+// cleanup, which would remove the socket of a server started after it in
+// the same directory.
+func mustStart(t *testing.T, cfg Config) *Server {
 	t.Helper()
-	s, err := Start(Config{Dir: dir, Handler: h})
+	s, err := Start(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return s
+}
+
+// start starts a server in dir with handler h, stopped when the test ends.
+func start(t *testing.T, dir string, h Handler) *Server {
+	t.Helper()
+	s := mustStart(t, Config{Dir: dir, Handler: h})
 	t.Cleanup(func() { s.Stop(5 * time.Second) })
 	return s
 }
@@ -103,10 +114,7 @@ func TestASecondServerIsRefused(t *testing.T) {
 
 func TestTheSocketIsTheOwnersOnlyAndGoesAwayOnStop(t *testing.T) {
 	dir := t.TempDir()
-	s, err := Start(Config{Dir: dir, Handler: echo})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := mustStart(t, Config{Dir: dir, Handler: echo})
 	st, err := os.Stat(s.Socket())
 	if err != nil {
 		t.Fatal(err)
@@ -160,12 +168,9 @@ func TestAPeerOfAnotherUserIsRefused(t *testing.T) {
 	dir := t.TempDir()
 	other := uint32(os.Getuid() + 1)
 	var ran bool
-	s, err := Start(Config{Dir: dir, PeerUID: &other, Handler: func(*Invocation) int { ran = true; return 0 }})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := mustStart(t, Config{Dir: dir, PeerUID: &other, Handler: func(*Invocation) int { ran = true; return 0 }})
 	defer s.Stop(time.Second)
-	_, err = Run(dir, &Request{Cwd: "/"}, nil, io.Discard, io.Discard)
+	_, err := Run(dir, &Request{Cwd: "/"}, nil, io.Discard, io.Discard)
 	var re *RefusedError
 	if !errors.As(err, &re) || re.Code != codePeer || !NotRun(err) {
 		t.Fatalf("Run as a peer of another uid: %v, want a peer refusal", err)
@@ -308,15 +313,12 @@ func TestMalformedRequestsAreRefusedNotRun(t *testing.T) {
 func TestStopTellsRunningInvocationsToFinish(t *testing.T) {
 	dir := t.TempDir()
 	started := make(chan struct{})
-	s, err := Start(Config{Dir: dir, Handler: func(inv *Invocation) int {
+	s := mustStart(t, Config{Dir: dir, Handler: func(inv *Invocation) int {
 		close(started)
 		<-inv.Done
 		fmt.Fprintln(inv.Stdout, "stopped")
 		return 0
 	}})
-	if err != nil {
-		t.Fatal(err)
-	}
 	res := make(chan error, 1)
 	var out bytes.Buffer
 	go func() {
@@ -448,10 +450,7 @@ func TestInlineStdinNeedsVersion2(t *testing.T) {
 
 func TestAStoppingServerTellsAnIdleClientItsNextRequestDidNotRun(t *testing.T) {
 	dir := t.TempDir()
-	s, err := Start(Config{Dir: dir, Handler: echo})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := mustStart(t, Config{Dir: dir, Handler: echo})
 	cl, err := Dial(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -477,7 +476,7 @@ func TestAStoppingServerTellsAnIdleClientItsNextRequestDidNotRun(t *testing.T) {
 func TestHeldOutputArrivesWithTheExitInOneWrite(t *testing.T) {
 	dir := t.TempDir()
 	release := make(chan struct{})
-	s, err := Start(Config{Dir: dir, Stream: func(r *Request) bool { return len(r.Args) > 0 && r.Args[0] == "stream" },
+	s := mustStart(t, Config{Dir: dir, Stream: func(r *Request) bool { return len(r.Args) > 0 && r.Args[0] == "stream" },
 		Handler: func(inv *Invocation) int {
 			fmt.Fprintln(inv.Stdout, "one")
 			fmt.Fprintln(inv.Stderr, "two")
@@ -485,9 +484,6 @@ func TestHeldOutputArrivesWithTheExitInOneWrite(t *testing.T) {
 			fmt.Fprintln(inv.Stdout, "three")
 			return 0
 		}})
-	if err != nil {
-		t.Fatal(err)
-	}
 	defer s.Stop(5 * time.Second)
 	for _, stream := range []bool{false, true} {
 		c, err := net.Dial("unix", filepath.Join(dir, SocketName))
