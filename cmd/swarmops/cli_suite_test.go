@@ -5,10 +5,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"flag"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -244,6 +246,17 @@ func (e *env) write(name, content string) string {
 	Expect(os.MkdirAll(filepath.Dir(p), 0o755)).To(Succeed())
 	Expect(os.WriteFile(p, []byte(content), 0o644)).To(Succeed())
 	return p
+}
+
+// writeTree creates the workspace directory dir holding files (slash paths
+// relative to dir, each mapped to its content) and returns its path. The
+// files are written in name order, so every run builds the tree alike.
+func (e *env) writeTree(dir string, files map[string]string) string {
+	GinkgoHelper()
+	for _, name := range slices.Sorted(maps.Keys(files)) {
+		e.write(dir+"/"+name, files[name])
+	}
+	return filepath.Join(e.root, dir)
 }
 
 // journalState is what must not change when a command is refused: the

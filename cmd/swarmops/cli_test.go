@@ -105,18 +105,20 @@ var _ = Describe("swarmops", func() {
 			Expect(e.run("", "cat", "main:c.txt").Exit).To(Equal(kindNotFound.Exit))
 		})
 		It("snapshots a directory against the first parent: adds, modifies, deletes, keeps the rest", func() {
-			e.write("tree/c.txt", "gamma\n")    // unchanged
-			e.write("tree/dir/b.txt", "BETA\n") // modified
-			e.write("tree/new/n.txt", "n\n")    // added; a.txt is already gone; nothing else deleted
-			d := e.ok("", "commit", "--dir", filepath.Join(e.root, "tree"), "--advance", "main").(map[string]any)
+			tree := e.writeTree("tree", map[string]string{
+				"c.txt":     "gamma\n", // unchanged
+				"dir/b.txt": "BETA\n",  // modified
+				"new/n.txt": "n\n",     // added; a.txt is already gone; nothing else deleted
+			})
+			d := e.ok("", "commit", "--dir", tree, "--advance", "main").(map[string]any)
 			Expect(d["changes"]).To(BeEquivalentTo(2))
 			diff := e.ok("", "diff", "main~1", "main").([]any)
 			Expect(diff).To(HaveLen(2))
 			Expect(diff[0]).To(HaveKeyWithValue("path", "dir/b.txt"))
 			Expect(diff[0]).To(HaveKeyWithValue("op", "modify"))
 			Expect(diff[1]).To(HaveKeyWithValue("op", "add"))
-			Expect(os.Remove(filepath.Join(e.root, "tree/c.txt"))).To(Succeed())
-			d = e.ok("", "commit", "--dir", filepath.Join(e.root, "tree"), "--advance", "main").(map[string]any)
+			Expect(os.Remove(filepath.Join(tree, "c.txt"))).To(Succeed())
+			d = e.ok("", "commit", "--dir", tree, "--advance", "main").(map[string]any)
 			Expect(d["changes"]).To(BeEquivalentTo(1))
 			Expect(e.ok("", "diff", "main~1", "main")).To(ConsistOf(HaveKeyWithValue("op", "delete")))
 		})

@@ -121,12 +121,13 @@ var _ = Describe("work trees", func() {
 	})
 
 	It("never commits .git, the store or ignored files, and a plain directory needs a parent or --root", func() {
-		plain := filepath.Join(e.root, "plain")
-		e.write("plain/keep.txt", "k\n")
-		e.write("plain/.gitignore", "*.o\nbuild/\n")
-		e.write("plain/x.o", "obj")
-		e.write("plain/build/out", "bin")
-		e.write("plain/.git/config", "[core]")
+		plain := e.writeTree("plain", map[string]string{
+			"keep.txt":    "k\n",
+			".gitignore":  "*.o\nbuild/\n",
+			"x.o":         "obj",
+			"build/out":   "bin",
+			".git/config": "[core]",
+		})
 		er := e.run("", "commit", "--dir", plain, "--json").Err()
 		Expect(er["message"]).To(ContainSubstring("--root"))
 		d := e.ok("", "commit", "--dir", plain, "--root").(map[string]any)
@@ -157,14 +158,15 @@ var _ = Describe("work trees", func() {
 		if _, err := exec.LookPath("diff"); err != nil {
 			Skip("needs diff(1)")
 		}
-		src := filepath.Join(e.root, "src")
-		e.write("src/plain.txt", "p\n")
-		e.write("src/empty", "")
-		e.write("src/with space/ünïcode.txt", "u\n")
-		e.write("src/deep/a/b/c/d/e/f.txt", "deep\n")
-		e.write("src/.gitignore", "node_modules/\n*.o\n")
-		e.write("src/node_modules/x.js", "junk")
-		e.write("src/m.o", "junk")
+		src := e.writeTree("src", map[string]string{
+			"plain.txt":              "p\n",
+			"empty":                  "",
+			"with space/ünïcode.txt": "u\n",
+			"deep/a/b/c/d/e/f.txt":   "deep\n",
+			".gitignore":             "node_modules/\n*.o\n",
+			"node_modules/x.js":      "junk",
+			"m.o":                    "junk",
+		})
 		Expect(os.WriteFile(filepath.Join(src, "run.sh"), []byte("#!/bin/sh\n"), 0o755)).To(Succeed())
 		Expect(os.Symlink("plain.txt", filepath.Join(src, "rel"))).To(Succeed())
 		Expect(os.Symlink("/etc/hostname", filepath.Join(src, "abs"))).To(Succeed())
