@@ -8,22 +8,13 @@ import (
 	"github.com/swarmops/swarmops/faultfs"
 )
 
-func rule(t *testing.T, s string) faultfs.Rule {
-	t.Helper()
-	r, err := faultfs.ParseRule(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return r
-}
-
 // TestFailedSyncPoisonsAndNeverAcknowledges (C9): after a failed fdatasync
 // the commit fails with ErrIO, the store refuses further work with
 // ErrClosed instead of retrying the sync, and a reopen cuts the unsynced
 // tail while keeping every acknowledged commit.
 func TestFailedSyncPoisonsAndNeverAcknowledges(t *testing.T) {
 	m := faultfs.NewMem()
-	in := faultfs.NewInjecting(m, rule(t, "op=datasync,path=*/seg-*,nth=3,err=syncfail"))
+	in := faultfs.NewInjecting(m, faultfs.MustParseRule("op=datasync,path=*/seg-*,nth=3,err=syncfail"))
 	s := mustCreate(t, "/s", core.Options{FS: in})
 	a := mustCommit(t, s, core.CommitRequest{Changes: []core.Change{put("a", "1")}, Advance: "main"})
 	_, err := s.Commit(core.CommitRequest{Parents: []core.ID{a}, Changes: []core.Change{put("b", "2")}, Advance: "main"})
@@ -55,7 +46,7 @@ func TestFailedSyncPoisonsAndNeverAcknowledges(t *testing.T) {
 // commit succeeds.
 func TestPoisonIsSeenByOtherInstances(t *testing.T) {
 	m := faultfs.NewMem()
-	in := faultfs.NewInjecting(m, rule(t, "op=datasync,path=*/seg-*,nth=2,err=syncfail"))
+	in := faultfs.NewInjecting(m, faultfs.MustParseRule("op=datasync,path=*/seg-*,nth=2,err=syncfail"))
 	s1 := mustCreate(t, "/s", core.Options{FS: in})
 	s2 := mustOpen(t, "/s", core.Options{FS: m})
 	if _, err := s1.Commit(core.CommitRequest{Changes: []core.Change{put("a", "1")}, Advance: "main"}); !errors.Is(err, core.ErrIO) {
@@ -90,7 +81,7 @@ func TestWriteErrorsAreTyped(t *testing.T) {
 				t.Fatal(err)
 			}
 			s0.Close()
-			in := faultfs.NewInjecting(m, rule(t, c.rule))
+			in := faultfs.NewInjecting(m, faultfs.MustParseRule(c.rule))
 			s := mustOpen(t, "/s", core.Options{FS: in, InlineThreshold: 8})
 			_, err = s.Commit(core.CommitRequest{Changes: []core.Change{put("a", "a loose blob, longer than 8 bytes")}, Advance: "main"})
 			if !errors.Is(err, c.want) || !in.Check(err) {
@@ -112,7 +103,7 @@ func TestWriteErrorsAreTyped(t *testing.T) {
 // vanishes with the whole store at the next power loss.
 func TestCreateSyncsALeftoverDirectory(t *testing.T) {
 	m := faultfs.NewMem()
-	in := faultfs.NewInjecting(m, rule(t, "op=syncdir,nth=1,err=syncfail"))
+	in := faultfs.NewInjecting(m, faultfs.MustParseRule("op=syncdir,nth=1,err=syncfail"))
 	if _, err := core.Create("/s", core.Options{FS: in}); !errors.Is(err, core.ErrIO) || !in.Check(err) {
 		t.Fatalf("create over a failed parent sync: got %v, want ErrIO carrying the injected fault", err)
 	}
@@ -144,7 +135,7 @@ func TestCheckpointErrorsAreSurfaced(t *testing.T) {
 			t.Fatal(err)
 		}
 		s.Close()
-		in := faultfs.NewInjecting(m, rule(t, "op=create,path=*/checkpoint.tmp,nth=1,err=eio"))
+		in := faultfs.NewInjecting(m, faultfs.MustParseRule("op=create,path=*/checkpoint.tmp,nth=1,err=eio"))
 		o := core.Options{FS: in, CheckpointEvery: 2, InlineCheckpoint: inline}
 		s, err = core.Open("/s", o)
 		if err != nil {
@@ -171,7 +162,7 @@ func TestCheckpointErrorsAreSurfaced(t *testing.T) {
 	s := mustCreate(t, "/s", core.Options{FS: m})
 	mustCommit(t, s, core.CommitRequest{Changes: []core.Change{put("a", "1")}, Advance: "main"})
 	s.Close()
-	in := faultfs.NewInjecting(m, rule(t, "op=rename,path=*/checkpoint.tmp,nth=1,err=eio"))
+	in := faultfs.NewInjecting(m, faultfs.MustParseRule("op=rename,path=*/checkpoint.tmp,nth=1,err=eio"))
 	if _, err := core.Recover("/s", core.Options{FS: in}); !errors.Is(err, core.ErrIO) || !in.Check(err) {
 		t.Fatalf("Recover over a failed checkpoint rename: got %v, want ErrIO carrying the injected fault", err)
 	}

@@ -22,8 +22,7 @@ var wrappers = []struct {
 	{"crashing", func(f vfs.FS) vfs.FS { return faultfs.NewCrashing(f, 0) }},
 	{"crashexit", func(f vfs.FS) vfs.FS { return faultfs.NewCrashExit(f, 1<<62) }},
 	{"injecting", func(f vfs.FS) vfs.FS {
-		r, _ := faultfs.ParseRule("op=datasync,path=*/never-*,err=eio,persistent")
-		return faultfs.NewInjecting(f, r)
+		return faultfs.NewInjecting(f, faultfs.MustParseRule("op=datasync,path=*/never-*,err=eio,persistent"))
 	}},
 }
 

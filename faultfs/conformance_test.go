@@ -30,11 +30,7 @@ func TestConformance(t *testing.T) {
 		},
 		"injecting": func(f vfs.FS) vfs.FS {
 			// A rule that never matches: the wrapper must be transparent.
-			r, err := faultfs.ParseRule("op=write,path=/never/*,err=eio")
-			if err != nil {
-				panic(err)
-			}
-			return faultfs.NewInjecting(f, r)
+			return faultfs.NewInjecting(f, faultfs.MustParseRule("op=write,path=/never/*,err=eio"))
 		},
 		"stacked": func(f vfs.FS) vfs.FS {
 			return faultfs.NewCounting(faultfs.NewInjecting(faultfs.NewCrashing(f, 0)))

@@ -194,6 +194,17 @@ func ParseRule(s string) (Rule, error) {
 	return r, nil
 }
 
+// MustParseRule is ParseRule for a rule written into a test or benchmark:
+// it panics if s is malformed, as regexp.MustCompile does, so a typo in a
+// literal rule fails the run that holds it instead of injecting nothing.
+func MustParseRule(s string) Rule {
+	r, err := ParseRule(s)
+	if err != nil {
+		panic(err)
+	}
+	return r
+}
+
 func (r *Rule) validate() error {
 	switch {
 	case r.Err == FaultShort && r.Op != OpAny && r.Op != OpWrite:

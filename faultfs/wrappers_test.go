@@ -107,15 +107,6 @@ func TestCrashingFreezesState(t *testing.T) {
 	}
 }
 
-func mustRule(t *testing.T, s string) faultfs.Rule {
-	t.Helper()
-	r, err := faultfs.ParseRule(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return r
-}
-
 func TestInjectingNthAndPersistent(t *testing.T) {
 	for _, c := range []struct {
 		rule string
@@ -128,7 +119,7 @@ func TestInjectingNthAndPersistent(t *testing.T) {
 		{"op=sync,err=eio,persistent", "....."}, // Datasync is not Sync
 		{"err=syncfail,persistent,nth=5", "....x"},
 	} {
-		in := faultfs.NewInjecting(faultfs.NewMem(), mustRule(t, c.rule))
+		in := faultfs.NewInjecting(faultfs.NewMem(), faultfs.MustParseRule(c.rule))
 		f, err := in.Create("/seg-1")
 		if err != nil {
 			t.Fatal(err)
@@ -152,7 +143,7 @@ func TestInjectingNthAndPersistent(t *testing.T) {
 }
 
 func TestInjectedErrorsWrapErrnoAndPathError(t *testing.T) {
-	in := faultfs.NewInjecting(faultfs.NewMem(), mustRule(t, "op=create,path=*/seg-*,err=enospc"))
+	in := faultfs.NewInjecting(faultfs.NewMem(), faultfs.MustParseRule("op=create,path=*/seg-*,err=enospc"))
 	_, err := in.Create("/store/journal/seg-000001")
 	if !errors.Is(err, syscall.ENOSPC) {
 		t.Errorf("got %v, want ENOSPC", err)
@@ -165,7 +156,7 @@ func TestInjectedErrorsWrapErrnoAndPathError(t *testing.T) {
 
 func TestInjectingShortWrite(t *testing.T) {
 	m := faultfs.NewMem()
-	in := faultfs.NewInjecting(m, mustRule(t, "err=short"))
+	in := faultfs.NewInjecting(m, faultfs.MustParseRule("err=short"))
 	f, err := in.Create("/f")
 	if err != nil {
 		t.Fatal(err)
@@ -186,7 +177,7 @@ func TestInjectingShortWrite(t *testing.T) {
 // injected error counts as surfaced only if an error wrapping it reaches
 // Check.
 func TestUnsurfacedReportsSwallowedErrors(t *testing.T) {
-	in := faultfs.NewInjecting(faultfs.NewMem(), mustRule(t, "op=datasync,err=eio,persistent"))
+	in := faultfs.NewInjecting(faultfs.NewMem(), faultfs.MustParseRule("op=datasync,err=eio,persistent"))
 	f, _ := in.Create("/f")
 	swallowed := vfs.Datasync(f) // a buggy caller drops this one
 	_ = swallowed
@@ -208,7 +199,7 @@ func TestUnsurfacedReportsSwallowedErrors(t *testing.T) {
 
 func TestInjectingProbabilityIsSeeded(t *testing.T) {
 	run := func(seed string) string {
-		in := faultfs.NewInjecting(faultfs.NewMem(), mustRule(t, "op=stat,prob=0.5,err=eio,seed="+seed))
+		in := faultfs.NewInjecting(faultfs.NewMem(), faultfs.MustParseRule("op=stat,prob=0.5,err=eio,seed="+seed))
 		var b strings.Builder
 		for i := 0; i < 40; i++ {
 			if _, err := in.Stat("/"); err != nil {
@@ -229,7 +220,7 @@ func TestInjectingProbabilityIsSeeded(t *testing.T) {
 }
 
 func TestInjectingLatency(t *testing.T) {
-	in := faultfs.NewInjecting(faultfs.NewMem(), mustRule(t, "op=bootid,latency=20ms,persistent"))
+	in := faultfs.NewInjecting(faultfs.NewMem(), faultfs.MustParseRule("op=bootid,latency=20ms,persistent"))
 	start := time.Now()
 	if _, err := in.BootID(); err != nil {
 		t.Fatal(err)
@@ -263,13 +254,19 @@ func TestParseRuleNamesTheBadField(t *testing.T) {
 			t.Errorf("ParseRule(%q): got %v, want an error containing %q", c.in, err, c.want)
 		}
 	}
-	r := mustRule(t, "op=datasync,path=*/seg-*,nth=3,err=eio,persistent")
+	r := faultfs.MustParseRule("op=datasync,path=*/seg-*,nth=3,err=eio,persistent")
 	if r.String() != "op=datasync,path=*/seg-*,nth=3,err=eio,persistent" {
 		t.Errorf("String: got %q", r.String())
 	}
-	if again := mustRule(t, r.String()); again != r {
-		t.Errorf("round trip: got %+v, want %+v", again, r)
+	if again, err := faultfs.ParseRule(r.String()); err != nil || again != r {
+		t.Errorf("round trip: got %+v, %v; want %+v", again, err, r)
 	}
+	defer func() {
+		if recover() == nil {
+			t.Error("MustParseRule of a malformed rule did not panic")
+		}
+	}()
+	faultfs.MustParseRule("op=datasync")
 }
 
 func TestGlob(t *testing.T) {

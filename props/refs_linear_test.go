@@ -337,10 +337,7 @@ func TestRefCASIsLinearizablePerRefOnRealFiles(t *testing.T) {
 // FS with every fdatasync delayed by 2ms, which widens the window between a
 // frame's append and its acknowledgement the way a real disk does.
 func TestRefCASIsLinearizablePerRefWithSlowSyncs(t *testing.T) {
-	rule, err := faultfs.ParseRule("op=datasync,latency=2ms,persistent")
-	if err != nil {
-		t.Fatal(err)
-	}
+	rule := faultfs.MustParseRule("op=datasync,latency=2ms,persistent")
 	check(t, 30, func(rt *rapid.T) {
 		fs := faultfs.NewInjecting(faultfs.NewMem(), rule)
 		h := runCASHistoryOn(rt, fs, storeDir, drawPlans(rt), storeCAS)

@@ -560,7 +560,7 @@ func TestReadersNeverBlockOrSeeChangesWhileAWriterAddsAndCompacts(t *testing.T) 
 // added and leaves no file; the same batch is added at the next try.
 func TestAFailedRunWriteChangesNothing(t *testing.T) {
 	mem := faultfs.NewMem()
-	inj := faultfs.NewInjecting(mem, mustRule(t, "op=datasync,nth=1,err=eio"))
+	inj := faultfs.NewInjecting(mem, faultfs.MustParseRule("op=datasync,nth=1,err=eio"))
 	x := New(inj)
 	b := newGen(4).batch(10, 10)
 	if _, err := x.AddRun("r1", 0, b); err == nil {
@@ -578,14 +578,6 @@ func TestAFailedRunWriteChangesNothing(t *testing.T) {
 	if _, ok, _ := x.View().Changeset(b.Changesets[0].ID); !ok {
 		t.Fatal("records missing after the retry")
 	}
-}
-
-func mustRule(t *testing.T, s string) faultfs.Rule {
-	r, err := faultfs.ParseRule(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return r
 }
 
 func TestResolveUniqueAmbiguousAndMissingPrefixes(t *testing.T) {

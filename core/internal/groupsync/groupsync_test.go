@@ -111,11 +111,7 @@ func TestOneSyncServesEveryFrameAppendedBeforeIt(t *testing.T) {
 // the frames past the durable position to recovery.
 func TestAFailedSyncPoisonsAndIsNeverRetried(t *testing.T) {
 	f := newFixture(t)
-	rule, err := faultfs.ParseRule("op=datasync,nth=1,err=eio")
-	if err != nil {
-		t.Fatal(err)
-	}
-	inj := faultfs.NewInjecting(f.fs, rule)
+	inj := faultfs.NewInjecting(f.fs, faultfs.MustParseRule("op=datasync,nth=1,err=eio"))
 	c := faultfs.NewCounting(inj)
 	var poisoned atomic.Bool
 	s := f.syncer(c, &poisoned)
