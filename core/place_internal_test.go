@@ -2,11 +2,12 @@ package core
 
 import (
 	"errors"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/swarmops/swarmops/core/internal/errs"
+	"github.com/swarmops/swarmops/core/internal/lockq"
+	"github.com/swarmops/swarmops/core/internal/writelock"
 	"github.com/swarmops/swarmops/core/objects"
 	"github.com/swarmops/swarmops/core/vfs"
 	"github.com/swarmops/swarmops/faultfs"
@@ -15,20 +16,9 @@ import (
 // tickets counts the live tickets of the writer queue.
 func tickets(t *testing.T, m vfs.FS) int {
 	t.Helper()
-	d, err := m.Open("/s/lockq")
+	n, err := lockq.New(m, "/s/"+writelock.QueueDir).Len()
 	if err != nil {
 		t.Fatal(err)
-	}
-	defer d.Close()
-	names, err := d.Readdirnames(-1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := 0
-	for _, name := range names {
-		if strings.HasPrefix(name, "t") {
-			n++
-		}
 	}
 	return n
 }

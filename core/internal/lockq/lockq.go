@@ -41,7 +41,6 @@ import (
 	"io/fs"
 	"os"
 	"path"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -458,28 +457,6 @@ func (q *Queue) list(mine string) ([]string, error) {
 		i++
 	}
 	return names[:i], nil
-}
-
-// tickets returns every ticket name in the directory, ascending (the
-// fixed-width numbers sort as strings).
-func (q *Queue) tickets() ([]string, error) {
-	d, err := q.fs.Open(q.dir)
-	if err != nil {
-		return nil, err
-	}
-	all, err := d.Readdirnames(-1)
-	d.Close()
-	if err != nil && err != io.EOF {
-		return nil, err
-	}
-	names := all[:0]
-	for _, n := range all {
-		if isTicket(n) {
-			names = append(names, n)
-		}
-	}
-	slices.Sort(names)
-	return names, nil
 }
 
 // Leave gives up the ticket: served or not, the next waiter may go. The

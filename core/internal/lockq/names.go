@@ -2,7 +2,9 @@ package lockq
 
 import (
 	"errors"
+	"io"
 	"io/fs"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -26,6 +28,36 @@ func isTicket(n string) bool {
 		}
 	}
 	return true
+}
+
+// tickets returns every ticket name in the directory, ascending (the
+// fixed-width numbers sort as strings).
+func (q *Queue) tickets() ([]string, error) {
+	d, err := q.fs.Open(q.dir)
+	if err != nil {
+		return nil, err
+	}
+	all, err := d.Readdirnames(-1)
+	d.Close()
+	if err != nil && err != io.EOF {
+		return nil, err
+	}
+	names := all[:0]
+	for _, n := range all {
+		if isTicket(n) {
+			names = append(names, n)
+		}
+	}
+	slices.Sort(names)
+	return names, nil
+}
+
+// Len counts the ticket files in the queue directory: every ticket taken
+// and not yet left, and any a dead owner left that no waiter has removed
+// yet. Tests use it to see a waiter join or leave the queue.
+func (q *Queue) Len() (int, error) {
+	names, err := q.tickets()
+	return len(names), err
 }
 
 func number(name string) uint64 {

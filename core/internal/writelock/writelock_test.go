@@ -3,12 +3,12 @@ package writelock
 import (
 	"errors"
 	"slices"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/swarmops/swarmops/core/internal/errs"
+	"github.com/swarmops/swarmops/core/internal/lockq"
 	"github.com/swarmops/swarmops/faultfs"
 )
 
@@ -32,16 +32,11 @@ func newDir(t *testing.T) *faultfs.MemFS {
 // tickets counts the live tickets of the queue.
 func tickets(t *testing.T, m *faultfs.MemFS) int {
 	t.Helper()
-	d, err := m.Open("/s/" + QueueDir)
+	n, err := lockq.New(m, "/s/"+QueueDir).Len()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer d.Close()
-	names, err := d.Readdirnames(-1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return len(slices.DeleteFunc(names, func(n string) bool { return !strings.HasPrefix(n, "t") }))
+	return n
 }
 
 // TestHoldKeepsTheLockForTheProcess: while one goroutine holds the writer
