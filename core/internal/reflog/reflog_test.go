@@ -2,15 +2,17 @@ package reflog
 
 import (
 	"bytes"
-	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"pgregory.net/rapid"
 
-	"github.com/swarmops/swarmops/core/internal/b3"
 	"github.com/swarmops/swarmops/core/internal/errs"
 	"github.com/swarmops/swarmops/core/objects"
 	"github.com/swarmops/swarmops/core/refs"
@@ -32,33 +34,26 @@ func reflogFixture() ([]byte, map[string][]refs.Entry) {
 	return append(c1, c2...), map[string][]refs.Entry{"a": append(a, c...), "b": b}
 }
 
-// encodeChunkV1 is the version 1 encoder, which wrote no origins and no
-// trailer: files written before version 2 hold such chunks.
-func encodeChunkV1(from, to uint64, names []string, logs [][]refs.Entry) []byte {
-	b := make([]byte, hdrSize)
-	copy(b[0:4], magic[:])
-	b[4] = 1
-	binary.LittleEndian.PutUint64(b[16:], from)
-	binary.LittleEndian.PutUint64(b[24:], to)
-	b = binary.AppendUvarint(b, uint64(len(names)))
-	for i, n := range names {
-		b = binary.AppendUvarint(b, uint64(len(n)))
-		b = append(b, n...)
-		b = binary.AppendUvarint(b, uint64(len(logs[i])))
-		seq, t := from, int64(0)
-		for _, e := range logs[i] {
-			b = binary.AppendUvarint(b, e.Seq-seq)
-			b = append(b, 0)
-			b = append(b, e.Old[:]...)
-			b = append(b, e.New[:]...)
-			b = binary.AppendVarint(b, e.Time.UnixNano()-t)
-			seq, t = e.Seq, e.Time.UnixNano()
+// chunkV1 returns the version 1 chunk of testdata/chunk-v1.golden: the
+// moves of frames 1 to 5 that TestVersion1ChunksAreReadBeforeVersion2Ones
+// wants, as a build before origins wrote them.
+func chunkV1(t *testing.T) []byte {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join("testdata", "chunk-v1.golden"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var h strings.Builder
+	for _, l := range strings.Split(string(raw), "\n") {
+		if !strings.HasPrefix(l, "#") {
+			h.WriteString(l)
 		}
 	}
-	binary.LittleEndian.PutUint32(b[8:], uint32(len(b)-hdrSize))
-	sum := b3.Sum256(b)
-	b = append(b, sum[:]...)
-	return append(b, make([]byte, (Align-len(b)%Align)%Align)...)
+	b, err := hex.DecodeString(h.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
 
 func sameEntries(t *testing.T, got, want map[string][]refs.Entry) {
@@ -102,7 +97,7 @@ func TestVersion1ChunksAreReadBeforeVersion2Ones(t *testing.T) {
 	at := time.Unix(1700000000, 0).UTC()
 	old := []refs.Entry{{Seq: 2, New: objects.ID{1}, Time: at}, {Seq: 3, Old: objects.ID{1}, New: objects.ID{2}, Time: at}}
 	cur := []refs.Entry{{Seq: 7, Old: objects.ID{2}, New: objects.ID{3}, Time: at, Origin: refs.Origin{Agent: "a", Op: refs.OpCommit}}}
-	file := append(encodeChunkV1(1, 5, []string{"main"}, [][]refs.Entry{old}), EncodeChunk(5, 8, []string{"main"}, [][]refs.Entry{cur})...)
+	file := append(chunkV1(t), EncodeChunk(5, 8, []string{"main"}, [][]refs.Entry{cur})...)
 	got, err := Decode(file)
 	if err != nil {
 		t.Fatal(err)
