@@ -37,13 +37,12 @@ func splitTxn() *Txn {
 	return tx
 }
 
-// noise is n incompressible bytes.
+// noise is n incompressible bytes, the same for the same seed.
 func noise(n int, seed uint64) []byte {
+	var key [32]byte
+	binary.LittleEndian.PutUint64(key[:], seed)
 	b := make([]byte, n)
-	r := rand.New(rand.NewPCG(seed, 2))
-	for j := range b {
-		b[j] = byte(r.Uint32())
-	}
+	rand.NewChaCha8(key).Read(b)
 	return b
 }
 
