@@ -44,9 +44,9 @@ func (r *Reader) Classify(stop Pos, seq, durableSeq uint64) error {
 	return nil
 }
 
-// zeroChunk is the zeros zeroFill and CutTail write and CutTail compares
-// against. It is never written: io.WriterAt implementations must not modify
-// or retain the slice they are given.
+// zeroChunk is the zeros CutTail writes and compares against. It is never
+// written: io.WriterAt implementations must not modify or retain the slice
+// they are given.
 var zeroChunk [64 << 10]byte
 
 // scratch reuses the buffers of recovery's tail reads (maxWatermark and

@@ -67,7 +67,7 @@ func (w *Writer) CreateSegment(n, firstSeq uint64, minSize int64) error {
 		return err
 	}
 	size := w.roundWindow(max(minSize, FirstFrame+1))
-	if err := zeroFill(f, SegHeaderSize, size); err != nil {
+	if err := vfs.WriteZeros(f, SegHeaderSize, size); err != nil {
 		f.Close()
 		return err
 	}
@@ -84,22 +84,6 @@ func (w *Writer) CreateSegment(n, firstSeq uint64, minSize int64) error {
 func (w *Writer) roundWindow(n int64) int64 {
 	win := w.window()
 	return (n + win - 1) / win * win
-}
-
-func zeroFill(f afero.File, from, to int64) error {
-	const chunk = int64(len(zeroChunk))
-	zero := zeroChunk[:]
-	for off := from; off < to; {
-		n := to - off
-		if n > chunk {
-			n = chunk
-		}
-		if _, err := f.WriteAt(zero[:n], off); err != nil {
-			return err
-		}
-		off += n
-	}
-	return nil
 }
 
 // Append writes frame bytes (from EncodeFrame, carrying seq) at end, rolling
@@ -136,7 +120,7 @@ func (w *Writer) AppendRoll(end Pos, seq uint64, frame []byte, roll bool) (Pos, 
 		// Zero-fill through the end of the window the frame ends in, so that
 		// this frame's fdatasync persists zeros and size at once.
 		to := w.roundWindow(need)
-		if err := zeroFill(w.f, w.size, to); err != nil {
+		if err := vfs.WriteZeros(w.f, w.size, to); err != nil {
 			return at, err
 		}
 		w.size = to

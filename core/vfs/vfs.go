@@ -125,7 +125,7 @@ func Datasync(f afero.File) error {
 	return f.Sync()
 }
 
-// zeroChunk bounds the zero-fill fallback's buffer.
+// zeroChunk bounds the buffer, and so each write, of WriteZeros.
 const zeroChunk = 64 << 10
 
 var zeros [zeroChunk]byte
@@ -148,15 +148,20 @@ func Allocate(f afero.File, off, n int64) error {
 	if size := st.Size(); start < size {
 		start = size
 	}
-	for start < end {
-		k := end - start
-		if k > zeroChunk {
-			k = zeroChunk
-		}
-		if _, err := f.WriteAt(zeros[:k], start); err != nil {
+	return WriteZeros(f, start, end)
+}
+
+// WriteZeros writes zeros over every byte of [from, to) in f, existing data
+// included, in writes of at most 64 KiB; an empty range writes nothing.
+// Allocate's fallback uses it for the part of its range past the end of
+// the file.
+func WriteZeros(f afero.File, from, to int64) error {
+	for from < to {
+		k := min(to-from, zeroChunk)
+		if _, err := f.WriteAt(zeros[:k], from); err != nil {
 			return err
 		}
-		start += k
+		from += k
 	}
 	return nil
 }
