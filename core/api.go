@@ -3,25 +3,22 @@ package core
 import (
 	"time"
 
+	"github.com/swarmops/swarmops/core/internal/treebuild"
 	"github.com/swarmops/swarmops/core/objects"
 )
 
 // ID is an object id.
 type ID = objects.ID
 
-// Change is one path change of a commit.
-type Change struct {
-	Path   string
-	Delete bool
-	Data   []byte
-	Mode   objects.Mode // 0: objects.ModeFile
-	// Open, when Data is nil, returns the content. Commit calls it once
-	// per attempt, while it builds, and holds the bytes only until their
-	// chunk is written (Options.CommitChunkBytes), so a caller committing
-	// a big tree need not hold it in memory. Its error fails the commit
-	// as it is.
-	Open func() ([]byte, error)
-}
+// Change is one path change of a commit: Path, and either Delete, or the
+// content, Data, with its Mode (0: objects.ModeFile). When Data is nil,
+// Open returns the content: Commit calls it once per attempt, while it
+// builds, and holds the bytes only until their chunk is written
+// (Options.CommitChunkBytes), so a caller committing a big tree need not
+// hold it in memory. Open's error fails the commit as it is. The type is
+// the commit builder's own, so the builder takes a commit's changes as the
+// caller gave them.
+type Change = treebuild.Change
 
 // CommitRequest describes a commit.
 type CommitRequest struct {

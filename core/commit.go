@@ -70,10 +70,6 @@ func (s *Store) commitOnce(req CommitRequest) (ID, error) {
 	if !req.Time.IsZero() {
 		when = func() time.Time { return req.Time }
 	}
-	change := func(i int) treebuild.Change {
-		c := &req.Changes[i]
-		return treebuild.Change{Path: c.Path, Delete: c.Delete, Data: c.Data, Mode: c.Mode, Open: c.Open}
-	}
 	skipDirSync := s.opts.weaken&testknobs.SkipDirSync != 0
 	// A chunk's blobs are durable before the commit's frame is appended:
 	// the loose ones as loose objects always are, the inline ones in a
@@ -86,7 +82,7 @@ func (s *Store) commitOnce(req CommitRequest) (ID, error) {
 		}
 		return s.pipe.Commit(&txn.Txn{Time: s.opts.Now().UTC(), Objs: objs, BuiltEpoch: epoch, BuiltGC: gcGen}, nil)
 	})
-	id, t, err := b.Build(req.Parents, len(req.Changes), change, req.Agent, req.Message, when)
+	id, t, err := b.Build(req.Parents, req.Changes, req.Agent, req.Message, when)
 	if err != nil {
 		return ID{}, err
 	}

@@ -30,7 +30,8 @@ type Source interface {
 	Read(id objects.ID, k objects.Kind) ([]byte, error)
 }
 
-// Change is one path change of a commit (core.Change).
+// Change is one path change of a commit. Package core exports it as
+// core.Change, whose documentation is the callers' contract.
 type Change struct {
 	Path   string
 	Delete bool
@@ -104,13 +105,11 @@ func (b *Builder) Objects() []txn.Obj { return b.objs }
 func (b *Builder) Loose() []txn.Obj { return b.loose }
 
 // Build makes the changeset whose tree is parents[0]'s tree (an empty tree
-// if none) with the n changes change(0) ... change(n-1) applied, and every
-// object it adds; it returns the changeset's id and its time, which is
-// when() once the tree is built. (The changes come through a function so
-// that the caller's own change type needs no copy into a slice of these.)
+// if none) with changes applied, and every object it adds; it returns the
+// changeset's id and its time, which is when() once the tree is built.
 // Errors: ErrInvalid for a bad path, mode or changeset; ErrNotFound for a
 // missing parent or a delete of a missing path; the store's read errors.
-func (b *Builder) Build(parents []objects.ID, n int, change func(i int) Change, agent, message string, when func() time.Time) (objects.ID, time.Time, error) {
+func (b *Builder) Build(parents []objects.ID, changes []Change, agent, message string, when func() time.Time) (objects.ID, time.Time, error) {
 	var gen uint64
 	var base objects.ID
 	for i, p := range parents {
@@ -123,7 +122,7 @@ func (b *Builder) Build(parents []objects.ID, n int, change func(i int) Change, 
 			base = cs.Root
 		}
 	}
-	root, delta, err := b.apply(base, n, change)
+	root, delta, err := b.apply(base, changes)
 	if err != nil {
 		return objects.ID{}, time.Time{}, err
 	}
@@ -227,15 +226,14 @@ func (b *Builder) node(id objects.ID) (*tnode, error) {
 
 // apply edits the tree base with changes and returns the new root id and
 // the path changes for the delta hash.
-func (b *Builder) apply(base objects.ID, n int, change func(int) Change) (objects.ID, []objects.PathChange, error) {
+func (b *Builder) apply(base objects.ID, changes []Change) (objects.ID, []objects.PathChange, error) {
 	root, err := b.node(base)
 	if err != nil {
 		return objects.ID{}, nil, err
 	}
 	var delta []objects.PathChange
 	paths := map[string]bool{}
-	for i := range n {
-		c := change(i)
+	for _, c := range changes {
 		p, err := objects.CleanPath(c.Path)
 		if err != nil {
 			return objects.ID{}, nil, fmt.Errorf("%w: %w", errs.ErrInvalid, err)
