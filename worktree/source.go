@@ -93,30 +93,14 @@ func (t *Tree) diffTrees(src Source, prefix string, a, b objects.ID, ci bool, ou
 // the file's stat data as of the read; stable is false when the file
 // changed while it was read (its stat then means nothing).
 func (t *Tree) hashFile(p string) (id objects.ID, st Stat, stable bool, err error) {
-	f, err := t.root.OpenFile(p, os.O_RDONLY, 0)
-	if err != nil {
-		return id, st, false, err
-	}
-	defer f.Close()
-	before, err := f.Stat()
-	if err != nil {
-		return id, st, false, err
-	}
 	h := blake3.New(32, nil)
 	h.Write([]byte{byte(objects.KindBlob)})
-	n, err := io.Copy(h, f)
-	t.stats.Hashed++
-	t.stats.BytesRead += n
+	st, stable, err = t.readStable(p, func(f io.Reader, _ int64) (int64, error) { return io.Copy(h, f) })
 	if err != nil {
-		return id, st, false, err
-	}
-	after, err := f.Stat()
-	if err != nil {
-		return id, st, false, err
+		return id, Stat{}, false, err
 	}
 	h.Sum(id[:0])
-	st = statOf(before)
-	return id, st, st == statOf(after) && n == st.Size, nil
+	return id, st, stable, nil
 }
 
 // readWork returns the content of p as a blob: a file's bytes or a link's
@@ -133,27 +117,44 @@ func (t *Tree) readWork(p string, mode objects.Mode) (data []byte, st Stat, stab
 		}
 		return []byte(target), statOf(fi), true, nil
 	}
+	st, stable, err = t.readStable(p, func(f io.Reader, size int64) (int64, error) {
+		b, err := readAll(f, size)
+		data = b
+		return int64(len(b)), err
+	})
+	if err != nil {
+		return nil, Stat{}, false, err
+	}
+	return data, st, stable, nil
+}
+
+// readStable opens the file p and hands it to read with its size, and
+// returns its stat data as of before the read and whether that is stable:
+// the stat after the read is the same and read took exactly that many
+// bytes, so nothing wrote the file meanwhile as far as its stat can tell.
+// A read counts one file hashed and the bytes it took, even when it fails.
+func (t *Tree) readStable(p string, read func(f io.Reader, size int64) (int64, error)) (st Stat, stable bool, err error) {
 	f, err := t.root.OpenFile(p, os.O_RDONLY, 0)
 	if err != nil {
-		return nil, st, false, err
+		return st, false, err
 	}
 	defer f.Close()
 	before, err := f.Stat()
 	if err != nil {
-		return nil, st, false, err
+		return st, false, err
 	}
-	data, err = readAll(f, before.Size())
+	n, err := read(f, before.Size())
 	t.stats.Hashed++
-	t.stats.BytesRead += int64(len(data))
+	t.stats.BytesRead += n
 	if err != nil {
-		return nil, st, false, err
+		return st, false, err
 	}
 	after, err := f.Stat()
 	if err != nil {
-		return nil, st, false, err
+		return st, false, err
 	}
 	st = statOf(before)
-	return data, st, st == statOf(after) && int64(len(data)) == st.Size, nil
+	return st, st == statOf(after) && n == st.Size, nil
 }
 
 // workEntry returns the mode and blob id p holds on disk (fi its lstat),
