@@ -74,12 +74,10 @@ func (c *dirCache) encode() []byte {
 	b = append(b, dirsMagic...)
 	b = append(b, dirsVersion)
 	b = binary.BigEndian.AppendUint64(b, uint64(c.Written))
-	b = append(b, byte(len(c.BootID)))
-	b = append(b, c.BootID...)
+	b = appendStr8(b, c.BootID)
 	b = binary.BigEndian.AppendUint32(b, uint32(len(c.Dirs)))
 	for _, d := range c.Dirs {
-		b = binary.BigEndian.AppendUint16(b, uint16(len(d.Path)))
-		b = append(b, d.Path...)
+		b = appendStr16(b, d.Path)
 		for _, v := range []uint64{uint64(d.Stat.Size), uint64(d.Stat.Mtime), uint64(d.Stat.Ctime), d.Stat.Ino, d.Stat.Dev, d.Names} {
 			b = binary.BigEndian.AppendUint64(b, v)
 		}

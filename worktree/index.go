@@ -136,14 +136,11 @@ func (ix *Index) Encode() ([]byte, error) {
 	b = append(b, indexVersion, 0)
 	b = append(b, ix.Base[:]...)
 	b = binary.BigEndian.AppendUint64(b, uint64(ix.Written.UnixNano()))
-	b = append(b, byte(len(ix.BootID)))
-	b = append(b, ix.BootID...)
-	b = append(b, byte(len(ix.Ref)))
-	b = append(b, ix.Ref...)
+	b = appendStr8(b, ix.BootID)
+	b = appendStr8(b, ix.Ref)
 	b = binary.BigEndian.AppendUint32(b, uint32(len(ix.Entries)))
 	for _, e := range ix.Entries {
-		b = binary.BigEndian.AppendUint16(b, uint16(len(e.Path)))
-		b = append(b, e.Path...)
+		b = appendStr16(b, e.Path)
 		b = binary.BigEndian.AppendUint32(b, uint32(e.Mode))
 		b = binary.BigEndian.AppendUint64(b, uint64(e.Stat.Size))
 		b = binary.BigEndian.AppendUint64(b, uint64(e.Stat.Mtime))
@@ -162,8 +159,7 @@ func (ix *Index) Encode() ([]byte, error) {
 	}
 	b = binary.BigEndian.AppendUint32(b, uint32(len(ix.Conflicts)))
 	for _, c := range ix.Conflicts {
-		b = binary.BigEndian.AppendUint16(b, uint16(len(c.Path)))
-		b = append(b, c.Path...)
+		b = appendStr16(b, c.Path)
 		for _, e := range []objects.Entry{c.Base, c.Ours, c.Theirs} {
 			b = binary.BigEndian.AppendUint32(b, uint32(e.Mode))
 			b = append(b, e.ID[:]...)
@@ -171,6 +167,18 @@ func (ix *Index) Encode() ([]byte, error) {
 	}
 	sum := blake3.Sum256(b)
 	return append(b, sum[:]...), nil
+}
+
+// appendStr8 appends s after its length in one byte, and appendStr16 after
+// its length in two, big endian: the strings of the index and of the dirs
+// file, boot ids and refs, and paths. Neither checks the length; a caller
+// bounds it.
+func appendStr8(b []byte, s string) []byte {
+	return append(append(b, byte(len(s))), s...)
+}
+
+func appendStr16(b []byte, s string) []byte {
+	return append(binary.BigEndian.AppendUint16(b, uint16(len(s))), s...)
 }
 
 func checkIndexEntry(e *IndexEntry) error {
@@ -216,25 +224,22 @@ func DecodeIndex(b []byte) (*Index, error) {
 // writes it again, so the paths may be substrings of b itself rather than
 // of a copy.
 func decodeIndex(b []byte, owned bool) (*Index, error) {
-	bad := func(off int, format string, args ...any) (*Index, error) {
-		return nil, fmt.Errorf("%w: at offset %d: %s", ErrIndexCorrupt, off, fmt.Sprintf(format, args...))
-	}
 	if len(b) < headerFixed+sumLen {
-		return bad(len(b), "%d bytes, shorter than an empty index", len(b))
+		return nil, indexCorrupt(len(b), "%d bytes, shorter than an empty index", len(b))
 	}
 	body := b[:len(b)-sumLen]
 	if sum := blake3.Sum256(body); !bytes.Equal(sum[:], b[len(body):]) {
-		return bad(len(body), "checksum mismatch")
+		return nil, indexCorrupt(len(body), "checksum mismatch")
 	}
 	if string(body[:4]) != indexMagic {
-		return bad(0, "magic %q, want %q", body[:4], indexMagic)
+		return nil, indexCorrupt(0, "magic %q, want %q", body[:4], indexMagic)
 	}
 	ver := body[4]
 	if ver != 1 && ver != indexVersion {
-		return bad(4, "version %d, want 1 or %d", ver, indexVersion)
+		return nil, indexCorrupt(4, "version %d, want 1 or %d", ver, indexVersion)
 	}
 	if body[5] != 0 {
-		return bad(5, "header flags %#x, want 0", body[5])
+		return nil, indexCorrupt(5, "header flags %#x, want 0", body[5])
 	}
 	ix := &Index{}
 	copy(ix.Base[:], body[6:38])
@@ -243,7 +248,7 @@ func decodeIndex(b []byte, owned bool) (*Index, error) {
 	blen := int(body[off])
 	off++
 	if len(body)-off < blen+4 {
-		return bad(off, "boot id of %d bytes does not fit", blen)
+		return nil, indexCorrupt(off, "boot id of %d bytes does not fit", blen)
 	}
 	ix.BootID = string(body[off : off+blen])
 	off += blen
@@ -251,7 +256,7 @@ func decodeIndex(b []byte, owned bool) (*Index, error) {
 		rlen := int(body[off])
 		off++
 		if len(body)-off < rlen+4 {
-			return bad(off, "ref of %d bytes does not fit", rlen)
+			return nil, indexCorrupt(off, "ref of %d bytes does not fit", rlen)
 		}
 		ix.Ref = string(body[off : off+rlen])
 		off += rlen
@@ -266,21 +271,23 @@ func decodeIndex(b []byte, owned bool) (*Index, error) {
 		}
 	}
 	if off != len(body) {
-		return bad(off, "%d trailing bytes", len(body)-off)
+		return nil, indexCorrupt(off, "%d trailing bytes", len(body)-off)
 	}
 	return ix, nil
+}
+
+// indexCorrupt is the error for a flaw at offset off of an index encoding.
+func indexCorrupt(off int, format string, args ...any) error {
+	return fmt.Errorf("%w: at offset %d: %s", ErrIndexCorrupt, off, fmt.Sprintf(format, args...))
 }
 
 // decodeEntries decodes the entry count and the entries from body[off:]
 // into ix, returning the offset after them.
 func decodeEntries(body []byte, off int, ix *Index, owned bool) (int, error) {
-	badAt := func(off int, format string, args ...any) (int, error) {
-		return 0, fmt.Errorf("%w: at offset %d: %s", ErrIndexCorrupt, off, fmt.Sprintf(format, args...))
-	}
 	count := binary.BigEndian.Uint32(body[off:])
 	off += 4
 	if uint64(count) > uint64(len(body)-off)/entryFixed {
-		return badAt(off-4, "%d entries do not fit in %d bytes", count, len(body)-off)
+		return 0, indexCorrupt(off-4, "%d entries do not fit in %d bytes", count, len(body)-off)
 	}
 	ix.Entries = make([]IndexEntry, 0, count)
 	// The paths are substrings of one string holding the body: an
@@ -297,12 +304,12 @@ func decodeEntries(body []byte, off int, ix *Index, owned bool) (int, error) {
 	for i := uint32(0); i < count; i++ {
 		start := off
 		if len(body)-off < entryFixed {
-			return badAt(off, "entry %d truncated", i)
+			return 0, indexCorrupt(off, "entry %d truncated", i)
 		}
 		plen := int(binary.BigEndian.Uint16(body[off:]))
 		off += 2
 		if len(body)-off < plen+entryFixed-2 {
-			return badAt(start, "entry %d: path of %d bytes does not fit", i, plen)
+			return 0, indexCorrupt(start, "entry %d: path of %d bytes does not fit", i, plen)
 		}
 		e := IndexEntry{Path: text[off : off+plen]}
 		off += plen
@@ -316,14 +323,14 @@ func decodeEntries(body []byte, off int, ix *Index, owned bool) (int, error) {
 		f := body[off+76]
 		off += 77
 		if f&^flagsKnown != 0 {
-			return badAt(off-1, "entry %d: unknown flags %#x", i, f)
+			return 0, indexCorrupt(off-1, "entry %d: unknown flags %#x", i, f)
 		}
 		e.Conflict, e.Smudged = f&flagConflict != 0, f&flagSmudged != 0
 		if err := checkIndexEntry(&e); err != nil {
-			return badAt(start, "entry %d: %v", i, err)
+			return 0, indexCorrupt(start, "entry %d: %v", i, err)
 		}
 		if i > 0 && ix.Entries[i-1].Path >= e.Path {
-			return badAt(start, "entry %d: path %q not after %q", i, e.Path, ix.Entries[i-1].Path)
+			return 0, indexCorrupt(start, "entry %d: path %q not after %q", i, e.Path, ix.Entries[i-1].Path)
 		}
 		ix.Entries = append(ix.Entries, e)
 	}
@@ -333,27 +340,24 @@ func decodeEntries(body []byte, off int, ix *Index, owned bool) (int, error) {
 // decodeConflicts decodes a version 2 index's conflict records from
 // body[off:] into ix, returning the offset after them.
 func decodeConflicts(body []byte, off int, ix *Index) (int, error) {
-	bad := func(off int, format string, args ...any) (int, error) {
-		return 0, fmt.Errorf("%w: at offset %d: %s", ErrIndexCorrupt, off, fmt.Sprintf(format, args...))
-	}
 	if len(body)-off < 4 {
-		return bad(off, "conflict count truncated")
+		return 0, indexCorrupt(off, "conflict count truncated")
 	}
 	count := binary.BigEndian.Uint32(body[off:])
 	off += 4
 	if uint64(count) > uint64(len(body)-off)/conflictFixed {
-		return bad(off-4, "%d conflict records do not fit in %d bytes", count, len(body)-off)
+		return 0, indexCorrupt(off-4, "%d conflict records do not fit in %d bytes", count, len(body)-off)
 	}
 	ix.Conflicts = make([]ConflictRecord, 0, count)
 	for i := uint32(0); i < count; i++ {
 		start := off
 		if len(body)-off < conflictFixed {
-			return bad(off, "conflict record %d truncated", i)
+			return 0, indexCorrupt(off, "conflict record %d truncated", i)
 		}
 		plen := int(binary.BigEndian.Uint16(body[off:]))
 		off += 2
 		if len(body)-off < plen+3*sideFixed {
-			return bad(start, "conflict record %d: path of %d bytes does not fit", i, plen)
+			return 0, indexCorrupt(start, "conflict record %d: path of %d bytes does not fit", i, plen)
 		}
 		c := ConflictRecord{Path: string(body[off : off+plen])}
 		off += plen
@@ -363,10 +367,10 @@ func decodeConflicts(body []byte, off int, ix *Index) (int, error) {
 			off += sideFixed
 		}
 		if err := checkConflict(&c); err != nil {
-			return bad(start, "conflict record %d: %v", i, err)
+			return 0, indexCorrupt(start, "conflict record %d: %v", i, err)
 		}
 		if i > 0 && ix.Conflicts[i-1].Path >= c.Path {
-			return bad(start, "conflict record %d: path %q not after %q", i, c.Path, ix.Conflicts[i-1].Path)
+			return 0, indexCorrupt(start, "conflict record %d: path %q not after %q", i, c.Path, ix.Conflicts[i-1].Path)
 		}
 		ix.Conflicts = append(ix.Conflicts, c)
 	}
