@@ -190,16 +190,26 @@ func TestStatusTrustsNoStatDataAfterAPowerLoss(t *testing.T) {
 	}
 }
 
+// checkedOutInOneTick is checkedOut on a filesystem whose clock stands
+// still, as within one tick of a coarse timestamp clock, until the test
+// calls tick: every time the checkout records is as new as its index, so
+// racy. tick moves the clock on by a second.
+func checkedOutInOneTick(t testing.TB, changes ...core.Change) (f *fixture, m *faultfs.MemFS, tick func()) {
+	t.Helper()
+	f, m = memFixture(t)
+	id := f.commit(objects.ZeroID, changes...)
+	now := time.Unix(1000, 0)
+	m.SetClock(func() time.Time { return now })
+	f.checkout(id, "/w")
+	return f, m, func() { now = now.Add(time.Second) }
+}
+
 // TestRacyEntriesAreRehashed: on a filesystem whose clock did not move
 // between the checkout and an edit (a coarse timestamp tick), an edit that
 // keeps the size leaves the stat data as the index has it; the entry is
 // racy (its mtime is not older than the index) and status reads it.
 func TestRacyEntriesAreRehashed(t *testing.T) {
-	f, m := memFixture(t)
-	id := f.commit(objects.ZeroID, put("a", "1111"), put("b", "2222"))
-	tick := time.Unix(1000, 0)
-	m.SetClock(func() time.Time { return tick })
-	f.checkout(id, "/w")
+	f, m, tick := checkedOutInOneTick(t, put("a", "1111"), put("b", "2222"))
 	g, err := m.OpenFile("/w/a", 0o1, 0) // O_WRONLY, in place
 	if err != nil {
 		t.Fatal(err)
@@ -209,7 +219,7 @@ func TestRacyEntriesAreRehashed(t *testing.T) {
 	if got := kinds(statusOf(t, "/w", f.opts())); !eq(got, []string{"a:modified"}) {
 		t.Fatalf("status after a same-tick edit: %v, want [a:modified]", got)
 	}
-	tick = tick.Add(time.Second)
+	tick()
 	wt := mustOpen(t, "/w", f.opts())
 	st, _ := wt.Status()
 	if err := wt.Refresh(st); err != nil {

@@ -95,11 +95,7 @@ func TestAWalkReadsOnlyTheDirectoriesItHasNoRecordOf(t *testing.T) {
 // file that holds it, so it is racy and the directory is read: the file is
 // seen.
 func TestARacyDirectoryRecordIsNotTrusted(t *testing.T) {
-	f, m := memFixture(t)
-	id := f.commit(objects.ZeroID, put("d/a", "1"), put("d/e/b", "2"))
-	tick := time.Unix(1000, 0)
-	m.SetClock(func() time.Time { return tick })
-	f.checkout(id, "/w")
+	f, m, tick := checkedOutInOneTick(t, put("d/a", "1"), put("d/e/b", "2"))
 	refreshed(t, "/w", f.opts())
 	writeMem(t, m, "/w/d/new", "n")
 	st := statusOf(t, "/w", f.opts())
@@ -113,13 +109,13 @@ func TestARacyDirectoryRecordIsNotTrusted(t *testing.T) {
 	// Records written at a later tick trust what is older than it: d/e
 	// at once, d (changed at that tick) only once a write at the next
 	// tick follows it.
-	tick = tick.Add(time.Second)
+	tick()
 	m.Remove("/w/d/new")
 	refreshed(t, "/w", f.opts())
 	if st := refreshed(t, "/w", f.opts()); st.Stats.Listed != 2 {
 		t.Fatalf("status at its records' tick read %d directories, want 2 (the root and d)", st.Stats.Listed)
 	}
-	tick = tick.Add(time.Second)
+	tick()
 	refreshed(t, "/w", f.opts())
 	if st := statusOf(t, "/w", f.opts()); st.Stats.Listed != 1 {
 		t.Fatalf("status past its records' tick read %d directories, want 1", st.Stats.Listed)
