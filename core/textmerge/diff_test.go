@@ -16,31 +16,15 @@ func TestSlidableChangesSitWhereGitPutsThem(t *testing.T) {
 	if _, err := exec.LookPath("git"); err == nil {
 		g = newGit(t)
 	}
-	for _, c := range []struct {
-		name     string
-		old, new string
-		want     string
-	}{
-		{"an insert into a run of equal lines goes to its end", "a\na\na\n", "a\na\na\na\n", "[-3,0 +3,1]"},
-		{"a delete from a run of equal lines takes its last line", "a\na\na\n", "a\na\n", "[-2,1 +2,0]"},
-		{"an added function goes after the closing brace", "f {\n}\n", "f {\n}\ng {\n}\n", "[-2,0 +2,2]"},
-		{"a delete slides to meet an insert and they become one change", "b\nb\nc\n", "b\nc\nc\n", "[-1,1 +1,1]"},
-		{"a delete slides up to meet a replacement", "a\na\na\n", "c\nc\na\n", "[-0,2 +0,2]"},
-		{"an insert slides to meet a delete", "a\na\na\nc\n", "c\nc\nb\nc\n", "[-0,3 +0,3]"},
-		{"a delete at the top slides down through equal lines", "b\na\na\n", "a\nc\n", "[-0,2 +0,0][-3,0 +1,1]"},
-		{"a delete slides down to leave the shared lines at the end", "a\nc\nc\nc\nc\n", "c\nb\nc\n", "[-0,3 +0,0][-4,0 +1,1]"},
-		{"a replacement grows into the run it can slide through", "a\nc\na\na\n", "a\nb\na\nb\nb\n", "[-1,2 +1,1][-4,0 +3,2]"},
-		{"equal texts have no change", "a\nb\n", "a\nb\n", ""},
-		{"everything is inserted into an empty text", "", "a\nb\n", "[-0,0 +0,2]"},
-		{"a missing final newline is a change of the last line", "a\nb", "a\nb\n", "[-1,1 +1,1]"},
-	} {
-		got := scriptString(diffLines(splitLines([]byte(c.old)), splitLines([]byte(c.new))))
-		if got != c.want {
-			t.Errorf("%s: diff %q to %q = %s, want %s", c.name, c.old, c.new, got, c.want)
+	for _, c := range readCases(t, "diff.txt", "old", "new", "script") {
+		old, new, want := c.fields["old"], c.fields["new"], c.fields["script"]
+		got := scriptString(diffLines(splitLines([]byte(old)), splitLines([]byte(new))))
+		if got != want {
+			t.Errorf("%s (%s): diff %q to %q = %s, want %s", c.name, c.at, old, new, got, want)
 		}
 		if g != nil {
-			if gs := scriptString(g.script(t, []byte(c.old), []byte(c.new))); gs != c.want {
-				t.Errorf("%s: git's diff is %s, the case wants %s", c.name, gs, c.want)
+			if gs := scriptString(g.script(t, []byte(old), []byte(new))); gs != want {
+				t.Errorf("%s (%s): git's diff is %s, the case wants %s", c.name, c.at, gs, want)
 			}
 		}
 	}

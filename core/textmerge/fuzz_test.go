@@ -24,7 +24,7 @@ func hasMarkerLine(text []byte) bool {
 // conflict's spans lie inside the texts; and the unified diff of base to
 // ours rebuilds ours.
 func FuzzMerge(f *testing.F) {
-	for _, c := range mergeCases {
+	for _, c := range mergeCases(f) {
 		f.Add([]byte(c.base), []byte(c.ours), []byte(c.theirs))
 	}
 	f.Add([]byte("a\x00"), []byte("b\x00"), []byte("c"))

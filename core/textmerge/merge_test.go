@@ -19,116 +19,23 @@ type mergeCase struct {
 }
 
 // mergeCases are the behaviours the merge promises, each with its exact
-// output. Where git is installed, each is also checked against
-// `git merge-file -p --diff3`.
-var mergeCases = []mergeCase{
-	{
-		name: "an append at the end and an insert at the top merge cleanly",
-		base: "a\nb\nc\n", ours: "top\na\nb\nc\n", theirs: "a\nb\nc\nend\n",
-		want: "top\na\nb\nc\nend\n", clean: true,
-	},
-	{
-		name: "an append and an insert around a one-line file merge cleanly",
-		base: "a\n", ours: "top\na\n", theirs: "a\nend\n",
-		want: "top\na\nend\n", clean: true,
-	},
-	{
-		name: "edits one line apart merge cleanly",
-		base: "a\nb\nc\nd\ne\n", ours: "a\nB\nc\nd\ne\n", theirs: "a\nb\nc\nD\ne\n",
-		want: "a\nB\nc\nD\ne\n", clean: true,
-	},
-	{
-		name: "the identical change on both sides merges cleanly",
-		base: "a\nb\nc\n", ours: "a\nB\nc\n", theirs: "a\nB\nc\n",
-		want: "a\nB\nc\n", clean: true,
-	},
-	{
-		name: "the identical change beside a change of one side merges cleanly",
-		base: "a\nb\nc\nd\ne\n", ours: "a\nB\nc\nd\nE\n", theirs: "a\nB\nc\nd\ne\n",
-		want: "a\nB\nc\nd\nE\n", clean: true,
-	},
-	{
-		name: "a delete against an edit of the same line conflicts",
-		base: "a\nb\nc\n", ours: "a\nc\n", theirs: "a\nB\nc\n",
-		want:  "a\n<<<<<<< ours\n||||||| base\nb\n=======\nB\n>>>>>>> theirs\nc\n",
-		clean: false,
-	},
-	{
-		name: "edits of adjacent lines conflict, as in git",
-		base: "a\nb\nc\nd\n", ours: "a\nB\nc\nd\n", theirs: "a\nb\nC\nd\n",
-		want:  "a\n<<<<<<< ours\nB\nc\n||||||| base\nb\nc\n=======\nb\nC\n>>>>>>> theirs\nd\n",
-		clean: false,
-	},
-	{
-		name: "different inserts at one place conflict",
-		base: "a\nb\n", ours: "a\nX\nb\n", theirs: "a\nY\nb\n",
-		want:  "a\n<<<<<<< ours\nX\n||||||| base\n=======\nY\n>>>>>>> theirs\nb\n",
-		clean: false,
-	},
-	{
-		name: "an append after a last line without newline merges with an edit elsewhere",
-		base: "x\ny\na\nb", ours: "x\ny\na\nb\nc", theirs: "X\ny\na\nb",
-		want: "X\ny\na\nb\nc", clean: true,
-	},
-	{
-		name: "a conflict on a last line without newline ends its sides with one",
-		base: "a\nb", ours: "a\nB", theirs: "a\nC",
-		want:  "a\n<<<<<<< ours\nB\n||||||| base\nb\n=======\nC\n>>>>>>> theirs\n",
-		clean: false,
-	},
-	{
-		name: "both sides adding the final newline merge cleanly",
-		base: "a", ours: "a\n", theirs: "a\n",
-		want: "a\n", clean: true,
-	},
-	{
-		name: "dropping the final newline merges with an edit elsewhere",
-		base: "a\nb\nc\nd\n", ours: "a\nb\nc\nd", theirs: "A\nb\nc\nd\n",
-		want: "A\nb\nc\nd", clean: true,
-	},
-	{
-		name: "CRLF lines merge cleanly and keep their endings",
-		base: "a\r\nb\r\nc\r\nd\r\ne\r\n", ours: "a\r\nB\r\nc\r\nd\r\ne\r\n", theirs: "a\r\nb\r\nc\r\nD\r\ne\r\n",
-		want: "a\r\nB\r\nc\r\nD\r\ne\r\n", clean: true,
-	},
-	{
-		name: "a conflict in a CRLF file has CRLF markers",
-		base: "a\r\nb\r\nc\r\n", ours: "a\r\nB\r\nc\r\n", theirs: "a\r\nX\r\nc\r\n",
-		want:  "a\r\n<<<<<<< ours\r\nB\r\n||||||| base\r\nb\r\n=======\r\nX\r\n>>>>>>> theirs\r\nc\r\n",
-		clean: false,
-	},
-	{
-		name: "a conflict in an LF file with CRLF edits has LF markers",
-		base: "a\nb\nc\n", ours: "a\nB\r\nc\n", theirs: "a\nX\r\nc\n",
-		want:  "a\n<<<<<<< ours\nB\r\n||||||| base\nb\n=======\nX\r\n>>>>>>> theirs\nc\n",
-		clean: false,
-	},
-	{
-		name: "three empty files merge to an empty file",
-		want: "", clean: true,
-	},
-	{
-		name: "content added to an empty base by one side is kept",
-		ours: "a\n",
-		want: "a\n", clean: true,
-	},
-	{
-		name: "different content added to an empty base conflicts",
-		ours: "a\n", theirs: "b\n",
-		want:  "<<<<<<< ours\na\n||||||| base\n=======\nb\n>>>>>>> theirs\n",
-		clean: false,
-	},
-	{
-		name: "emptying a file that the other side left alone empties it",
-		base: "a\nb\n", ours: "", theirs: "a\nb\n",
-		want: "", clean: true,
-	},
-	{
-		name: "emptying a file that the other side edited conflicts",
-		base: "a\nb\n", ours: "", theirs: "a\nB\n",
-		want:  "<<<<<<< ours\n||||||| base\na\nb\n=======\na\nB\n>>>>>>> theirs\n",
-		clean: false,
-	},
+// output: the cases of testdata/merge.txt.
+func mergeCases(tb testing.TB) []mergeCase {
+	tb.Helper()
+	var out []mergeCase
+	for _, c := range readCases(tb, "merge.txt", "base", "ours", "theirs", "clean", "conflict") {
+		want, clean := c.fields["clean"]
+		conflict, conflicted := c.fields["conflict"]
+		if clean == conflicted {
+			tb.Fatalf("%s: a case gives its merged text as clean or as conflict, once", c.at)
+		}
+		if conflicted {
+			want = conflict
+		}
+		out = append(out, mergeCase{name: c.name, base: c.fields["base"], ours: c.fields["ours"],
+			theirs: c.fields["theirs"], want: want, clean: clean})
+	}
+	return out
 }
 
 func TestMergeCases(t *testing.T) {
@@ -138,7 +45,7 @@ func TestMergeCases(t *testing.T) {
 	} else {
 		t.Log("git is not on PATH: the cases are checked against their expected outputs only")
 	}
-	for _, c := range mergeCases {
+	for _, c := range mergeCases(t) {
 		t.Run(c.name, func(t *testing.T) {
 			base, ours, theirs := []byte(c.base), []byte(c.ours), []byte(c.theirs)
 			res, err := Merge(base, ours, theirs, gitLabels)
