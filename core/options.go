@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/swarmops/swarmops/core/internal/lockorder"
+	"github.com/swarmops/swarmops/core/internal/zblob"
 	"github.com/swarmops/swarmops/core/journal"
 	"github.com/swarmops/swarmops/core/vfs"
 	"github.com/swarmops/swarmops/internal/testknobs"
@@ -77,6 +78,14 @@ type Options struct {
 	// lookups have read, so a long-lived process answers repeated lookups
 	// without reading; 0: DefaultCacheBytes, negative: no caches.
 	CacheBytes int64
+	// GroupCache is how many compressed groups of inline blobs a Store
+	// keeps decoded, each up to 256 KiB, so that reading a group's blobs
+	// again does not decode it again. A read of one blob of a group it does
+	// not hold decodes only as far as that blob, and a second read of the
+	// group keeps it. 0: zblob's default of 4 (1 MiB), which serves a walk
+	// in commit order; a long-lived process that serves many readers, such
+	// as swarmops serve, keeps more.
+	GroupCache int
 	// RetryPlace is how long a process keeps its place in the writer
 	// queue after a commit advancing a ref lost its compare-and-swap
 	// there, so that its retry (the next transaction moving that ref)
@@ -155,6 +164,9 @@ func (o *Options) fill() error {
 	}
 	if o.CacheBytes == 0 {
 		o.CacheBytes = DefaultCacheBytes
+	}
+	if err := orDefault(&o.GroupCache, zblob.DefaultEntries, "GroupCache"); err != nil {
+		return err
 	}
 	if o.RetryPlace == 0 {
 		o.RetryPlace = DefaultRetryPlace

@@ -140,6 +140,7 @@ func newStore(dir string, o Options, id journal.StoreID) *Store {
 	s.pipe = pipeline.New(pipeline.Config{Env: (*pipeEnv)(s), Lock: s.writer,
 		AckBeforeSync: o.weaken&testknobs.AckBeforeSync != 0, Background: s.background,
 		CASIfExists: o.weaken&testknobs.CASIfExists != 0})
+	s.groups.SetEntries(o.GroupCache)
 	s.csc = cscache.New(o.CacheBytes)
 	if o.CacheBytes > 0 {
 		s.blk = index.NewBlockCache(o.CacheBytes)

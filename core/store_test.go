@@ -316,13 +316,14 @@ func TestTwoInstancesStayConsistent(t *testing.T) {
 var _ vfs.FS = (*faultfs.MemFS)(nil)
 
 // TestNegativeOptionsAreInvalid: a negative lock timeout, checkpoint
-// interval or checkpoint byte count is ErrInvalid naming the option, never
-// a silent default.
+// interval, checkpoint byte count or group cache is ErrInvalid naming the
+// option, never a silent default.
 func TestNegativeOptionsAreInvalid(t *testing.T) {
 	for name, o := range map[string]core.Options{
 		"LockTimeout":     {LockTimeout: -time.Second},
 		"CheckpointEvery": {CheckpointEvery: -1},
 		"CheckpointBytes": {CheckpointBytes: -1},
+		"GroupCache":      {GroupCache: -1},
 	} {
 		o.FS = faultfs.NewMem()
 		if _, err := core.Create("/s", o); !errors.Is(err, core.ErrInvalid) || !strings.Contains(err.Error(), name) {

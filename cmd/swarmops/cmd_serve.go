@@ -45,6 +45,9 @@ On SIGINT or SIGTERM, serve stops accepting, lets running commands finish
 	return cmd
 }
 
+// serveGroupCache is the server's core.Options.GroupCache.
+const serveGroupCache = 64
+
 func (a *app) serve(grace time.Duration, cpuprofile string) error {
 	if cpuprofile != "" {
 		stop, err := startCPUProfile(a.path(cpuprofile))
@@ -60,6 +63,10 @@ func (a *app) serve(grace time.Duration, cpuprofile string) error {
 	if a.getenv("GOGC") == "" {
 		debug.SetGCPercent(300)
 	}
+	// The server keeps 64 decoded groups (16 MiB at most) where a command
+	// keeps 4: its readers come back to the groups of the files a swarm
+	// works on, and a diff served again decodes nothing.
+	a.groupCache = serveGroupCache
 	s, release, err := a.open()
 	if err != nil {
 		return err

@@ -47,6 +47,10 @@ type app struct {
 	// the server stops: a command that runs until told (watch) returns.
 	done <-chan struct{}
 
+	// groupCache is core's Options.GroupCache for the store this process
+	// opens; 0: core's default.
+	groupCache int
+
 	storeFlag   string
 	jsonOut     bool // from a pre-scan of the arguments, or SWARMOPS_JSON
 	jsonFlag    bool // --json as parsed by cobra

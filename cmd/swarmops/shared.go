@@ -71,7 +71,7 @@ func (a *app) options() (core.Options, error) {
 	if a.lockTimeout <= 0 {
 		return core.Options{}, usagef("--lock-timeout %v: want a positive duration", a.lockTimeout)
 	}
-	o := core.Options{LockTimeout: a.lockTimeout}
+	o := core.Options{LockTimeout: a.lockTimeout, GroupCache: a.groupCache}
 	fsys, err := a.crashFS()
 	if err != nil {
 		return o, err

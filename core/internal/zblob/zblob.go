@@ -17,6 +17,7 @@ package zblob
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -214,18 +215,20 @@ func Member(group []byte, inner, size int64) ([]byte, error) {
 // old ones. The key holds the store's epoch: a recovery that cuts frames
 // starts a new one, so a frame written later at the same place is never
 // served from an entry of the one it replaced. It is safe for concurrent
-// use; a Cache's zero value holds nothing.
+// use; a Cache's zero value holds nothing and keeps DefaultEntries groups.
 type Cache struct {
 	mu   sync.Mutex
-	ents [cacheEntries]cacheEnt
+	ents []cacheEnt // made at first use, Entries long
 	tick uint64
 	// busy holds the keys being decoded by Load, each with the channel
 	// its decoder closes when done.
 	busy map[Key]chan struct{}
 	// seen holds the last groups read one member of without being kept
-	// (Load), oldest overwritten first.
-	seen     [cacheEntries]Key
+	// (Load), oldest overwritten first: as many as ents.
+	seen     []Key
 	seenNext int
+	// entries is the groups the cache keeps; 0: DefaultEntries.
+	entries int
 	// decode is Decode, unless a test counts the calls.
 	decode func(z []byte) ([]byte, error)
 }
@@ -237,7 +240,23 @@ type Key struct {
 	Off        int64
 }
 
-const cacheEntries = 4
+// DefaultEntries is how many groups a Cache keeps unless SetEntries says
+// otherwise: enough for a walk in commit order and a diff that returns to
+// a group, at 1 MiB. A long-lived process that serves many readers keeps
+// more (core's Options.GroupCache).
+const DefaultEntries = 4
+
+// SetEntries makes c keep n groups (at least 1), each up to GroupMax bytes.
+// It must be called before c's first use.
+func (c *Cache) SetEntries(n int) { c.entries = max(n, 1) }
+
+// made allocates c's entries at first use; the caller holds c.mu.
+func (c *Cache) made() {
+	if c.ents == nil {
+		n := cmp.Or(c.entries, DefaultEntries)
+		c.ents, c.seen = make([]cacheEnt, n), make([]Key, n)
+	}
+}
 
 type cacheEnt struct {
 	key  Key
@@ -263,6 +282,7 @@ func (c *Cache) Get(k Key, inner, size int64) ([]byte, bool, error) {
 
 // lookup is Get's search; the caller holds c.mu.
 func (c *Cache) lookup(k Key) ([]byte, bool) {
+	c.made()
 	for i := range c.ents {
 		if e := &c.ents[i]; e.data != nil && e.key == k {
 			c.tick++
@@ -368,6 +388,7 @@ func (c *Cache) Put(k Key, data []byte) {
 
 // keep is Put's store; the caller holds c.mu.
 func (c *Cache) keep(k Key, data []byte) {
+	c.made()
 	old := 0
 	for i := range c.ents {
 		if c.ents[i].used < c.ents[old].used {

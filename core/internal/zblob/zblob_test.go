@@ -151,6 +151,14 @@ func TestTheCacheServesOnlyItsKeys(t *testing.T) {
 	if _, ok, _ := c.Get(Key{Epoch: 1, Seg: 2, Off: 2}, 0, 1); ok {
 		t.Fatal("the group used least recently is still cached")
 	}
+	var big Cache
+	big.SetEntries(8)
+	for i := range 8 {
+		big.Put(Key{Epoch: 1, Off: int64(i)}, []byte{byte(i)})
+	}
+	if _, ok, _ := big.Get(Key{Epoch: 1, Off: 0}, 0, 1); !ok {
+		t.Fatal("a cache of 8 dropped one of 8 groups")
+	}
 	var n *Cache
 	n.Put(Key{}, []byte{1})
 	if _, ok, _ := n.Get(Key{}, 0, 1); ok {
