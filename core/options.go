@@ -80,11 +80,12 @@ type Options struct {
 	CacheBytes int64
 	// GroupCache is how many compressed groups of inline blobs a Store
 	// keeps decoded, each up to 256 KiB, so that reading a group's blobs
-	// again does not decode it again. A read of one blob of a group it does
-	// not hold decodes only as far as that blob, and a second read of the
-	// group keeps it. 0: zblob's default of 4 (1 MiB), which serves a walk
-	// in commit order; a long-lived process that serves many readers, such
-	// as swarmops serve, keeps more.
+	// again does not decode it again. The first read of a blob inside a
+	// group it does not hold decodes only as far as that blob and keeps
+	// nothing; a read of a group's first blob, or a second read of the
+	// group, decodes the whole group and keeps it. 0: zblob's default of 4
+	// (1 MiB), which serves a walk in commit order; a long-lived process
+	// that serves many readers, such as swarmops serve, keeps more.
 	GroupCache int
 	// RetryPlace is how long a process keeps its place in the writer
 	// queue after a commit advancing a ref lost its compare-and-swap
