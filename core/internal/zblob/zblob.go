@@ -266,6 +266,22 @@ type cacheEnt struct {
 	used uint64 // the cache's tick when last put or served
 }
 
+// Len reports how many groups c keeps.
+func (c *Cache) Len() int {
+	if c == nil {
+		return 0
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for _, e := range c.ents {
+		if e.data != nil {
+			n++
+		}
+	}
+	return n
+}
+
 // Get returns a copy of the size bytes at inner of the group whose frame
 // is at k, when the cache holds that group. A nil Cache holds nothing.
 func (c *Cache) Get(k Key, inner, size int64) ([]byte, bool, error) {
