@@ -3,7 +3,10 @@ package zblob
 import (
 	"bytes"
 	"errors"
+	"go/build"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -330,6 +333,47 @@ func BenchmarkDecodeHalfAGroup(b *testing.B) {
 // when the group is not cached: one decode of GroupMax bytes.
 func BenchmarkDecodeGroup(b *testing.B) {
 	z, ok := Append(nil, text(GroupMax, 12))
+	if !ok {
+		b.Fatal("the group does not compress")
+	}
+	b.SetBytes(GroupMax)
+	for b.Loop() {
+		if _, err := Decode(z); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// goSource is up to n bytes of Go's own source, the kind of content the
+// groups of an imported tree hold; the benchmark is skipped without it.
+func goSource(b *testing.B, n int) []byte {
+	b.Helper()
+	var out []byte
+	dir := filepath.Join(build.Default.GOROOT, "src", "net", "http")
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		b.Skipf("no Go source to read: %v", err)
+	}
+	for _, e := range ents {
+		if len(out) >= n {
+			break
+		}
+		if data, err := os.ReadFile(filepath.Join(dir, e.Name())); err == nil && e.Type().IsRegular() {
+			out = append(out, data...)
+		}
+	}
+	if len(out) < n {
+		b.Skipf("only %d bytes of Go source in %s", len(out), dir)
+	}
+	return out[:n]
+}
+
+// BenchmarkDecodeGoSourceGroup is BenchmarkDecodeGroup on a group of Go
+// source, whose blocks hold many short matches: there the room Decode
+// leaves past the group (slack) keeps every block on the decoder's fast
+// copies.
+func BenchmarkDecodeGoSourceGroup(b *testing.B) {
+	z, ok := Append(nil, goSource(b, GroupMax))
 	if !ok {
 		b.Fatal("the group does not compress")
 	}
