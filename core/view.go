@@ -270,7 +270,7 @@ func (s *Store) readInlineBytes(r *journal.Reader, cache *zblob.Cache, epoch uin
 		rd.plain = make([]byte, a.size)
 		return rd, r.ReadAt(a.seg, a.off, rd.plain)
 	}
-	if m, ok, err := cache.Get(rd.key, int64(a.inner), a.size); ok && err == nil {
+	if m, ok := cache.Get(rd.key, int64(a.inner), a.size); ok {
 		rd.plain = m
 		return rd, nil
 	}

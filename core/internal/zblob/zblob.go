@@ -284,19 +284,24 @@ func (c *Cache) Len() int {
 }
 
 // Get returns a copy of the size bytes at inner of the group whose frame
-// is at k, when the cache holds that group. A nil Cache holds nothing.
-func (c *Cache) Get(k Key, inner, size int64) ([]byte, bool, error) {
+// is at k, when the cache holds that group and the group holds those
+// bytes; a damaged entry is left for Load to report. A nil Cache holds
+// nothing.
+func (c *Cache) Get(k Key, inner, size int64) ([]byte, bool) {
 	if c == nil {
-		return nil, false, nil
+		return nil, false
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	g, ok := c.lookup(k)
 	if !ok {
-		return nil, false, nil
+		return nil, false
 	}
 	m, err := Member(g, inner, size)
-	return bytes.Clone(m), true, err
+	if err != nil {
+		return nil, false
+	}
+	return bytes.Clone(m), true
 }
 
 // lookup is Get's search; the caller holds c.mu.
