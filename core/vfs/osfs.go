@@ -288,6 +288,13 @@ func (o *osFS) Lock(name string, timeout time.Duration) (Locked, error) {
 		}
 		return nil, &fs.PathError{Op: "lock", Path: name, Err: err}
 	}
+	if handled, err := waitClose(fd, name, time.Now().Add(timeout)); handled {
+		if err != nil {
+			unix.Close(fd)
+			return nil, &fs.PathError{Op: "lock", Path: name, Err: err}
+		}
+		return &osLock{fd: fd, name: name}, nil
+	}
 	w := &lockWait{done: make(chan struct{})}
 	go w.wait(fd)
 	t := time.NewTimer(timeout)

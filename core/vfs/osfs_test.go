@@ -155,6 +155,7 @@ func TestOSLockAcrossProcesses(t *testing.T) {
 	if _, err := vfs.OS().Lock(name, 20*time.Millisecond); !errors.Is(err, vfs.ErrBusy) {
 		t.Fatalf("Lock while another process holds it: got %v, want ErrBusy", err)
 	}
+	polls := vfs.LockPolls()
 	var got vfs.Locked
 	var lerr error
 	done := make(chan struct{})
@@ -170,6 +171,11 @@ func TestOSLockAcrossProcesses(t *testing.T) {
 		t.Fatalf("Lock after the holder died: %v", lerr)
 	}
 	got.Unlock()
+	// The death closed the holder's descriptor, and that close woke the
+	// waiter (the flock fallback, where inotify is missing, counts none).
+	if n := vfs.LockPolls() - polls; n != 0 {
+		t.Errorf("%d lock-wait rounds ended on the poll timer after the holder died", n)
+	}
 }
 
 func TestOSErrorsWrapErrno(t *testing.T) {

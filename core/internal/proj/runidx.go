@@ -305,8 +305,15 @@ func (r *RunIdx) BatchBetween(lo, hi uint64) index.Batch {
 }
 
 // Since returns a MemIndex with the tail records of frames >= lo.
+//
+// The new index is sized for as many records as the old one holds: the
+// tail the next checkpoint takes is about as big as the last one's, and a
+// map grown from empty rehashed itself on the way, in every process that
+// replays the frames.
 func (r *RunIdx) Since(lo uint64) *MemIndex {
-	m := NewMemIndex()
+	n := r.Mem.Len()
+	m := &MemIndex{objs: make(map[objects.ID]Loc, n), deltas: make(map[objects.Hash][]objects.ID, n/4),
+		cs: make([]objects.ID, 0, n/4)}
 	r.Mem.Each(func(id objects.ID, l Loc) {
 		if l.Seq >= lo {
 			m.Put(id, l)

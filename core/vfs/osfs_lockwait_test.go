@@ -1,0 +1,99 @@
+package vfs_test
+
+import (
+	"errors"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/swarmops/swarmops/core/vfs"
+)
+
+// TestOSLockWaitWakesOnClose checks that a waiter is woken by the holder's
+// Unlock itself, not by the poll that backs the wake-up: the holder lets go
+// well inside one poll round, and no round may end on its timer.
+func TestOSLockWaitWakesOnClose(t *testing.T) {
+	name := filepath.Join(t.TempDir(), "LOCK")
+	polls := vfs.LockPolls()
+	for i := 0; i < 5; i++ {
+		held, err := vfs.OS().Lock(name, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		go func() {
+			time.Sleep(2 * time.Millisecond)
+			held.Unlock()
+		}()
+		l, err := vfs.OS().Lock(name, 10*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l.Unlock()
+	}
+	if n := vfs.LockPolls() - polls; n != 0 {
+		t.Errorf("%d lock-wait rounds ended on the poll timer; each wait should end on the holder's close", n)
+	}
+}
+
+// TestOSLockWaitersShareAWatch runs many goroutines through one lock at
+// once, so several wait on one watched file: each gets the lock in turn,
+// one at a time, woken by closes.
+func TestOSLockWaitersShareAWatch(t *testing.T) {
+	name := filepath.Join(t.TempDir(), "LOCK")
+	polls := vfs.LockPolls()
+	var mu sync.Mutex
+	holders := 0
+	var wg sync.WaitGroup
+	for g := 0; g < 8; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 10; i++ {
+				l, err := vfs.OS().Lock(name, 10*time.Second)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				holders++
+				if holders != 1 {
+					t.Errorf("%d holders at once", holders)
+				}
+				mu.Unlock()
+				time.Sleep(100 * time.Microsecond)
+				mu.Lock()
+				holders--
+				mu.Unlock()
+				l.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if n := vfs.LockPolls() - polls; n != 0 {
+		t.Errorf("%d lock-wait rounds ended on the poll timer", n)
+	}
+}
+
+// TestOSLockWaitWithoutInotify checks the fallback that waits in flock:
+// the lock is still granted on release and still times out with ErrBusy.
+func TestOSLockWaitWithoutInotify(t *testing.T) {
+	defer vfs.SetNoInotify(true)()
+	name := filepath.Join(t.TempDir(), "LOCK")
+	held, err := vfs.OS().Lock(name, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := vfs.OS().Lock(name, 10*time.Millisecond); !errors.Is(err, vfs.ErrBusy) {
+		t.Fatalf("Lock while held: got %v, want ErrBusy", err)
+	}
+	go func() {
+		time.Sleep(2 * time.Millisecond)
+		held.Unlock()
+	}()
+	l, err := vfs.OS().Lock(name, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Unlock()
+}
