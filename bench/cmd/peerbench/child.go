@@ -11,6 +11,7 @@ import (
 	"runtime/pprof"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/swarmops/swarmops/bench/engine"
@@ -130,9 +131,11 @@ func childW2(e engine.Engine, a childArgs) error {
 	if err != nil || line != "go\n" {
 		return fmt.Errorf("barrier: %q %v", line, err)
 	}
-	t0 := time.Now()
+	t0, ru0 := time.Now(), usage()
 	l, busy, _, err := commitChain(s, a.seed, a.w, 0, a.n, "", engine.Key{}, false)
-	st := writerStat{ElapsedUs: us(time.Since(t0)), Busy: busy, Lat: l}
+	ru1 := usage()
+	st := writerStat{ElapsedUs: us(time.Since(t0)), CPUUs: us(ru1.cpu - ru0.cpu), Switches: ru1.switches - ru0.switches,
+		Busy: busy, Lat: l}
 	if err != nil {
 		st.Err = err.Error()
 	}
@@ -259,4 +262,19 @@ func parseKey(s string) (engine.Key, error) {
 	}
 	copy(k[:], b)
 	return k, nil
+}
+
+// rusage is what getrusage says of this process: CPU, user and system,
+// and context switches, voluntary and not.
+type rusage struct {
+	cpu      time.Duration
+	switches int64
+}
+
+func usage() rusage {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return rusage{}
+	}
+	return rusage{cpu: time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), switches: ru.Nvcsw + ru.Nivcsw}
 }

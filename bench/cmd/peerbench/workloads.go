@@ -203,6 +203,8 @@ type writerStat struct {
 	ElapsedUs float64   `json:"elapsed_us"`
 	P50Us     float64   `json:"p50_us"`
 	P99Us     float64   `json:"p99_us"`
+	CPUUs     float64   `json:"cpu_us,omitempty"`   // the writer's own CPU over its commits (processes only)
+	Switches  int64     `json:"switches,omitempty"` // its context switches over them (processes only)
 	Busy      int       `json:"busy"`
 	Lat       []float64 `json:"lat,omitempty"`
 	Err       string    `json:"err,omitempty"`
@@ -212,6 +214,7 @@ func (h *harness) w2metrics(res *Result, wall time.Duration, st []writerStat) er
 	var all lat
 	lo, hi := 0.0, 0.0
 	busy := 0
+	cpu, switches := 0.0, int64(0)
 	for i, s := range st {
 		if s.Err != "" {
 			return fmt.Errorf("writer %d: %s", i, s.Err)
@@ -224,6 +227,12 @@ func (h *harness) w2metrics(res *Result, wall time.Duration, st []writerStat) er
 			hi = s.ElapsedUs
 		}
 		busy += s.Busy
+		cpu += s.CPUUs
+		switches += s.Switches
+	}
+	if cpu > 0 {
+		res.Metrics["cpu_us_per_commit"] = cpu / float64(h.writers*h.w2N)
+		res.Metrics["switches_per_commit"] = float64(switches) / float64(h.writers*h.w2N)
 	}
 	res.Metrics["tx_per_s"] = float64(h.writers*h.w2N) / wall.Seconds()
 	res.Metrics["spread"] = hi / lo
