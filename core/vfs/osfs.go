@@ -260,14 +260,17 @@ func ignoringEINTR(fn func() error) error {
 // the process, so goroutines would not exclude each other, and closing any
 // descriptor of the file drops them.
 //
-// The wait happens in the kernel: a helper goroutine blocks in flock while
-// the caller waits at most timeout. On timeout the caller gets ErrBusy and
-// the helper, which cannot be interrupted, stays queued; if it gets the lock
-// later it releases it at once. Until then it holds one descriptor and one
-// OS thread, so a caller that times out again and again against a holder
-// that never lets go piles up threads: ErrBusy is meant to be reported, not
-// retried in a tight loop. A timeout of zero tries once (LOCK_NB) and leaves
-// no helper behind.
+// A wait parks the goroutine until the file is closed by someone (the
+// holder's Unlock, or its death), then tries LOCK_NB again, until timeout
+// (ErrBusy); see waitClose for why it does not block in flock. Where
+// inotify cannot be had, the wait happens in the kernel: a helper goroutine
+// blocks in flock while the caller waits at most timeout. On timeout the
+// caller gets ErrBusy and the helper, which cannot be interrupted, stays
+// queued; if it gets the lock later it releases it at once. Until then it
+// holds one descriptor and one OS thread, so a caller that times out again
+// and again against a holder that never lets go piles up threads: ErrBusy
+// is meant to be reported, not retried in a tight loop. A timeout of zero
+// tries once (LOCK_NB) and leaves no helper behind.
 func (o *osFS) Lock(name string, timeout time.Duration) (Locked, error) {
 	var fd int
 	err := ignoringEINTR(func() (err error) {

@@ -100,6 +100,14 @@ type closeWatch struct {
 	closed  chan struct{}
 }
 
+// wake closes w's channel and arms a new one. Caller holds closes.mu.
+func (w *closeWatch) wake() {
+	if w.closed != nil {
+		close(w.closed)
+		w.closed = make(chan struct{})
+	}
+}
+
 var closes closeWatcher
 
 func (c *closeWatcher) start() {
@@ -134,11 +142,16 @@ func (c *closeWatcher) read(f *os.File) {
 		}
 		for off := 0; off+unix.SizeofInotifyEvent <= n; {
 			wd := int32(binary.NativeEndian.Uint32(buf[off:]))
+			mask := binary.NativeEndian.Uint32(buf[off+4:])
 			nameLen := int(binary.NativeEndian.Uint32(buf[off+12:]))
 			off += unix.SizeofInotifyEvent + nameLen
-			if w := c.byWD[wd]; w != nil && w.closed != nil {
-				close(w.closed)
-				w.closed = make(chan struct{})
+			if mask&unix.IN_Q_OVERFLOW != 0 {
+				// Events were lost: every waiter tries again.
+				for _, w := range c.byWD {
+					w.wake()
+				}
+			} else if w := c.byWD[wd]; w != nil {
+				w.wake()
 			}
 		}
 		c.mu.Unlock()

@@ -8,8 +8,8 @@
 //   - SyncDir makes the directory entries of one directory durable
 //     (open O_DIRECTORY + fsync on Linux).
 //   - Link creates a hard link and never replaces an existing name.
-//   - Lock takes an exclusive inter-process lock on a file, waiting in the
-//     kernel's queue for at most a timeout.
+//   - Lock takes an exclusive inter-process lock on a file, waiting for
+//     its holder to let go for at most a timeout.
 //   - BootID names the current boot of the machine the files live on. A
 //     power loss (or a crash clone of a memory filesystem) changes it, a
 //     process crash does not, which tells the store whether page-cache state
