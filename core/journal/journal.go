@@ -207,7 +207,8 @@ func frameSum(key Key, hdr []byte, digest [32]byte) (out [16]byte) {
 	h := keyedHasher(key)
 	h.h.Write(hdr)
 	h.h.Write(digest[:])
-	h.h.Sum(out[:0])
+	h.h.Sum(h.sum[:0])
+	out = h.sum
 	frameHashers.Put(h)
 	return out
 }
@@ -217,6 +218,7 @@ func frameSum(key Key, hdr []byte, digest [32]byte) (out [16]byte) {
 type keyed struct {
 	key Key
 	h   *blake3.Hasher
+	sum [16]byte // where Sum writes: its argument escapes, a local would be allocated
 }
 
 var frameHashers sync.Pool

@@ -51,10 +51,9 @@ const treeEntryFixed = 4 + 32 + 1
 // whose encoding happens to equal its content.
 func IDOf(k Kind, enc []byte) ID {
 	h := b3.Get()
-	h.Write([]byte{byte(k)})
-	b3.Write(h, enc)
-	var id ID
-	h.Sum(id[:0])
+	h.WriteByte(byte(k))
+	b3.Write(h.Hasher, enc)
+	id := ID(h.Sum256())
 	b3.Put(h)
 	return id
 }

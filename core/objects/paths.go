@@ -154,7 +154,7 @@ func DeltaHash(changes []PathChange) Hash {
 	h := b3.Get()
 	defer b3.Put(h)
 	var buf [8]byte
-	h.Write([]byte{deltaTag})
+	h.WriteByte(deltaTag)
 	binary.BigEndian.PutUint64(buf[:], uint64(len(cs)))
 	h.Write(buf[:8])
 	for _, c := range cs {
@@ -167,9 +167,7 @@ func DeltaHash(changes []PathChange) Hash {
 		h.Write(buf[:4])
 		h.Write(c.ID[:])
 	}
-	var out Hash
-	h.Sum(out[:0])
-	return out
+	return Hash(h.Sum256())
 }
 
 // ErrBadPrefix is returned by ParsePrefix for a string that is not 4 to 64

@@ -38,24 +38,46 @@ func Write(h *blake3.Hasher, p []byte) {
 
 // hashers reuses unkeyed BLAKE3-256 hashers: a new one is a ~2 KiB
 // allocation, which dominated the hashing of small objects.
-var hashers = sync.Pool{New: func() any { return blake3.New(32, nil) }}
+var hashers = sync.Pool{New: func() any { return &Hasher{Hasher: blake3.New(32, nil)} }}
 
-// Get returns a reset unkeyed BLAKE3-256 hasher from the pool; give it back
-// with Put.
-func Get() *blake3.Hasher {
-	h := hashers.Get().(*blake3.Hasher)
+// Hasher is a pooled unkeyed BLAKE3-256 hasher with room for a digest and
+// a tag byte: blake3's Sum and Write let their argument escape, so a digest
+// taken into a local array, or a one-byte slice literal written, cost a heap
+// allocation each, for every object hashed on every replayed frame.
+type Hasher struct {
+	*blake3.Hasher
+	sum [32]byte
+	tag [1]byte
+}
+
+// Get returns a reset hasher from the pool; give it back with Put.
+func Get() *Hasher {
+	h := hashers.Get().(*Hasher)
 	h.Reset()
 	return h
 }
 
 // Put returns a hasher Get gave out.
-func Put(h *blake3.Hasher) { hashers.Put(h) }
+func Put(h *Hasher) { hashers.Put(h) }
+
+// WriteByte adds one byte to h.
+func (h *Hasher) WriteByte(b byte) error {
+	h.tag[0] = b
+	_, err := h.Hasher.Write(h.tag[:])
+	return err
+}
+
+// Sum256 returns the digest of what h was fed.
+func (h *Hasher) Sum256() [32]byte {
+	h.Hasher.Sum(h.sum[:0])
+	return h.sum
+}
 
 // Sum256 is blake3.Sum256, hashed by Write.
-func Sum256(p []byte) (out [32]byte) {
+func Sum256(p []byte) [32]byte {
 	h := Get()
-	Write(h, p)
-	h.Sum(out[:0])
+	Write(h.Hasher, p)
+	out := h.Sum256()
 	Put(h)
 	return out
 }
