@@ -1,5 +1,11 @@
 package vfs
 
+import (
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
 // SetNoOpenat2 makes every Root resolve as it does where openat2 is
 // missing, and returns a function restoring the previous setting.
 func SetNoOpenat2(v bool) (restore func()) {
@@ -17,3 +23,20 @@ func SetNoInotify(v bool) (restore func()) {
 	old := noInotify.Swap(v)
 	return func() { noInotify.Store(old) }
 }
+
+// SetUnreportedCloses makes the lock waits' watch report no close, with
+// poll rounds of d, as on a filesystem whose closes inotify does not see,
+// and returns a function restoring the previous settings and clearing the
+// fallback the misses set.
+func SetUnreportedCloses(d time.Duration) (restore func()) {
+	oldMask, oldPoll := watchMask, lockPoll
+	watchMask, lockPoll = unix.IN_DELETE_SELF, d
+	return func() {
+		watchMask, lockPoll = oldMask, oldPoll
+		noInotify.Store(false)
+		misses.Store(0)
+	}
+}
+
+// InotifyOff reports whether lock waits have fallen back to flock.
+func InotifyOff() bool { return noInotify.Load() }

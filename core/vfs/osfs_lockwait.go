@@ -12,16 +12,28 @@ import (
 
 // lockPoll bounds one round of waitClose: a release that made no inotify
 // event (a holder that unlocked with flock(LOCK_UN) but kept its
-// descriptor open, which no code of this store does) is still seen within
-// this long.
-const lockPoll = 100 * time.Millisecond
+// descriptor open, which no code of this store does, or a filesystem whose
+// closes inotify does not see) is still seen within this long. A variable
+// for tests.
+var lockPoll = 100 * time.Millisecond
+
+// missLimit is how many waits in a row may find the lock free after a
+// poll round, a close having gone unreported, before the process gives up
+// on inotify and waits in flock: a filesystem that reports no closes must
+// not cost every wait a poll round.
+const missLimit = 3
+
+// watchMask is what the inotify watch reports; a variable so that a test
+// can watch for nothing a holder does and see the waits fall back.
+var watchMask uint32 = unix.IN_CLOSE | unix.IN_DELETE_SELF | unix.IN_MOVE_SELF
 
 // lockPolls counts the rounds of waitClose that its timer ended, not a
 // close: a test of the wake-up reads it, and noInotify makes every wait
-// take the flock fallback.
+// take the flock fallback (set by a test, or by missLimit misses).
 var (
 	lockPolls atomic.Int64
 	noInotify atomic.Bool
+	misses    atomic.Int32
 )
 
 // waitClose waits until fd, an open file description of name, takes
@@ -51,12 +63,18 @@ func waitClose(fd int, name string, deadline time.Time) (handled bool, err error
 	}
 	defer closes.unwatch(w)
 	var timer *time.Timer
+	polled := false // the last round ended on the timer
 	for {
 		// The watch is on before this try, so a close between the try
 		// and the wait below is not missed: it closes w's channel.
 		closed := closes.next(w)
 		err := ignoringEINTR(func() error { return unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB) })
 		if err == nil {
+			if !polled {
+				misses.Store(0)
+			} else if misses.Add(1) >= missLimit {
+				noInotify.Store(true)
+			}
 			return true, nil
 		}
 		if err != unix.EWOULDBLOCK {
@@ -75,8 +93,10 @@ func waitClose(fd int, name string, deadline time.Time) (handled bool, err error
 		}
 		select {
 		case <-closed:
+			polled = false
 		case <-timer.C:
 			lockPolls.Add(1)
+			polled = true
 		}
 	}
 }
@@ -166,7 +186,7 @@ func (c *closeWatcher) watch(name string) (*closeWatch, bool) {
 	if c.fd < 0 {
 		return nil, false
 	}
-	wd, err := unix.InotifyAddWatch(c.fd, name, unix.IN_CLOSE|unix.IN_DELETE_SELF|unix.IN_MOVE_SELF)
+	wd, err := unix.InotifyAddWatch(c.fd, name, watchMask)
 	if err != nil {
 		return nil, false
 	}

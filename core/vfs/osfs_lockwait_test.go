@@ -97,3 +97,34 @@ func TestOSLockWaitWithoutInotify(t *testing.T) {
 	}
 	l.Unlock()
 }
+
+// TestOSLockWaitFallsBackWhenClosesGoUnreported runs lock waits where no
+// close is reported: each of the first waits finds the lock free only
+// after a poll round, and after missLimit of them in a row the process
+// waits in flock, which sees the release at once.
+func TestOSLockWaitFallsBackWhenClosesGoUnreported(t *testing.T) {
+	defer vfs.SetUnreportedCloses(20 * time.Millisecond)()
+	name := filepath.Join(t.TempDir(), "LOCK")
+	polls := vfs.LockPolls()
+	for i := 0; i < 6; i++ {
+		held, err := vfs.OS().Lock(name, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		go func() {
+			time.Sleep(2 * time.Millisecond)
+			held.Unlock()
+		}()
+		l, err := vfs.OS().Lock(name, 10*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l.Unlock()
+	}
+	if n := vfs.LockPolls() - polls; n != 3 {
+		t.Errorf("%d poll rounds, want 3: one a wait until the process falls back to flock", n)
+	}
+	if !vfs.InotifyOff() {
+		t.Error("lock waits still watch for closes after three unreported ones")
+	}
+}
