@@ -16,21 +16,7 @@ import (
 func TestOSLockWaitWakesOnClose(t *testing.T) {
 	name := filepath.Join(t.TempDir(), "LOCK")
 	polls := vfs.LockPolls()
-	for i := 0; i < 5; i++ {
-		held, err := vfs.OS().Lock(name, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		go func() {
-			time.Sleep(2 * time.Millisecond)
-			held.Unlock()
-		}()
-		l, err := vfs.OS().Lock(name, 10*time.Second)
-		if err != nil {
-			t.Fatal(err)
-		}
-		l.Unlock()
-	}
+	waitsForRelease(t, name, 5)
 	if n := vfs.LockPolls() - polls; n != 0 {
 		t.Errorf("%d lock-wait rounds ended on the poll timer; each wait should end on the holder's close", n)
 	}
@@ -106,7 +92,20 @@ func TestOSLockWaitFallsBackWhenClosesGoUnreported(t *testing.T) {
 	defer vfs.SetUnreportedCloses(20 * time.Millisecond)()
 	name := filepath.Join(t.TempDir(), "LOCK")
 	polls := vfs.LockPolls()
-	for i := 0; i < 6; i++ {
+	waitsForRelease(t, name, 6)
+	if n := vfs.LockPolls() - polls; n != 3 {
+		t.Errorf("%d poll rounds, want 3: one a wait until the process falls back to flock", n)
+	}
+	if !vfs.InotifyOff() {
+		t.Error("lock waits still watch for closes after three unreported ones")
+	}
+}
+
+// waitsForRelease takes the lock on name n times, each time while another
+// holder keeps it for 2 ms more.
+func waitsForRelease(t *testing.T, name string, n int) {
+	t.Helper()
+	for i := 0; i < n; i++ {
 		held, err := vfs.OS().Lock(name, 0)
 		if err != nil {
 			t.Fatal(err)
@@ -120,11 +119,5 @@ func TestOSLockWaitFallsBackWhenClosesGoUnreported(t *testing.T) {
 			t.Fatal(err)
 		}
 		l.Unlock()
-	}
-	if n := vfs.LockPolls() - polls; n != 3 {
-		t.Errorf("%d poll rounds, want 3: one a wait until the process falls back to flock", n)
-	}
-	if !vfs.InotifyOff() {
-		t.Error("lock waits still watch for closes after three unreported ones")
 	}
 }
