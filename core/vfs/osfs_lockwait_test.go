@@ -73,15 +73,8 @@ func TestOSLockWaitWithoutInotify(t *testing.T) {
 	if _, err := vfs.OS().Lock(name, 10*time.Millisecond); !errors.Is(err, vfs.ErrBusy) {
 		t.Fatalf("Lock while held: got %v, want ErrBusy", err)
 	}
-	go func() {
-		time.Sleep(2 * time.Millisecond)
-		held.Unlock()
-	}()
-	l, err := vfs.OS().Lock(name, 10*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	l.Unlock()
+	held.Unlock()
+	waitsForRelease(t, name, 1)
 }
 
 // TestOSLockWaitFallsBackWhenClosesGoUnreported runs lock waits where no
