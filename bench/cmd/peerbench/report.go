@@ -318,15 +318,16 @@ func (w *mdWriter) w2() {
 	t := w.t
 	w.p("\n#### W2: %d writers × %d commits, each on its own chain and ref\n\n", w.r.W2Writers, w.r.W2N)
 	w.p("Model: processes = one OS process per writer, each opening the store (SwarmOps, SQLite); threads = one handle shared by %d goroutines (every engine; bbolt and Pebble lock their files to one process).\n\n", w.r.W2Writers)
-	w.p("| engine | model | tx/s | spread | Busy | p50 µs | p99 µs | vs best peer (threads) |\n|---|---|---|---|---|---|---|---|\n")
+	w.p("| engine | model | tx/s | spread | Busy | p50 µs | p99 µs | CPU µs a commit | switches a commit | vs best peer (threads) |\n|---|---|---|---|---|---|---|---|---|---|\n")
 	_, bestW2 := t.best(w.peers, "W2", "threads", 0, "tx_per_s", true)
 	for _, n := range w.names {
 		for _, m := range []string{"processes", "threads"} {
 			if _, ok := t.get("W2", n, m, 0, "tx_per_s"); !ok {
 				continue
 			}
-			w.p("| %s | %s | %s | %s | %s | %s | %s | %s |\n", w.label(n), m, t.cell("W2", n, m, 0, "tx_per_s"), t.cell("W2", n, m, 0, "spread"),
-				t.cell("W2", n, m, 0, "busy"), t.cell("W2", n, m, 0, "p50_us"), t.cell("W2", n, m, 0, "p99_us"), ratio(t.med("W2", n, m, 0, "tx_per_s"), bestW2))
+			w.p("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", w.label(n), m, t.cell("W2", n, m, 0, "tx_per_s"), t.cell("W2", n, m, 0, "spread"),
+				t.cell("W2", n, m, 0, "busy"), t.cell("W2", n, m, 0, "p50_us"), t.cell("W2", n, m, 0, "p99_us"),
+				t.cell("W2", n, m, 0, "cpu_us_per_commit"), t.cell("W2", n, m, 0, "switches_per_commit"), ratio(t.med("W2", n, m, 0, "tx_per_s"), bestW2))
 		}
 	}
 }
