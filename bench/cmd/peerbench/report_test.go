@@ -23,7 +23,7 @@ func fullReport() (*Report, []engine.Engine) {
 		"syncs":          {"syncs_per_commit", "fdatasync_per_commit", "fsync_per_commit", "sync_file_range_per_commit"},
 		"syncs-counting": {"datasync_per_commit", "sync_per_commit", "syncdir_per_commit"},
 		"W1":             {"commits_per_s", "p50_us", "p99_us"},
-		"W2":             {"tx_per_s", "spread", "busy", "p50_us", "p99_us"},
+		"W2":             {"tx_per_s", "spread", "busy", "p50_us", "p99_us", "cpu_us_per_commit", "switches_per_commit"},
 		"W3": {"get_p50_us", "get_p99_us", "prefix_p50_us", "prefix_p99_us", "delta_p50_us", "delta_p99_us",
 			"miss_p50_us", "miss_p99_us", "fresh_p50_us", "fresh_p99_us"},
 		"W4open":    {"open_us", "first_lookup_us", "open_lookup_us", "process_ms"},
