@@ -28,7 +28,8 @@ const missLimit = 3
 var watchMask uint32 = unix.IN_CLOSE | unix.IN_DELETE_SELF | unix.IN_MOVE_SELF
 
 // lockPolls counts the rounds of waitClose that its timer ended, not a
-// close: a test of the wake-up reads it, and noInotify makes every wait
+// close (a test of the wake-up reads it); misses counts the waits in a row
+// that found the lock free after such a round; noInotify makes every wait
 // take the flock fallback (set by a test, or by missLimit misses).
 var (
 	lockPolls atomic.Int64
