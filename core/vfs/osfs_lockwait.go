@@ -48,7 +48,7 @@ var (
 // P, and while another P is idle the Go runtime's monitor wakes every 20 µs
 // for the first millisecond of the call and then backs off slowly. With 32
 // writer processes each blocked most of the time in the writer queue, those
-// wake-ups were most of the machine's context switches. The inotify
+// wake-ups are most of the machine's context switches. The inotify
 // descriptor is read through the runtime's poller instead: the waiting
 // goroutine parks, its P goes idle, and the monitor sleeps.
 //
