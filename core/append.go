@@ -106,7 +106,7 @@ func (s *Store) appendLocked(t *txn.Txn, payload []byte, digests journal.Digests
 	}
 	// The in-memory moves carry the time as a replay decodes it.
 	t.Time = time.Unix(0, t.Time.UnixNano()).UTC()
-	if err := s.view.proj.ApplyTxn(fr, t, s.jcfg.SegPath(at.Seg)); err != nil {
+	if err := s.view.proj.ApplyTxn(fr, t, &s.jcfg); err != nil {
 		return 0, 0, err
 	}
 	t.Seq = seq

@@ -149,9 +149,9 @@ func (v *verifier) replay(progress func(done, total int)) error {
 		}
 		// The payload decoded above is applied as it is (a second decode
 		// was a tenth of a deep verify).
-		apply := func() error { return fresh.Apply(fr, file) }
+		apply := func() error { return fresh.Apply(fr, &s.jcfg) }
 		if t != nil && (fr.Kind == txn.FrameTxn || fr.Kind == txn.FrameFresh) {
-			apply = func() error { return fresh.ApplyTxn(fr, t, file) }
+			apply = func() error { return fresh.ApplyTxn(fr, t, &s.jcfg) }
 		}
 		if err := apply(); err != nil {
 			v.problem(file, fr.Pos.Off, "", "frame %d: %v", fr.Seq, err)

@@ -26,14 +26,10 @@ func (s *Store) catchUp(target uint64) error {
 	}
 	s.view.proj.Idx.Mem.Reserve(target - s.view.proj.NextSeq)
 	var aerr error
-	seg, segPath := ^uint64(0), "" // the path errors name, made once a segment
 	// apply keeps nothing of a payload but what it decodes: the scan may
 	// lend it.
 	res, err := s.view.reader.ScanHeads(s.view.proj.Pos, s.view.proj.NextSeq, target, func(fr *journal.Frame) error {
-		if fr.Pos.Seg != seg {
-			seg, segPath = fr.Pos.Seg, s.jcfg.SegPath(fr.Pos.Seg)
-		}
-		aerr = s.view.proj.Apply(fr, segPath)
+		aerr = s.view.proj.Apply(fr, &s.jcfg)
 		return aerr
 	})
 	if aerr != nil {

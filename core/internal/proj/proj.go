@@ -173,25 +173,26 @@ func New(pos journal.Pos, nextSeq uint64) *Proj {
 	return &Proj{Idx: NewRunIdx(nil, nil), Refs: refs.New(), Pos: pos, NextSeq: nextSeq, CkptSeq: nextSeq}
 }
 
-// Apply adds one frame to the projection. segPath names the segment for
-// errors. It keeps nothing of fr.Payload, so replay's scan may lend it
+// Apply adds one frame to the projection. jc names the frame's segment in
+// an error; the path is made only then, not for every frame replayed. It
+// keeps nothing of fr.Payload, so replay's scan may lend it
 // (journal.ScanBorrowed): what the projection keeps of a frame (locations,
 // ref moves, delta hashes) is copied out of it.
-func (p *Proj) Apply(fr *journal.Frame, segPath string) error {
+func (p *Proj) Apply(fr *journal.Frame, jc *journal.Config) error {
 	if fr.Kind != txn.FrameTxn && fr.Kind != txn.FrameFresh {
-		return errs.Corrupt(segPath, fr.Pos.Off, "unknown frame kind %d", fr.Kind)
+		return errs.Corrupt(jc.SegPath(fr.Pos.Seg), fr.Pos.Off, "unknown frame kind %d", fr.Kind)
 	}
 	if err := txn.DecodeFrame(&p.scratch, fr); err != nil {
-		return errs.Corrupt(segPath, fr.Pos.Off, "frame %d: %v", fr.Seq, err)
+		return errs.Corrupt(jc.SegPath(fr.Pos.Seg), fr.Pos.Off, "frame %d: %v", fr.Seq, err)
 	}
-	return p.ApplyTxn(fr, &p.scratch, segPath)
+	return p.ApplyTxn(fr, &p.scratch, jc)
 }
 
 // ApplyTxn adds frame fr, whose payload decodes to t, to the projection.
 // The writer applies its own frame this way, from the transaction it
 // encoded (txn.Encode sets each object's offset), so it hashes nothing under
 // the writer lock.
-func (p *Proj) ApplyTxn(fr *journal.Frame, t *txn.Txn, segPath string) error {
+func (p *Proj) ApplyTxn(fr *journal.Frame, t *txn.Txn, jc *journal.Config) error {
 	base := fr.Pos.Off + fr.PayloadOff()
 	// A changeset already indexed (two writers made the same one) keeps
 	// its first record, whose seq decides which snapshots see it; that
@@ -228,7 +229,7 @@ func (p *Proj) ApplyTxn(fr *journal.Frame, t *txn.Txn, segPath string) error {
 		if o.Kind == objects.KindChangeset {
 			cs, err := objects.DecodeChangeset(o.Data)
 			if err != nil {
-				return errs.Corrupt(segPath, loc.Off, "frame %d: changeset %s: %v", fr.Seq, o.ID, err)
+				return errs.Corrupt(jc.SegPath(fr.Pos.Seg), loc.Off, "frame %d: changeset %s: %v", fr.Seq, o.ID, err)
 			}
 			p.Idx.AddDelta(cs.Delta, o.ID)
 		}

@@ -135,12 +135,8 @@ func replay(in Input, p *proj.Proj, limit, durableSeq uint64, rep *Report) (jour
 		p.Idx.Mem.Reserve(limit - c.NextSeq)
 	}
 	var aerr error
-	seg, segPath := ^uint64(0), "" // the path errors name, made once a segment
 	res, err := in.Reader.ScanBorrowed(c.Pos, c.NextSeq, limit, func(fr *journal.Frame) error {
-		if fr.Pos.Seg != seg {
-			seg, segPath = fr.Pos.Seg, in.Journal.SegPath(fr.Pos.Seg)
-		}
-		aerr = p.Apply(fr, segPath)
+		aerr = p.Apply(fr, &in.Journal)
 		return aerr
 	})
 	if aerr != nil {
