@@ -24,13 +24,17 @@ type LocalChangesError struct {
 }
 
 func (e *LocalChangesError) Error() string {
+	return fmt.Sprintf("%v: %s", ErrLocalChanges, shortList(e.Paths))
+}
+
+// shortList joins the first ten of paths with commas and says how many
+// more there are: an error naming thousands of paths buries its message.
+func shortList(paths []string) string {
 	const show = 10
-	ps := e.Paths
-	more := ""
-	if len(ps) > show {
-		ps, more = ps[:show], fmt.Sprintf(" and %d more", len(e.Paths)-show)
+	if len(paths) <= show {
+		return strings.Join(paths, ", ")
 	}
-	return fmt.Sprintf("%v: %s%s", ErrLocalChanges, strings.Join(ps, ", "), more)
+	return fmt.Sprintf("%s and %d more", strings.Join(paths[:show], ", "), len(paths)-show)
 }
 
 // Unwrap returns ErrLocalChanges.
@@ -114,16 +118,8 @@ func (t *Tree) apply(src Source, id objects.ID, empty bool) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	oldRoot, err := rootOf(src, t.idx.Base)
+	chs, err := t.changesBetween(src, t.idx.Base, id, ci)
 	if err != nil {
-		return nil, err
-	}
-	newRoot, err := rootOf(src, id)
-	if err != nil {
-		return nil, err
-	}
-	var chs []change
-	if err := t.diffTrees(src, "", oldRoot, newRoot, ci, &chs); err != nil {
 		return nil, err
 	}
 	sort.Slice(chs, func(i, j int) bool { return chs[i].path < chs[j].path })

@@ -159,16 +159,8 @@ func (t *Tree) Record(src Source, id objects.ID, s *Snapshot) error {
 	if s.Parent != t.idx.Base {
 		return fmt.Errorf("%w: the snapshot was taken on %s, the tree is on %s", ErrBaseMismatch, s.Parent, t.idx.Base)
 	}
-	oldRoot, err := rootOf(src, t.idx.Base)
+	chs, err := t.changesBetween(src, t.idx.Base, id, false)
 	if err != nil {
-		return err
-	}
-	newRoot, err := rootOf(src, id)
-	if err != nil {
-		return err
-	}
-	var chs []change
-	if err := t.diffTrees(src, "", oldRoot, newRoot, false, &chs); err != nil {
 		return err
 	}
 	want := make(map[string]objects.Entry, len(s.entries)+len(s.dels))
@@ -221,13 +213,8 @@ func Adopt(src Source, dir string, base objects.ID, o Options) (*Tree, error) {
 	if err != nil {
 		return nil, err
 	}
-	root, err := rootOf(src, base)
+	chs, err := t.changesBetween(src, objects.ZeroID, base, false)
 	if err != nil {
-		t.Close()
-		return nil, err
-	}
-	var chs []change
-	if err := t.diffTrees(src, "", objects.ZeroID, root, false, &chs); err != nil {
 		t.Close()
 		return nil, err
 	}

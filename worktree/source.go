@@ -50,6 +50,25 @@ func entriesOf(src Source, id objects.ID) ([]objects.Entry, error) {
 	return tr.Entries, nil
 }
 
+// changesBetween lists the file-level changes from changeset a to
+// changeset b (a zero id is the empty tree), as diffTrees finds them from
+// the root: checkout, Record and Adopt each compare two whole changesets.
+func (t *Tree) changesBetween(src Source, a, b objects.ID, ci bool) ([]change, error) {
+	ra, err := rootOf(src, a)
+	if err != nil {
+		return nil, err
+	}
+	rb, err := rootOf(src, b)
+	if err != nil {
+		return nil, err
+	}
+	var chs []change
+	if err := t.diffTrees(src, "", ra, rb, ci, &chs); err != nil {
+		return nil, err
+	}
+	return chs, nil
+}
+
 // diffTrees appends the file-level changes from tree a to tree b under
 // prefix. It skips every subtree the two share, so it costs what differs,
 // and it validates every entry of each directory of b it reads (and, when

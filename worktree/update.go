@@ -6,7 +6,6 @@ import (
 	"io/fs"
 	"path"
 	"sort"
-	"strings"
 
 	"github.com/swarmops/swarmops/core/objects"
 	"github.com/swarmops/swarmops/core/textmerge"
@@ -27,17 +26,11 @@ type UnresolvedError struct {
 }
 
 func (e *UnresolvedError) Error() string {
-	const show = 10
-	ps := e.Paths
-	more := ""
-	if len(ps) > show {
-		ps, more = ps[:show], fmt.Sprintf(" and %d more", len(e.Paths)-show)
-	}
 	what := "unresolved"
 	if e.Markers {
 		what = "still holding conflict markers"
 	}
-	return fmt.Sprintf("%v: %s: %s%s", ErrUnresolved, what, strings.Join(ps, ", "), more)
+	return fmt.Sprintf("%v: %s: %s", ErrUnresolved, what, shortList(e.Paths))
 }
 
 // Unwrap returns ErrUnresolved.
@@ -191,7 +184,9 @@ func (t *Tree) Update(src UpdateSource, onto objects.ID, label string) (*UpdateR
 // updateSlots lists the paths an update looks at: those that differ
 // between the merge base and onto, and between the merge base and the
 // tree's base. Every other path is the same in all three, so the work
-// tree's file and its index entry stay as they are.
+// tree's file and its index entry stay as they are. Both comparisons start
+// from the merge base, whose root is read once here for both (two
+// changesBetween calls would read it twice).
 func (t *Tree) updateSlots(src Source, mb, onto objects.ID) ([]slot, error) {
 	ci, err := t.caseInsensitive()
 	if err != nil {
