@@ -74,13 +74,7 @@ func (a *app) readHookEvent() (*hookEvent, error) {
 // output, and returns its data or its failure.
 func (a *app) sub(stdin string, args ...string) (any, error) {
 	var out, errb bytes.Buffer
-	getenv := func(k string) string {
-		if k == "SWARMOPS_JSON" {
-			return "1"
-		}
-		return a.getenv(k)
-	}
-	c := &app{stdin: strings.NewReader(stdin), stdout: &out, stderr: &errb, getenv: getenv,
+	c := &app{stdin: strings.NewReader(stdin), stdout: &out, stderr: &errb, getenv: a.jsonEnv(),
 		cwd: a.cwd, shared: a.shared, sharedDir: a.sharedDir, sharedInfo: a.sharedInfo, start: a.start}
 	c.run(append(args, a.globalArgs()...))
 	var env struct {

@@ -73,12 +73,7 @@ func (c call) args(global []string) []string {
 // mcpRunner runs commands as this process would run them from its shell:
 // through the store's server when one runs, with JSON output.
 func (a *app) mcpRunner() runner {
-	getenv := func(k string) string {
-		if k == "SWARMOPS_JSON" {
-			return "1"
-		}
-		return a.getenv(k)
-	}
+	getenv := a.jsonEnv()
 	return func(args []string, stdin string) []byte {
 		var out bytes.Buffer
 		dispatch(args, strings.NewReader(stdin), &out, io.Discard, getenv)

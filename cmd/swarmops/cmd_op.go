@@ -28,16 +28,8 @@ func (a *app) agentFlag(cmd *cobra.Command, agent string) string {
 
 // opCmd is `swarmops op`: the operation log.
 func (a *app) opCmd() *cobra.Command {
-	op := &cobra.Command{
-		Use:   "op (log)",
-		Short: "The operation log: every ref move, with the agent and operation that made it",
-		Args:  noSubcommand,
-		RunE: runE(func(cmd *cobra.Command, args []string) error {
-			return usagef("op: give a subcommand: log")
-		}),
-	}
-	op.AddCommand(a.opLogCmd())
-	return op
+	return groupCmd("op (log)", "The operation log: every ref move, with the agent and operation that made it",
+		"log", a.opLogCmd())
 }
 
 // opLogCmd is `swarmops op log`: ref moves, newest first.

@@ -12,17 +12,10 @@ import (
 // refCmd is `swarmops ref` and its subcommands; every move is a
 // compare-and-swap.
 func (a *app) refCmd() *cobra.Command {
-	ref := &cobra.Command{
-		Use:   "ref (get|set|create|delete|list|log|protect|unprotect)",
-		Short: "Read and move refs (every move is a compare-and-swap)",
-		Args:  noSubcommand,
-		RunE: runE(func(cmd *cobra.Command, args []string) error {
-			return usagef("ref: give a subcommand: get, set, create, delete, list, log, protect or unprotect")
-		}),
-	}
-	ref.AddCommand(a.refGetCmd(), a.refSetCmd(), a.refCreateCmd(), a.refDeleteCmd(), a.refListCmd(), a.refLogCmd(),
+	return groupCmd("ref (get|set|create|delete|list|log|protect|unprotect)", "Read and move refs (every move is a compare-and-swap)",
+		"get, set, create, delete, list, log, protect or unprotect",
+		a.refGetCmd(), a.refSetCmd(), a.refCreateCmd(), a.refDeleteCmd(), a.refListCmd(), a.refLogCmd(),
 		a.refProtectCmd(true), a.refProtectCmd(false))
-	return ref
 }
 
 // refGetCmd is `swarmops ref get`: one ref's value.
@@ -32,25 +25,29 @@ func (a *app) refGetCmd() *cobra.Command {
 		Short: "Print the changeset a ref points to",
 		Args:  cobra.ExactArgs(1),
 		RunE: runE(func(cmd *cobra.Command, args []string) error {
-			return a.withRefName(args[0], func(sn *core.Snapshot) error {
-				id, err := sn.Ref(args[0])
-				if err != nil {
-					return refNotFound(sn, args[0], err)
-				}
+			return readRef(a, args[0], (*core.Snapshot).Ref, func(id core.ID) {
 				a.ok(map[string]any{"name": args[0], "id": id.String()}, lines(id.String()))
-				return nil
 			})
 		}),
 	}
 }
 
-// withRefName checks name as a ref name (a bad one is E_USAGE, before the
-// store is opened) and runs fn in a snapshot.
-func (a *app) withRefName(name string, fn func(sn *core.Snapshot) error) error {
+// readRef is the body of ref get and ref log: it reads, in a snapshot, what
+// read gives for the ref name, and shows it. A bad name is E_USAGE, before
+// the store is opened; a ref that does not exist is E_NOT_FOUND with the
+// similar names as a hint.
+func readRef[T any](a *app, name string, read func(*core.Snapshot, string) (T, error), show func(T)) error {
 	if err := checkRefName(name); err != nil {
 		return usagef("%w", err)
 	}
-	return a.withStore(func(_ *core.Store, sn *core.Snapshot) error { return fn(sn) })
+	return a.withStore(func(_ *core.Store, sn *core.Snapshot) error {
+		v, err := read(sn, name)
+		if err != nil {
+			return refNotFound(sn, name, err)
+		}
+		show(v)
+		return nil
+	})
 }
 
 // refSetCmd is `swarmops ref set`: a compare-and-swap from --expect to NEW.
@@ -143,18 +140,13 @@ func (a *app) refLogCmd() *cobra.Command {
 		Short: "List a ref's moves (its reflog), oldest first",
 		Args:  cobra.ExactArgs(1),
 		RunE: runE(func(cmd *cobra.Command, args []string) error {
-			return a.withRefName(args[0], func(sn *core.Snapshot) error {
-				entries, err := sn.RefLog(args[0])
-				if err != nil {
-					return refNotFound(sn, args[0], err)
-				}
+			return readRef(a, args[0], (*core.Snapshot).RefLog, func(entries []core.RefLogEntry) {
 				okEach(a, entries, func(e core.RefLogEntry) map[string]any {
 					return map[string]any{"seq": e.Seq, "old": idOrNull(e.Old), "new": idOrNull(e.New), "time": fmtTime(e.Time),
 						"agent": e.Agent, "op": e.Op.String()}
 				}, func(e core.RefLogEntry) string {
 					return fmt.Sprintf("%d %s %s -> %s", e.Seq, fmtTime(e.Time), idText(e.Old), idText(e.New))
 				})
-				return nil
 			})
 		}),
 	}

@@ -57,13 +57,12 @@ func addOpLogTools(s *mcp.Server, run runner, global []string, orAgent func(stri
 		return c
 	})
 	tool(s, run, global, "watch", `The durable ref moves after "from" (absent: from now), waiting up to wait_ms for the first; answers {"moves":[...],"seq":S}: pass S as the next call's from to miss nothing and see nothing twice`, func(in watchIn) call {
-		c := call{cmd: []string{"watch"}, flags: []string{"--once"}, pos: in.Refs}
-		if in.From != nil {
-			c.flags = append(c.flags, "--from", strconv.FormatUint(*in.From, 10))
-		}
+		var wait time.Duration
 		if in.WaitMS > 0 {
-			c.flags = append(c.flags, "--wait", (time.Duration(in.WaitMS) * time.Millisecond).String())
+			wait = time.Duration(in.WaitMS) * time.Millisecond
 		}
+		c := watchOnce(in.From, wait)
+		c.pos = in.Refs
 		return c
 	})
 	s.AddResource(&mcp.Resource{URI: movesURI, Name: "moves", MIMEType: "application/json",
@@ -74,6 +73,21 @@ func addOpLogTools(s *mcp.Server, run runner, global []string, orAgent func(stri
 		ev.read(func(ref string) call {
 			return call{cmd: []string{"op", "log"}, flags: []string{"-n", "20", "--ref", ref}}
 		}))
+}
+
+// watchOnce is the command line of `watch --once` after from (nil: from
+// now), waiting up to wait for a first move, for the watch tool and for
+// refEvents' polls alike. A wait of 0 adds no --wait (watch answers at
+// once); a negative one is passed on, for watch to refuse.
+func watchOnce(from *uint64, wait time.Duration) call {
+	c := call{cmd: []string{"watch"}, flags: []string{"--once"}}
+	if from != nil {
+		c.flags = append(c.flags, "--from", strconv.FormatUint(*from, 10))
+	}
+	if wait != 0 {
+		c.flags = append(c.flags, "--wait", wait.String())
+	}
+	return c
 }
 
 // refEvents turns durable ref moves into resource-updated notifications.
@@ -135,13 +149,7 @@ type watched struct {
 
 // poll runs `watch --once` after from (nil: from now), waiting up to wait.
 func (ev *refEvents) poll(from *uint64, wait time.Duration) (*watched, error) {
-	c := call{cmd: []string{"watch"}, flags: []string{"--once"}}
-	if from != nil {
-		c.flags = append(c.flags, "--from", strconv.FormatUint(*from, 10))
-	}
-	if wait > 0 {
-		c.flags = append(c.flags, "--wait", wait.String())
-	}
+	c := watchOnce(from, wait)
 	out := ev.run(c.args(ev.global), "")
 	var env struct {
 		OK    bool            `json:"ok"`

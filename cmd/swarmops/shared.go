@@ -147,6 +147,18 @@ func (a *app) path(p string) string {
 	return filepath.Join(a.cwd, p)
 }
 
+// jsonEnv is a's environment with SWARMOPS_JSON=1: the environment of a
+// command line run from within this one (an MCP tool's, a hook's step),
+// whose JSON envelope the caller reads.
+func (a *app) jsonEnv() func(string) string {
+	return func(k string) string {
+		if k == "SWARMOPS_JSON" {
+			return "1"
+		}
+		return a.getenv(k)
+	}
+}
+
 // withStore runs f on an open store and a fresh snapshot.
 func (a *app) withStore(f func(s *core.Store, sn *core.Snapshot) error) error {
 	s, release, err := a.open()
@@ -197,6 +209,22 @@ func runE(f func(cmd *cobra.Command, args []string) error) func(*cobra.Command, 
 		}
 		return nil
 	}
+}
+
+// groupCmd is a command that only holds subcommands (op, ref): run bare it
+// is E_USAGE naming the ones to give (want), and an argument is a mistyped
+// subcommand (noSubcommand).
+func groupCmd(use, short, want string, subs ...*cobra.Command) *cobra.Command {
+	group := &cobra.Command{
+		Use:   use,
+		Short: short,
+		Args:  noSubcommand,
+		RunE: runE(func(cmd *cobra.Command, args []string) error {
+			return usagef("%s: give a subcommand: %s", cmd.Name(), want)
+		}),
+	}
+	group.AddCommand(subs...)
+	return group
 }
 
 // resolve checks a revision's syntax, then resolves it.
