@@ -50,7 +50,10 @@ var (
 // writer processes each blocked most of the time in the writer queue, those
 // wake-ups are most of the machine's context switches. The inotify
 // descriptor is read through the runtime's poller instead: the waiting
-// goroutine parks, its P goes idle, and the monitor sleeps.
+// goroutine parks, its P goes idle, and the monitor sleeps. (The
+// process's first system call after the wake-up wakes the monitor into
+// 20 µs polling again; the runtime gives no way to avoid that, and those
+// wake-ups remain half of a queued writer's context switches.)
 //
 // handled is false when inotify cannot be used (no inotify instance or
 // watch to be had): the caller then waits in flock.
