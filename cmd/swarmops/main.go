@@ -75,15 +75,33 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(s
 	return a.run(args)
 }
 
-// run executes one command line with a's streams and context.
+// run executes one command line with a's streams and context: directly
+// when runDirect can, else through cobra's Execute on a fresh tree.
 func (a *app) run(args []string) int {
-	return a.runTree(a.rootCmd(args), args)
+	status, _ := a.runLine(args)
+	return status
 }
 
-// runTree executes args on the command tree root.
-func (a *app) runTree(root *cobra.Command, args []string) int {
-	// --json is looked for before parsing so that a usage error in the same
-	// command line is already reported as JSON.
+// runLine is run; direct says runDirect ran the command.
+func (a *app) runLine(args []string) (status int, direct bool) {
+	if status, ok := a.prepare(args); !ok {
+		return status, false
+	}
+	root := a.rootCmd(args)
+	a.setStreams(root, args)
+	if err, ran := runDirect(root, args); ran {
+		return a.finish(err), true
+	}
+	// runDirect may have parsed flags into root before it gave up; a new
+	// tree parses the line as if it had never been tried.
+	return a.runTree(a.rootCmd(args), args), false
+}
+
+// prepare reads --json from the command line before parsing, so that a
+// usage error in the same line is already reported as JSON, and
+// SWARMOPS_JSON. ok false: the environment is malformed, and status is
+// the usage error's.
+func (a *app) prepare(args []string) (status int, ok bool) {
 	for _, arg := range args {
 		if arg == "--" {
 			break
@@ -95,16 +113,28 @@ func (a *app) runTree(root *cobra.Command, args []string) int {
 	if v := a.getenv("SWARMOPS_JSON"); v != "" {
 		on, err := strconv.ParseBool(v)
 		if err != nil {
-			return a.finish(usagef("SWARMOPS_JSON=%q: want 1, 0, true or false", v))
+			return a.finish(usagef("SWARMOPS_JSON=%q: want 1, 0, true or false", v)), false
 		}
 		a.jsonOut = a.jsonOut || on
 	}
+	return 0, true
+}
+
+// setStreams gives root the command line and a's streams.
+func (a *app) setStreams(root *cobra.Command, args []string) {
 	root.SetArgs(args)
 	root.SetIn(a.stdin)
 	root.SetOut(a.stdout)
 	root.SetErr(a.stderr)
-	err := root.Execute()
-	return a.finish(err)
+}
+
+// runTree executes args on the command tree root through cobra's Execute.
+func (a *app) runTree(root *cobra.Command, args []string) int {
+	if status, ok := a.prepare(args); !ok {
+		return status
+	}
+	a.setStreams(root, args)
+	return a.finish(root.Execute())
 }
 
 // finish prints the outcome and returns the exit status. Any error that is

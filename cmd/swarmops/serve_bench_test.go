@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -133,4 +134,61 @@ func BenchmarkServeLogProcess(b *testing.B) {
 	}
 	b.StopTimer()
 	b.ReportMetric(float64(median(lat).Nanoseconds()), "p50-ns")
+}
+
+// BenchmarkServedCommandLine is the CLI layer's cost of one command line
+// as a server runs it (serveHandler's app on its open store, no socket):
+// run, which runs a plain command directly (runDirect), beside cobra's
+// Execute on the same tree (the named command's). A commit includes its
+// sync.
+//
+//	go test ./cmd/swarmops -run '^$' -bench ServedCommandLine -benchmem -count 6
+func BenchmarkServedCommandLine(b *testing.B) {
+	lines := []struct {
+		name, stdin string
+		args        []string
+	}{
+		{"log", "", []string{"log", "-n", "1", "--json"}},
+		{"commit", "put f = \"x\"\n", []string{"commit", "-F", "-", "--advance", "bench", "--create", "--agent", "a", "-m", "m", "--json"}},
+	}
+	for _, l := range lines {
+		for _, direct := range []bool{true, false} {
+			b.Run(l.name+map[bool]string{true: "/direct", false: "/execute"}[direct], func(b *testing.B) {
+				store := filepath.Join(b.TempDir(), "store")
+				seedStore(b, store)
+				s, err := core.Open(store, core.Options{LockTimeout: 10 * time.Second})
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer s.Close()
+				info, err := os.Stat(store)
+				if err != nil {
+					b.Fatal(err)
+				}
+				getenv := func(k string) string {
+					if k == "SWARMOPS_STORE" {
+						return store
+					}
+					return ""
+				}
+				var out bytes.Buffer
+				b.ReportAllocs()
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					out.Reset()
+					a := &app{stdin: strings.NewReader(l.stdin), stdout: &out, stderr: io.Discard, getenv: getenv,
+						start: time.Now(), cwd: "/", shared: s, sharedDir: store, sharedInfo: info}
+					var st int
+					if direct {
+						st = a.run(l.args)
+					} else {
+						st = a.runTree(a.rootCmd(l.args), l.args)
+					}
+					if st != 0 {
+						b.Fatalf("%v: %d %s", l.args, st, out.String())
+					}
+				}
+			})
+		}
+	}
 }
