@@ -102,7 +102,24 @@ func (s *Store) commitOnce(req CommitRequest) (ID, error) {
 		return ID{}, err
 	}
 	s.recent.Remember(b.Objects())
+	s.cacheCommitted(id, tx)
 	return id, nil
+}
+
+// cacheCommitted puts changeset id, just committed in tx, in the snapshot
+// changeset cache as a snapshot's read of it would: a writer's next
+// commit names it as its parent, and resolving that parent then reads and
+// hashes nothing (under a server, a twentieth of a commit's CPU).
+func (s *Store) cacheCommitted(id ID, tx *txn.Txn) {
+	for _, o := range tx.Objs {
+		if o.ID != id || o.Kind != objects.KindChangeset || o.Loose || o.Stored != 0 {
+			continue
+		}
+		if cs, err := treebuild.DecodeChangeset(id, o.Data); err == nil {
+			s.csc.Put(id, tx.Seq, cs)
+		}
+		return
+	}
 }
 
 // commitOrigin is the origin of a commit's Advance move: its agent, and its
