@@ -143,19 +143,14 @@ func (s *Store) stateForAppend() (end, dur state.Rec, err error) {
 // the check replay would make, made once here and recorded in the frame.
 // Caller holds LOCK and view.mu.
 func (s *Store) checkLocked(t *txn.Txn, need []ID, end state.Rec) (kind byte, refErr, err error) {
-	if end.Epoch != s.view.epoch {
-		if err := s.reload(end.Epoch, end.NextSeq); err != nil {
+	if end.Epoch != s.view.epoch || end.GC != s.view.gc {
+		// A recovery started a new epoch, or a garbage collection
+		// installed an index without what it reclaimed: the projection
+		// rereads the checkpoint, so this check and the next build see
+		// only what the store keeps.
+		if err := s.reload(end.Epoch, end.GC, end.NextSeq); err != nil {
 			return 0, nil, err
 		}
-	}
-	if end.GC != s.view.gc {
-		// A garbage collection installed an index without what it
-		// reclaimed: the projection rereads the checkpoint, so this
-		// check and the next build see only what the store keeps.
-		if err := s.reload(end.Epoch, end.NextSeq); err != nil {
-			return 0, nil, err
-		}
-		s.view.gc = end.GC
 	}
 	if len(t.Objs) > 0 && (s.view.epoch != t.BuiltEpoch || (s.view.gc != t.BuiltGC && s.opts.weaken&testknobs.GCSkipsRebuild == 0)) {
 		// The builder left objects out as already stored; a recovery may

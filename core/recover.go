@@ -34,10 +34,7 @@ func (s *Store) recoverLocked(explicit bool) (*RecoverReport, error) {
 	if state.Healthy(end, eok, dur, dok, s.boot) && !explicit {
 		s.view.mu.Lock()
 		defer s.view.mu.Unlock()
-		if end.Epoch != s.view.epoch {
-			return rep, s.reload(end.Epoch, end.NextSeq)
-		}
-		return rep, s.catchUp(end.NextSeq)
+		return rep, s.refreshLocked(end.Epoch, end.GC, end.NextSeq)
 	}
 	c, err := ckpt.Read(s.fs, s.dir)
 	if err != nil {
@@ -51,8 +48,9 @@ func (s *Store) recoverLocked(explicit bool) (*RecoverReport, error) {
 	s.view.reader.Forget()
 	s.appender.w.Close()
 	var rr recovery.Report
-	p, epoch, err := recovery.Run(recovery.Input{FS: s.fs, Dir: s.dir, Journal: s.jcfg, Reader: s.view.reader, Checkpoint: c,
-		State: s.state, End: end, Dur: dur, EOK: eok, DOK: dok, Boot: s.boot}, &rr)
+	in := recovery.Input{FS: s.fs, Dir: s.dir, Journal: s.jcfg, Reader: s.view.reader, Checkpoint: c,
+		State: s.state, End: end, Dur: dur, EOK: eok, DOK: dok, Boot: s.boot}
+	p, epoch, err := recovery.Run(in, &rr)
 	rep.TornBytesCut, rep.FramesReplayed = rr.TornBytesCut, rr.FramesReplayed
 	for _, ce := range rr.Corrupt {
 		rep.Corrupt = append(rep.Corrupt, VerifyProblem{File: ce.File, Offset: ce.Offset, Reason: ce.Reason})
@@ -66,7 +64,7 @@ func (s *Store) recoverLocked(explicit bool) (*RecoverReport, error) {
 	}
 	s.view.proj = p
 	s.view.proj.Idx.SetCache(s.blk)
-	s.view.epoch = epoch
+	s.view.epoch, s.view.gc = epoch, recovery.GC(in)
 	s.markLocked()
 	s.csc.Clear()
 	s.poisoned.Store(false)

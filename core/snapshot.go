@@ -30,7 +30,9 @@ func (s *Store) Snapshot() (*Snapshot, error) {
 	if s.closed.Load() {
 		return nil, fmt.Errorf("%w: store is closed", ErrClosed)
 	}
-	dur, ok, err := s.state.Read(state.Durable)
+	// One read gives both records: the durable one says what a snapshot
+	// sees, the end one whether a garbage collection ran (its generation).
+	end, eok, dur, ok, err := s.state.ReadBoth()
 	if err != nil {
 		return nil, err
 	}
@@ -47,27 +49,29 @@ func (s *Store) Snapshot() (*Snapshot, error) {
 	}
 	// The common case takes no mutex: the projection already holds the
 	// durable prefix, so a reader does not wait for a writer of this
-	// process that is appending (P7).
-	if m := s.view.mark.Load(); m != nil && m.epoch == dur.Epoch && m.next >= dur.NextSeq {
+	// process that is appending (P7). An end record that cannot be read
+	// (torn by a writer) leaves the generation as the projection has it:
+	// a catch-up that then finds reclaimed segments rebuilds it (catchUp).
+	gcKnown := eok && end.Epoch == dur.Epoch
+	if m := s.view.mark.Load(); m != nil && m.epoch == dur.Epoch && (!gcKnown || m.gc == end.GC) && m.next >= dur.NextSeq {
 		return &Snapshot{s: s, seq: dur.NextSeq - 1, pos: dur.Pos}, nil
 	}
-	if err := s.snapshotCatchUp(dur); err != nil {
+	if err := s.snapshotCatchUp(dur, end.GC, gcKnown); err != nil {
 		return nil, err
 	}
 	s.adoptForReader()
 	return &Snapshot{s: s, seq: dur.NextSeq - 1, pos: dur.Pos}, nil
 }
 
-// snapshotCatchUp brings the projection to the durable record dur.
-func (s *Store) snapshotCatchUp(dur state.Rec) error {
+// snapshotCatchUp brings the projection to the durable record dur, in
+// garbage collection generation gc when known (else the projection's).
+func (s *Store) snapshotCatchUp(dur state.Rec, gc uint32, known bool) error {
 	s.view.mu.Lock()
 	defer s.view.mu.Unlock()
-	if dur.Epoch != s.view.epoch {
-		if err := s.reload(dur.Epoch, dur.NextSeq); err != nil {
-			return err
-		}
+	if !known {
+		gc = s.view.gc
 	}
-	return s.catchUp(dur.NextSeq)
+	return s.refreshLocked(dur.Epoch, gc, dur.NextSeq)
 }
 
 // Seq returns the last journal sequence number the snapshot sees.

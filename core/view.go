@@ -39,6 +39,15 @@ func (s *Store) catchUp(target uint64) error {
 		return errs.IO("replay journal", err)
 	}
 	if res.NextSeq < target {
+		// Frames are missing where this projection left off. That is
+		// damage unless another process's garbage collection reclaimed
+		// the segments this projection had not read yet (or a recovery
+		// started a new epoch): the end record then says so, and the
+		// projection is rebuilt from the checkpoint those installed.
+		if end, ok, err := s.state.ReadStable(state.End, s.boot); err == nil && ok &&
+			(end.Epoch != s.view.epoch || end.GC != s.view.gc) {
+			return s.reload(end.Epoch, end.GC, target)
+		}
 		return errs.Corrupt(s.jcfg.SegPath(res.End.Seg), res.End.Off,
 			"frame %d is missing or damaged before the published position (frame %d)", res.NextSeq, target-1)
 	}
@@ -46,9 +55,25 @@ func (s *Store) catchUp(target uint64) error {
 	return nil
 }
 
-// projMark is what Snapshot needs to know of the projection: the epoch it
-// belongs to, and that it holds every frame below next.
-type projMark struct{ epoch, next uint64 }
+// refreshLocked brings the projection to target of epoch epoch and garbage
+// collection generation gc: rebuilt from the checkpoint when either
+// differs from the projection's (a recovery or a collection by another
+// process: the index this process holds may name reclaimed segments), else
+// caught up. Caller holds s.view.mu.
+func (s *Store) refreshLocked(epoch uint64, gc uint32, target uint64) error {
+	if epoch != s.view.epoch || gc != s.view.gc {
+		return s.reload(epoch, gc, target)
+	}
+	return s.catchUp(target)
+}
+
+// projMark is what Snapshot needs to know of the projection: the epoch and
+// garbage collection generation it belongs to, and that it holds every
+// frame below next.
+type projMark struct {
+	epoch, next uint64
+	gc          uint32
+}
 
 // markLocked publishes the projection's epoch and end. A mark is never
 // ahead of the projection: within an epoch the projection only grows (a
@@ -57,14 +82,15 @@ type projMark struct{ epoch, next uint64 }
 // prefix the mark covers finds all of it, as one taken under s.view.mu would.
 // Caller holds s.view.mu.
 func (s *Store) markLocked() {
-	if m := s.view.mark.Load(); m == nil || m.epoch != s.view.epoch || m.next != s.view.proj.NextSeq {
-		s.view.mark.Store(&projMark{epoch: s.view.epoch, next: s.view.proj.NextSeq})
+	if m := s.view.mark.Load(); m == nil || m.epoch != s.view.epoch || m.gc != s.view.gc || m.next != s.view.proj.NextSeq {
+		s.view.mark.Store(&projMark{epoch: s.view.epoch, gc: s.view.gc, next: s.view.proj.NextSeq})
 	}
 }
 
 // reload replaces the projection with one rebuilt from the checkpoint, after
-// another process's recovery changed the epoch. Caller holds s.view.mu.
-func (s *Store) reload(epoch uint64, target uint64) error {
+// another process's recovery changed the epoch or its garbage collection
+// the generation. Caller holds s.view.mu.
+func (s *Store) reload(epoch uint64, gc uint32, target uint64) error {
 	c, err := ckpt.Read(s.fs, s.dir)
 	if err != nil {
 		return err
@@ -76,7 +102,7 @@ func (s *Store) reload(epoch uint64, target uint64) error {
 	}
 	s.view.proj = c.Proj
 	s.view.proj.Idx.SetCache(s.blk)
-	s.view.epoch = epoch
+	s.view.epoch, s.view.gc = epoch, gc
 	s.csc.Clear()
 	return s.catchUp(target)
 }
@@ -114,7 +140,9 @@ func (s *Store) catchUpTo(end state.Rec, ok bool) error {
 		return nil
 	}
 	defer s.view.mu.Unlock()
-	if end.Epoch != s.view.epoch || s.view.proj.NextSeq >= end.NextSeq {
+	if end.Epoch != s.view.epoch || end.GC != s.view.gc || s.view.proj.NextSeq >= end.NextSeq {
+		// A new epoch or generation rebuilds the projection, which waits
+		// for the locked paths (refreshLocked, checkLocked).
 		return nil
 	}
 	if err := s.catchUp(end.NextSeq); err != nil && !errors.Is(err, ErrCorrupt) {
@@ -180,7 +208,7 @@ func (s *Store) fetchObject(id ID, k objects.Kind, maxSeq uint64, catchUp bool) 
 		if err != nil {
 			return fetched{}, err
 		}
-		if eok && end.Epoch == s.view.epoch {
+		if eok && end.Epoch == s.view.epoch && end.GC == s.view.gc {
 			if err := s.catchUp(end.NextSeq); err != nil {
 				return fetched{}, err
 			}

@@ -116,7 +116,7 @@ func Run(in Input, rep *Report) (*proj.Proj, uint64, error) {
 			epoch = state.RandEpoch()
 		}
 	}
-	rec := state.Rec{Epoch: epoch, Pos: res.End, NextSeq: res.NextSeq, Boot: in.Boot}
+	rec := state.Rec{Epoch: epoch, Pos: res.End, NextSeq: res.NextSeq, Boot: in.Boot, GC: GC(in)}
 	if err := in.State.Write(state.Durable, rec); err != nil {
 		return nil, 0, err
 	}
@@ -165,4 +165,15 @@ func failClosed(rep *Report, err error) error {
 		rep.Corrupt = append(rep.Corrupt, ce)
 	}
 	return err
+}
+
+// GC is the garbage collection generation recovery publishes: the end
+// record's, kept so that a process whose projection predates a collection
+// still sees the generation differ and rebuilds it (0 when the end record
+// is unreadable: the recovery then starts a new epoch, which rebuilds it).
+func GC(in Input) uint32 {
+	if in.EOK {
+		return in.End.GC
+	}
+	return 0
 }
