@@ -26,7 +26,7 @@ type GCOptions struct {
 type GCReport struct {
 	Live            int      // objects reachable from the roots
 	Refs            int      // refs that were roots
-	ReflogRoots     int      // changesets kept for reflog moves inside the retention
+	ReflogRoots     int      // changesets kept for reflog moves inside the retention (not those an earlier gc removed)
 	Leases          []string // live leases, whose roots were kept
 	LeasedRoots     int      // changesets and objects named by live leases
 	LeasesExpired   int      // expired leases removed
@@ -186,7 +186,6 @@ func (g *gc) checkpoint() error {
 
 // mark fills g.live with everything the roots reach.
 func (g *gc) mark(sn *Snapshot) error {
-	s := g.s
 	refs, err := sn.Refs()
 	if err != nil {
 		return err
@@ -196,22 +195,11 @@ func (g *gc) mark(sn *Snapshot) error {
 		roots = append(roots, r.ID)
 	}
 	g.rep.Refs = len(refs)
-	moves, err := sn.Moves(MoveQuery{})
+	logged, older, err := g.reflogRoots(sn)
 	if err != nil {
 		return err
 	}
-	since := s.opts.Now().Add(-g.opts.Retention)
-	for _, m := range moves {
-		if m.Time.Before(since) {
-			continue
-		}
-		for _, id := range []ID{m.Old, m.New} {
-			if !id.IsZero() {
-				roots = append(roots, id)
-				g.rep.ReflogRoots++
-			}
-		}
-	}
+	roots = append(roots, logged...)
 	leased, err := g.leaseRoots()
 	if err != nil {
 		return err
@@ -221,12 +209,53 @@ func (g *gc) mark(sn *Snapshot) error {
 			return err
 		}
 	}
+	for _, id := range older {
+		if err := g.walkOlderRoot(id); err != nil {
+			return err
+		}
+	}
 	for _, id := range leased {
 		if err := g.walkAny(id); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// reflogRoots returns the changesets the reflog moves inside the retention
+// name, split by the horizon the collections before this one recorded:
+// older are those of moves before it. Such a changeset was a candidate of
+// an earlier collection, whose retention may have been shorter than this
+// one's, so it may be gone. One of a later move was a ref's value while
+// the last collection ran, and a collection keeps what a ref reaches
+// while it runs (docs/durability.md), so missing it is damage.
+func (g *gc) reflogRoots(sn *Snapshot) (roots, older []ID, err error) {
+	s := g.s
+	moves, err := sn.Moves(MoveQuery{})
+	if err != nil {
+		return nil, nil, err
+	}
+	horizon, err := readCollected(s.fs, s.dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	since := s.opts.Now().Add(-g.opts.Retention)
+	for _, m := range moves {
+		if m.Time.Before(since) {
+			continue
+		}
+		for _, id := range []ID{m.Old, m.New} {
+			switch {
+			case id.IsZero():
+			case m.Seq < horizon:
+				older = append(older, id)
+			default:
+				roots = append(roots, id)
+				g.rep.ReflogRoots++
+			}
+		}
+	}
+	return roots, older, nil
 }
 
 // leaseRoots returns the roots of the live leases and removes expired ones.

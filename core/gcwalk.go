@@ -122,6 +122,26 @@ func (g *gc) walkAny(id ID) error {
 	return nil
 }
 
+// walkOlderRoot walks a changeset of a reflog move from before the last
+// collection's horizon, which that collection removed if its shorter
+// retention let the move go and nothing else reached it: then it is no
+// root, and what only it reached went with it. The index has no record of
+// such a changeset; one it names is read and walked as any root, so a
+// damaged one is still an error.
+func (g *gc) walkOlderRoot(id ID) error {
+	if !g.live[id] {
+		_, err := g.read(id, objects.KindChangeset)
+		if errors.Is(err, ErrNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+	g.rep.ReflogRoots++
+	return g.walkChangeset(id)
+}
+
 // walkChangeset marks a changeset, its tree and its ancestry.
 func (g *gc) walkChangeset(id ID) error {
 	stack := []ID{id}
