@@ -36,7 +36,8 @@ move as op_log prints it. The watch tool is the same stream as a long poll.`,
 		Args: cobra.NoArgs,
 		RunE: runE(func(cmd *cobra.Command, args []string) error {
 			srv := newMCPServer(a.mcpRunner(), agent, a.globalArgs())
-			err := srv.Run(cmd.Context(), &mcp.IOTransport{Reader: io.NopCloser(a.stdin), Writer: nopWriteCloser{a.stdout}})
+			out := &syncWriter{w: a.stdout}
+			err := srv.Run(cmd.Context(), &mcp.IOTransport{Reader: io.NopCloser(newMCPLines(a.stdin, out)), Writer: out})
 			if err != nil && err != context.Canceled && !strings.Contains(err.Error(), "EOF") {
 				return fmt.Errorf("mcp: %w", err)
 			}
@@ -47,10 +48,6 @@ move as op_log prints it. The watch tool is the same stream as a long poll.`,
 	cmd.Flags().StringVar(&agent, "agent", "", "agent name for commit and land calls that give none")
 	return cmd
 }
-
-type nopWriteCloser struct{ io.Writer }
-
-func (nopWriteCloser) Close() error { return nil }
 
 // runner runs one swarmops command line with stdin and returns its stdout:
 // the MCP server's only way into the store, so a tool does exactly what

@@ -1,14 +1,18 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"os"
 	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -215,4 +219,80 @@ func TestAppendNumAddsOnlyAPositiveValue(t *testing.T) {
 			t.Errorf("got %q, want %q", c.got, c.want)
 		}
 	}
+}
+
+// TestMCPAnswersAMalformedLineAndGoesOn: a line that is not JSON gets a
+// JSON-RPC parse error (id null) and the session carries on, answering the
+// requests on either side of it.
+func TestMCPAnswersAMalformedLineAndGoesOn(t *testing.T) {
+	store := filepath.Join(t.TempDir(), "store")
+	seedStore(t, store)
+	in := strings.Join([]string{
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`,
+		`{"broken`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`,
+	}, "\n") + "\n"
+	// The input stays open until three answers are out, as a client's
+	// does: at its end the session stops, with requests still in flight.
+	pr, pw := io.Pipe()
+	var out, errb syncBuffer
+	go func() {
+		io.WriteString(pw, in)
+		for i := 0; i < 500 && strings.Count(out.String(), "\n") < 3; i++ {
+			time.Sleep(10 * time.Millisecond)
+		}
+		pw.Close()
+	}()
+	st := run([]string{"mcp"}, pr, &out, &errb, func(k string) string {
+		if k == "SWARMOPS_STORE" {
+			return store
+		}
+		return ""
+	})
+	if st != 0 {
+		t.Fatalf("status %d, stderr %s", st, errb.String())
+	}
+	got := map[string]bool{}
+	for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+		var m struct {
+			ID     json.RawMessage     `json:"id"`
+			Error  *struct{ Code int } `json:"error"`
+			Result json.RawMessage     `json:"result"`
+		}
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatalf("output line %q: %v", line, err)
+		}
+		switch {
+		case m.Error != nil && m.Error.Code == -32700 && string(m.ID) == "null":
+			got["parse error"] = true
+		case string(m.ID) == "1" && m.Result != nil:
+			got["initialize"] = true
+		case string(m.ID) == "2" && bytes.Contains(m.Result, []byte(`"tools"`)):
+			got["tools/list"] = true
+		}
+	}
+	for _, want := range []string{"initialize", "parse error", "tools/list"} {
+		if !got[want] {
+			t.Errorf("no %s answer in:\n%s", want, out.String())
+		}
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a writer and a reader at once.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
