@@ -29,11 +29,12 @@ const DefaultLandAttempts = 16
 //   - Otherwise Land merges three ways: base is the nearest common ancestor of
 //     the head and change (highest generation; the empty tree if none), and
 //     every path change made between base and change is applied to the head.
-//     A path that both sides changed differently is merged by lines
-//     (core/textmerge, git merge-file's rules) when it is a regular file of
-//     one mode on both sides, over a regular file or nothing in base, and
-//     no version is binary; the merged file is a new blob of the land's
-//     changeset. Overlapping (or touching) line edits, any other path both
+//     A path that both sides changed differently merges as git merges it
+//     when it is a regular or executable file on both sides, over one or
+//     nothing in base: its mode three ways, and its content three ways, by
+//     lines (core/textmerge, git merge-file's rules) where both sides
+//     changed it and neither version is binary; the merged file is a new
+//     blob of the land's changeset. Overlapping (or touching) line edits, any other path both
 //     changed, and a file that would land where the other side has a
 //     directory are conflicts: Land fails with a *MergeConflictError listing
 //     every such path, with the hunks of those merged by lines, and writes

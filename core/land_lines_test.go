@@ -136,13 +136,12 @@ func TestLandOfOverlappingEditsConflictsWithTheirHunks(t *testing.T) {
 	}
 }
 
-func TestLandKeepsWholeFileConflictsForBinaryModeAndDelete(t *testing.T) {
+func TestLandKeepsWholeFileConflictsForBinaryAndDelete(t *testing.T) {
 	cases := []struct {
 		name        string
 		mine, other Change
 	}{
 		{"binary", Change{Path: "f", Data: []byte("a\x00\nB\nc\n")}, Change{Path: "f", Data: []byte("a\x00\nb\nC\n")}},
-		{"mode", Change{Path: "f", Data: []byte("A\nb\nc\n"), Mode: objects.ModeExec}, Change{Path: "f", Data: []byte("a\nb\nC\n")}},
 		{"delete", Change{Path: "f", Delete: true}, Change{Path: "f", Data: []byte("a\nb\nC\n")}},
 	}
 	for _, tc := range cases {

@@ -171,11 +171,11 @@ type Sides struct {
 }
 
 // Contested returns the three sides of p when head and theirs both changed
-// p since base, differently: the conflicts a finer merge of the contents
-// may still resolve. It is false for every other path, and for a put that
-// Result reports as a conflict only because it clashes with the tree's
-// layout (a file where a directory is needed, or the reverse), which no
-// merge of contents can resolve.
+// p since base, differently: the conflicts a finer merge, of a file's
+// mode (Mode) and content apart, may still resolve. It is false for every
+// other path, and for a put that Result reports as a conflict only because
+// it clashes with the tree's layout (a file where a directory is needed,
+// or the reverse), which no merge of contents can resolve.
 func (m *Merge) Contested(p string) (Sides, bool) {
 	if m.decision[p] != opConflict || !m.inTheirs[p] {
 		return Sides{}, false
@@ -185,6 +185,21 @@ func (m *Merge) Contested(p string) (Sides, bool) {
 	s.Head, s.HasHead = m.head[p]
 	s.Theirs, s.HasTheirs = m.theirs[p]
 	return s, true
+}
+
+// Mode merges the mode of a regular or executable file three ways, apart
+// from its content, as git does: a side that left the base's mode takes
+// the other side's, and sides that agree keep theirs. base is 0 where the
+// base lacks the file, so two sides that add it with different modes
+// conflict: ok is false, and mode is head's.
+func Mode(base, head, theirs objects.Mode) (mode objects.Mode, ok bool) {
+	switch {
+	case head == theirs, theirs == base:
+		return head, true
+	case head == base:
+		return theirs, true
+	}
+	return head, false
 }
 
 // resultEntry returns the merged value of path p.

@@ -238,3 +238,29 @@ func TestContestedOffersOnlyPathsBothSidesChanged(t *testing.T) {
 		})
 	}
 }
+
+func TestModeMergesThreeWaysApartFromContent(t *testing.T) {
+	const f, x = objects.ModeFile, objects.ModeExec
+	cases := []struct {
+		name               string
+		base, head, theirs objects.Mode
+		want               objects.Mode
+		ok                 bool
+	}{
+		{"theirs made it executable", f, f, x, x, true},
+		{"head made it executable", f, x, f, x, true},
+		{"both made it executable", f, x, x, x, true},
+		{"theirs cleared the bit", x, x, f, f, true},
+		{"neither changed it", x, x, x, x, true},
+		{"both added it alike", 0, x, x, x, true},
+		{"both added it with different modes", 0, f, x, f, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got, ok := Mode(c.base, c.head, c.theirs)
+			if got != c.want || ok != c.ok {
+				t.Fatalf("Mode(%o, %o, %o) = %o, %v; want %o, %v", c.base, c.head, c.theirs, got, ok, c.want, c.ok)
+			}
+		})
+	}
+}
