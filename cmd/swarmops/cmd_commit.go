@@ -49,11 +49,14 @@ A second --parent records a merge: the changes are merged with that
 parent's work (by lines, as land merges), so a file the changes leave
 alone never undoes it; conflicts are E_CONFLICT with the hunks.
 
---advance REF moves REF to the new changeset in the same journal frame
-(compare-and-swap against the first parent); without --parent or a work
-tree, the first parent is REF's current value. --create creates REF when it
-does not exist yet. A commit that changes nothing is refused (E_EMPTY)
-unless --allow-empty.`,
+--advance REF moves REF to the new changeset: in the same journal frame
+when REF is at the first parent (compare-and-swap against it), or, when
+REF is an ancestor of a parent (a fast-forward), by a separate
+compare-and-swap from REF's value after the commit. A REF holding work no
+parent has is E_CONFLICT, with a hint. Without --parent or a work tree,
+the first parent is REF's current value. --create creates REF when it does
+not exist yet. A commit that changes nothing is refused (E_EMPTY) unless
+--allow-empty.`,
 		Args: cobra.NoArgs,
 		RunE: runE(func(cmd *cobra.Command, args []string) error {
 			if err := c.check(); err != nil {
@@ -89,7 +92,7 @@ unless --allow-empty.`,
 	f.StringArrayVar(&c.parents, "parent", nil, "parent revision (repeatable; the first is the diff base)")
 	f.StringVar(&c.agent, "agent", "", "agent name recorded in the changeset and its ref move (default: $"+agentEnv+")")
 	f.StringVarP(&c.msg, "message", "m", "", "message")
-	f.StringVar(&c.advance, "advance", "", "move this ref to the new changeset in the same transaction")
+	f.StringVar(&c.advance, "advance", "", "move this ref to the new changeset (from the first parent, or fast-forward)")
 	f.BoolVar(&c.create, "create", false, "with --advance: create the ref if it does not exist")
 	f.BoolVar(&c.allowEmpty, "allow-empty", false, "record a changeset even if it changes nothing")
 	f.BoolVar(&c.root, "root", false, "allow a changeset without parents from a plain directory")
@@ -219,28 +222,106 @@ func (a *app) commitChanges(s *core.Store, sn *core.Snapshot, c commitFlags, ps 
 	return id, len(changes), err
 }
 
-// commitRequest commits req, creating --advance's ref with --create when
-// it does not exist.
+// commitRequest commits req and moves --advance's ref to it. When the ref
+// is at the first parent, the move is a compare-and-swap from it in the
+// commit's own journal frame. When the ref does not exist and --create is
+// given, or when the ref is an ancestor of a parent (a fast-forward: the
+// new changeset holds all the ref did, as after landing the ref and
+// updating a work tree onto the target), the move is a second transaction,
+// a compare-and-swap from the value read, so a racing mover wins or loses
+// cleanly.
 func (a *app) commitRequest(s *core.Store, sn *core.Snapshot, c commitFlags, req core.CommitRequest) (core.ID, error) {
-	if c.create && len(req.Parents) > 0 && !hasRef(sn, c.advance) {
-		// The ref does not exist: the changeset and the ref's creation
-		// travel in two transactions, the second a compare-and-swap from
-		// absence, so a racing creator wins or loses cleanly.
-		req.Advance = ""
+	from, after, err := advanceFrom(sn, c, req.Parents)
+	if err != nil {
+		return core.ID{}, fmt.Errorf("commit: %w", err)
+	}
+	if !after {
 		id, err := s.Commit(req)
 		if err != nil {
-			return core.ID{}, fmt.Errorf("commit: %w", err)
-		}
-		if err := s.UpdateRefsAs(core.Origin{Agent: c.agent, Op: core.OpCommit}, core.RefUpdate{Name: c.advance, New: id}); err != nil {
-			return core.ID{}, fmt.Errorf("commit %s: create ref %q: %w", short(id), c.advance, err)
+			return core.ID{}, advanceConflict(sn, c, req.Parents, fmt.Errorf("commit: %w", err))
 		}
 		return id, nil
 	}
+	req.Advance = ""
 	id, err := s.Commit(req)
 	if err != nil {
 		return core.ID{}, fmt.Errorf("commit: %w", err)
 	}
+	if err := s.UpdateRefsAs(core.Origin{Agent: c.agent, Op: core.OpCommit}, core.RefUpdate{Name: c.advance, Old: from, New: id}); err != nil {
+		verb := "advance"
+		if from.IsZero() {
+			verb = "create"
+		}
+		return core.ID{}, fmt.Errorf("commit %s: %s ref %q: %w", short(id), verb, c.advance, err)
+	}
 	return id, nil
+}
+
+// advanceFrom says whether --advance's ref moves after the commit rather
+// than in its frame, and from what value: from absence when it does not
+// exist and --create is given, from its value when that is an ancestor of
+// one of the parents ps.
+func advanceFrom(sn *core.Snapshot, c commitFlags, ps []core.ID) (from core.ID, after bool, err error) {
+	if c.advance == "" || len(ps) == 0 {
+		return core.ID{}, false, nil
+	}
+	v, err := sn.Ref(c.advance)
+	switch {
+	case errors.Is(err, core.ErrNotFound):
+		return core.ID{}, c.create, nil
+	case err != nil:
+		return core.ID{}, false, err
+	case v == ps[0]:
+		return v, false, nil
+	}
+	// Only land moves a protected ref: the commit's own frame refuses the
+	// move and writes nothing, where a second transaction would leave the
+	// changeset behind.
+	if pat, err := sn.ProtectedBy(c.advance); err != nil || pat != "" {
+		return core.ID{}, false, err
+	}
+	for _, p := range ps {
+		mb, err := sn.MergeBase(v, p)
+		if err != nil {
+			return core.ID{}, false, err
+		}
+		if mb == v {
+			return v, true, nil
+		}
+	}
+	return v, false, nil
+}
+
+// advanceConflict adds to err, a commit refused because --advance's ref is
+// not at the first parent and holds work no parent has, a hint that says
+// how to bring the two together. A ref that moved since sn was read, or
+// does not exist, gets none: sn cannot say how it relates to the parents.
+func advanceConflict(sn *core.Snapshot, c commitFlags, ps []core.ID, err error) error {
+	var ce *core.ConflictError
+	if len(ps) == 0 || !errors.As(err, &ce) || ce.Ref != c.advance || ce.Current.IsZero() {
+		return err
+	}
+	if v, rerr := sn.Ref(c.advance); rerr != nil || v != ce.Current {
+		return err
+	}
+	mb, merr := sn.MergeBase(ce.Current, ps[0])
+	if merr != nil {
+		return err
+	}
+	ref, p := c.advance, short(ps[0])
+	merge := fmt.Sprintf("merge it in with --parent %s --parent %s", p, ref)
+	out := classify(err)
+	switch {
+	case mb == ps[0] && c.dir != "":
+		out.hint = fmt.Sprintf("%s moved on from %s: bring the tree onto it first (swarmops update %s --onto %s), or %s", ref, p, c.dir, ref, merge)
+	case mb == ps[0]:
+		out.hint = fmt.Sprintf("%s moved on from %s: commit on it (--parent %s), or %s", ref, p, ref, merge)
+	case c.dir != "":
+		out.hint = fmt.Sprintf("%s holds work %s lacks: %s, or land %s first and update %s onto the result", ref, p, merge, ref, c.dir)
+	default:
+		out.hint = fmt.Sprintf("%s holds work %s lacks: %s, or land %s first and commit on the result", ref, p, merge, ref)
+	}
+	return out
 }
 
 // committed records a commit's success.

@@ -95,7 +95,7 @@ type (
 		Changes    string   `json:"changes,omitempty" jsonschema:"a change list (put PATH = \"TEXT\", exec, link, delete PATH; one a line), or leave empty and give dir"`
 		Dir        string   `json:"dir,omitempty" jsonschema:"a work tree (or plain directory) to record instead of a change list"`
 		Parents    []string `json:"parents,omitempty" jsonschema:"parent revisions; the first is the base"`
-		Advance    string   `json:"advance,omitempty" jsonschema:"ref to move to the new changeset in the same transaction (compare-and-swap against the first parent)"`
+		Advance    string   `json:"advance,omitempty" jsonschema:"ref to move to the new changeset: by compare-and-swap from the first parent, or a fast-forward when the ref is an ancestor of a parent"`
 		Create     bool     `json:"create,omitempty" jsonschema:"create the advanced ref if missing"`
 		AllowEmpty bool     `json:"allow_empty,omitempty" jsonschema:"record a changeset that changes nothing"`
 		Agent      string   `json:"agent,omitempty" jsonschema:"agent name recorded in the changeset"`
