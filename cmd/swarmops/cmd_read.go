@@ -258,13 +258,15 @@ func (a *app) atRevPath(arg string, needPath bool, fn func(sn *core.Snapshot, id
 	})
 }
 
-// entryType names a mode for JSON: file, exec or dir.
+// entryType names a mode for JSON: file, exec, symlink or dir.
 func entryType(m objects.Mode) string {
 	switch m {
 	case objects.ModeDir:
 		return "dir"
 	case objects.ModeExec:
 		return "exec"
+	case objects.ModeSymlink:
+		return "symlink"
 	}
 	return "file"
 }

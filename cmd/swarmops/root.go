@@ -75,13 +75,32 @@ func (a *app) rootCmd(only []string) *cobra.Command {
 	// commands' own work under a server. Parsing, help and errors of the
 	// named command are the same either way (TestCommandTableNamesItsCommands).
 	if build, ok := commandTable[leadingCommand(only)]; ok {
-		root.AddCommand(build(a))
+		root.AddCommand(namedArgs(build(a)))
 		return root
 	}
 	for _, name := range commandOrder {
-		root.AddCommand(commandTable[name](a))
+		root.AddCommand(namedArgs(commandTable[name](a)))
 	}
 	return root
+}
+
+// namedArgs makes the argument checks of cmd and its subcommands name the
+// command and its usage line: cobra's own says only "accepts 2 arg(s),
+// received 1".
+func namedArgs(cmd *cobra.Command) *cobra.Command {
+	for _, sub := range cmd.Commands() {
+		namedArgs(sub)
+	}
+	if check := cmd.Args; check != nil {
+		cmd.Args = func(c *cobra.Command, args []string) error {
+			err := check(c, args)
+			if _, ours := err.(*cliError); err == nil || ours {
+				return err
+			}
+			return usagef("%s: %v (usage: %s)", c.CommandPath(), err, c.UseLine())
+		}
+	}
+	return cmd
 }
 
 // leadingCommand returns the command a command line names when nothing
@@ -230,6 +249,8 @@ func flagWants(typ string) string {
 		return "a duration such as 250ms, 10s or 1m"
 	case "bool":
 		return "true or false"
+	case "uint", "uint64":
+		return "a whole number, 0 or more"
 	}
 	return "a " + typ
 }
