@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"runtime/debug"
 	"strings"
 
@@ -351,6 +352,14 @@ func (a *app) commitDir(s *core.Store, sn *core.Snapshot, c commitFlags) error {
 		return usagef("--dir: %w", err)
 	} else if !st.IsDir() {
 		return usagef("--dir %q is a file where a directory is expected", c.dir)
+	}
+	// A directory inside a work tree commits that tree, as status and a
+	// commit run from there do: taken as a plain directory it would record
+	// the deletion of everything outside it.
+	if root, err := worktree.FindRoot(nil, dir); err == nil {
+		if abs, err := filepath.Abs(dir); err == nil && abs != root {
+			dir, c.dir = root, root
+		}
 	}
 	opts, err := a.treeOptions()
 	if err != nil {

@@ -57,6 +57,17 @@ var _ = Describe("work trees", func() {
 		Expect(modes).To(Equal(map[string]any{"a.txt": "100644", "ln": "120000", "new.txt": "100755"}))
 	})
 
+	It("commits the whole work tree when --dir names a directory inside it", func() {
+		Expect(os.WriteFile(filepath.Join(wt, "dir", "b.txt"), []byte("BETA\n"), 0o644)).To(Succeed())
+		d := e.ok("", "commit", "--dir", filepath.Join(wt, "dir"), "--advance", "main", "-m", "from dir").(map[string]any)
+		Expect(d["changes"]).To(BeEquivalentTo(1))
+		Expect(d["dir"]).To(Equal(wt))
+		Expect(e.run("", "cat", "main:a.txt").Stdout).To(Equal("alpha\n"))
+		Expect(e.run("", "cat", "main:dir/b.txt").Stdout).To(Equal("BETA\n"))
+		Expect(filepath.Join(wt, "dir", ".swarmops-tree")).NotTo(BeADirectory())
+		Expect(e.ok("", "status", wt).(map[string]any)["clean"]).To(BeTrue())
+	})
+
 	It("keeps directory records unless SWARMOPS_DIR_RECORDS=off, and refuses any other value", func() {
 		dirs := filepath.Join(wt, ".swarmops-tree", "dirs")
 		e.extra = []string{"SWARMOPS_DIR_RECORDS=off"}
