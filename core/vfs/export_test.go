@@ -17,6 +17,16 @@ func SetNoOpenat2(v bool) (restore func()) {
 // a close of the file.
 func LockPolls() int64 { return lockPolls.Load() }
 
+// SetLockPoll makes each lock-wait round last d and returns a function
+// restoring the previous length. A test that asserts that no wait ended on
+// the poll sets it long: on a loaded machine a holder's few milliseconds
+// can outlast the default round without any close going unreported.
+func SetLockPoll(d time.Duration) (restore func()) {
+	old := lockPoll
+	lockPoll = d
+	return func() { lockPoll = old }
+}
+
 // SetNoInotify makes every lock wait block in flock, as where inotify is
 // missing, and returns a function restoring the previous setting.
 func SetNoInotify(v bool) (restore func()) {

@@ -14,6 +14,7 @@ import (
 // Unlock itself, not by the poll that backs the wake-up: the holder lets go
 // well inside one poll round, and no round may end on its timer.
 func TestOSLockWaitWakesOnClose(t *testing.T) {
+	defer vfs.SetLockPoll(time.Minute)()
 	name := filepath.Join(t.TempDir(), "LOCK")
 	polls := vfs.LockPolls()
 	waitsForRelease(t, name, 5)
@@ -26,6 +27,7 @@ func TestOSLockWaitWakesOnClose(t *testing.T) {
 // once, so several wait on one watched file: each gets the lock in turn,
 // one at a time, woken by closes.
 func TestOSLockWaitersShareAWatch(t *testing.T) {
+	defer vfs.SetLockPoll(time.Minute)()
 	name := filepath.Join(t.TempDir(), "LOCK")
 	polls := vfs.LockPolls()
 	var mu sync.Mutex

@@ -155,6 +155,7 @@ func TestOSLockAcrossProcesses(t *testing.T) {
 	if _, err := vfs.OS().Lock(name, 20*time.Millisecond); !errors.Is(err, vfs.ErrBusy) {
 		t.Fatalf("Lock while another process holds it: got %v, want ErrBusy", err)
 	}
+	defer vfs.SetLockPoll(time.Minute)()
 	polls := vfs.LockPolls()
 	var got vfs.Locked
 	var lerr error
