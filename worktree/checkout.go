@@ -52,7 +52,9 @@ type Result struct {
 // tree is switched (see Switch). Otherwise dir is made if missing, must be
 // empty unless Options.Force is set, and becomes a work tree: every file
 // and link of the tree is written, one at a time, then the index. A
-// directory whose index is corrupt is treated as no work tree under Force.
+// directory whose first checkout was interrupted (ErrInterrupted) is
+// checked out again over what it holds; one whose index is corrupt is
+// treated as no work tree under Force.
 func Checkout(src Source, id objects.ID, dir string, o Options) (*Result, error) {
 	if o.FS == nil {
 		o.FS = vfs.OS()
@@ -69,6 +71,10 @@ func Checkout(src Source, id objects.ID, dir string, o Options) (*Result, error)
 	default:
 		return nil, err
 	}
+	// A first checkout that was interrupted left files only it wrote, or
+	// that a forced one was told to overwrite: checking out again
+	// finishes it, overwriting them.
+	resume := errors.Is(err, ErrInterrupted)
 	if t, err = newTree(dir, o); err != nil {
 		return nil, err
 	}
@@ -78,8 +84,11 @@ func Checkout(src Source, id objects.ID, dir string, o Options) (*Result, error)
 		return nil, err
 	}
 	empty := len(fis) == 0 || len(fis) == 1 && fis[0].Name() == MetaDir
-	if !empty && !o.Force {
+	if !empty && !o.Force && !resume {
 		return nil, fmt.Errorf("%w: %q (force writes into it)", ErrNotEmpty, dir)
+	}
+	if resume {
+		t.opts.Force = true
 	}
 	return t.apply(src, id, empty)
 }

@@ -365,3 +365,28 @@ func TestAnUpdateRunAgainAfterACrashFinishesIt(t *testing.T) {
 	}
 	t.Logf("%d crash points", total)
 }
+
+// TestAnInterruptedFirstCheckoutIsFinishedByCheckingOutAgain: after a
+// process crash at any call of a first checkout, the same checkout without
+// Force leaves the directory a work tree of the revision, file for file.
+func TestAnInterruptedFirstCheckoutIsFinishedByCheckingOutAgain(t *testing.T) {
+	f, m, a, _ := crashRevisions(t)
+	sn := f.snap()
+	want := files(t, sn, a)
+	op := func(fsys vfs.FS) error {
+		_, err := worktree.Checkout(sn, a, "/w", worktree.Options{FS: fsys, StoreDir: "/s"})
+		return err
+	}
+	_, total := countCalls(t, m, op)
+	for n := int64(1); n < total; n++ {
+		c, _ := crashedAt(m, n, op)
+		pc := c.CrashClone(faultfs.ProcessCrash, 0)
+		if err := op(pc); err != nil {
+			t.Fatalf("crash at call %d of %d: checking out again: %v", n, total, err)
+		}
+		if msg := crashsweep.NeitherOldNorNew(pc, want, want); msg != "" {
+			t.Fatalf("crash at call %d of %d, then a checkout: %s", n, total, msg)
+		}
+		statusIsTruthful(t, pc, fmt.Sprintf("crash at call %d, then a checkout", n), false)
+	}
+}

@@ -22,6 +22,11 @@ import (
 // index was written).
 var ErrNotWorkTree = errors.New("worktree: not a work tree")
 
+// ErrInterrupted is ErrNotWorkTree for a directory whose first checkout
+// was interrupted: its metadata directory is there, its index is not.
+// Checkout finishes such a checkout without Options.Force.
+var ErrInterrupted = fmt.Errorf("%w: its first checkout was interrupted", ErrNotWorkTree)
+
 // ErrNotEmpty is returned by Checkout for a non-empty directory that is not
 // a work tree, unless Options.Force is set.
 var ErrNotEmpty = errors.New("worktree: target directory is not empty")
@@ -210,7 +215,7 @@ func (t *Tree) readIndex() error {
 	}
 	data, err := t.readMeta(indexFile)
 	if errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("%w: %q has no index (an interrupted checkout?)", ErrNotWorkTree, t.dir)
+		return fmt.Errorf("%w: %q has no index", ErrInterrupted, t.dir)
 	}
 	if err != nil {
 		return err

@@ -248,6 +248,10 @@ func treeErr(verb, dir string, err error) error {
 		return &cliError{kind: kindUnsafe, err: err, msg: fmt.Sprintf("%s: %s", prefix, plainText(err))}
 	case errors.Is(err, worktree.ErrNotEmpty):
 		return usageHint(nil, nil, "%s: %q is not empty and not a work tree (use --force to write into it)", verb, dir)
+	case errors.Is(err, worktree.ErrInterrupted):
+		return &cliError{kind: kindNotFound, err: err, subject: map[string]any{"dir": dir},
+			msg:  fmt.Sprintf("%q is not a work tree yet: its first checkout was interrupted", dir),
+			hint: "run the same 'swarmops checkout REV DIR' again to finish it"}
 	case errors.Is(err, worktree.ErrNotWorkTree):
 		return &cliError{kind: kindNotFound, err: err, subject: map[string]any{"dir": dir},
 			msg:  fmt.Sprintf("%q is not inside a work tree (no %s at or above it)", dir, worktree.MetaDir),
