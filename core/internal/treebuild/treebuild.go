@@ -255,7 +255,7 @@ func (b *Builder) apply(base objects.ID, changes []Change) (objects.ID, []object
 				switch {
 				case exists && e.Mode != objects.ModeDir:
 					if c.Delete {
-						return objects.ID{}, nil, fmt.Errorf("%w: path %q", errs.ErrNotFound, p)
+						return objects.ID{}, nil, fmt.Errorf("%w: path %q to delete is not in the parent", errs.ErrNotFound, p)
 					}
 					return objects.ID{}, nil, fmt.Errorf("%w: path %q: %q is a file", errs.ErrInvalid, p, strings.Join(comps[:i+1], "/"))
 				case exists:
@@ -263,7 +263,7 @@ func (b *Builder) apply(base objects.ID, changes []Change) (objects.ID, []object
 						return objects.ID{}, nil, err
 					}
 				case c.Delete:
-					return objects.ID{}, nil, fmt.Errorf("%w: path %q", errs.ErrNotFound, p)
+					return objects.ID{}, nil, fmt.Errorf("%w: path %q to delete is not in the parent", errs.ErrNotFound, p)
 				default:
 					kid, _ = b.node(objects.ID{})
 				}
@@ -278,7 +278,7 @@ func (b *Builder) apply(base objects.ID, changes []Change) (objects.ID, []object
 		}
 		if c.Delete {
 			if !had {
-				return objects.ID{}, nil, fmt.Errorf("%w: path %q", errs.ErrNotFound, p)
+				return objects.ID{}, nil, fmt.Errorf("%w: path %q to delete is not in the parent", errs.ErrNotFound, p)
 			}
 			delete(n.entries, name)
 			delta = append(delta, objects.PathChange{Path: p, Op: objects.OpDelete})
