@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"io/fs"
 	"sort"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/swarmops/swarmops/core/objects"
 	"github.com/swarmops/swarmops/internal/testknobs"
@@ -248,7 +250,7 @@ func (t *Tree) walkDir(pf *prefetcher, dir string, self fs.FileInfo, r *rules, i
 			}
 			*skipped = append(*skipped, Skipped{Path: p, Reason: fmt.Sprintf("special file (%v)", fi.Mode().Type())})
 		case ValidatePath(p) != nil:
-			*skipped = append(*skipped, Skipped{Path: p, Reason: ValidatePath(p).Error()})
+			*skipped = append(*skipped, Skipped{Path: p, Reason: skipReason(p)})
 		default:
 			if err := fn(p, fi, nil); err != nil {
 				return err
@@ -439,4 +441,14 @@ func (t *Tree) refreshed(st *Status) *Index {
 		return nil
 	}
 	return ix
+}
+
+// skipReason says why an untracked path no changeset can hold is left
+// out, in a user's words: a name that is not UTF-8 (git takes any bytes, a
+// changeset's paths are text), or what ValidatePath found.
+func skipReason(p string) string {
+	if !utf8.ValidString(p) {
+		return "its name is not valid UTF-8, which a changeset's paths must be"
+	}
+	return strings.TrimPrefix(ValidatePath(p).Error(), "objects: bad path: ")
 }

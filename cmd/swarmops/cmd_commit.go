@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -8,6 +9,7 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
@@ -533,7 +535,12 @@ func (a *app) reportSkipped(snap *worktree.Snapshot, extra map[string]any) {
 	sk := make([]map[string]any, len(snap.Skipped))
 	for i, k := range snap.Skipped {
 		sk[i] = map[string]any{"path": k.Path, "reason": k.Reason}
-		fmt.Fprintf(a.stderr, "swarmops: warning: skipped %s (%s)\n", k.Path, k.Reason)
+		if !utf8.ValidString(k.Path) {
+			// JSON would carry U+FFFD for the bad bytes: the caller
+			// could not name the file.
+			sk[i]["path_base64"] = base64.StdEncoding.EncodeToString([]byte(k.Path))
+		}
+		fmt.Fprintf(a.stderr, "swarmops: warning: skipped %q (%s)\n", k.Path, k.Reason)
 	}
 	extra["skipped"] = sk
 }
