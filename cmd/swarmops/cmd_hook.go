@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+
+	"github.com/swarmops/swarmops/core"
 )
 
 // hookCmd is `swarmops hook`: handlers for agent frameworks' work-tree
@@ -28,12 +30,17 @@ aliases "worktree_name" and "branch_name" are taken for "name"), checks out
 the base (a revision in the store; default main) into
 $SWARMOPS_WORKTREES/NAME (default CWD/.claude/worktrees/NAME), creates the
 ref agent/NAME at the base if it does not exist, and prints the work tree's
-absolute path.
+absolute path. A name used before whose agent/NAME holds work the base
+lacks (its tree was removed before the work landed) gets a tree of
+agent/NAME instead, so the agent finds that work.
 
 worktree-remove reads {"worktree_path"}: any changes left in the tree are
 first committed onto agent/NAME (nothing an agent wrote is lost), then the
 directory is removed.`,
 		Args: noSubcommand,
+		RunE: runE(func(cmd *cobra.Command, args []string) error {
+			return usagef("hook: give a subcommand: worktree-create or worktree-remove")
+		}),
 	}
 	cmd.AddCommand(&cobra.Command{
 		Use:  "worktree-create",
@@ -92,6 +99,9 @@ func (a *app) sub(stdin string, args ...string) (any, error) {
 	return env.Data, nil
 }
 
+// worktreesEnv names the directory the hook makes work trees in.
+const worktreesEnv = "SWARMOPS_WORKTREES"
+
 func (a *app) hookCreate() error {
 	ev, err := a.readHookEvent()
 	if err != nil {
@@ -105,11 +115,23 @@ func (a *app) hookCreate() error {
 		return usagef("hook worktree-create: %q cannot name a ref: %w", name, err)
 	}
 	base := firstOf(ev.BaseCommit, ev.BaseRef, "main")
-	dir := filepath.Join(firstOf(a.getenv("SWARMOPS_WORKTREES"), filepath.Join(firstOf(ev.Cwd, a.path(".")), ".claude", "worktrees")), name)
+	dir := filepath.Join(firstOf(a.getenv(worktreesEnv), filepath.Join(firstOf(ev.Cwd, a.path(".")), ".claude", "worktrees")), name)
 	if !filepath.IsAbs(dir) {
-		dir = a.path(dir)
+		// Relative to the hook's directory, and printed absolute: the
+		// agent's tool resolves it from wherever it runs.
+		if dir, err = filepath.Abs(a.path(dir)); err != nil {
+			return fmt.Errorf("hook worktree-create: %w", err)
+		}
 	}
-	if _, err := a.sub("", "checkout", base, dir); err != nil {
+	// A name used before may have left work on agent/NAME that base does
+	// not hold (its tree was removed before that work landed): the new
+	// tree starts from it, so the agent finds its work and the tree's
+	// removal can advance the ref.
+	from, err := a.hookStart(base, "agent/"+name)
+	if err != nil {
+		return err
+	}
+	if _, err := a.sub("", "checkout", from, dir); err != nil {
 		return err
 	}
 	if _, err := a.sub("", "ref", "create", "agent/"+name, base); err != nil {
@@ -150,6 +172,34 @@ func (a *app) hookRemove() error {
 	}
 	a.flushed = true
 	return nil
+}
+
+// hookStart returns the revision a new tree for ref starts from: ref
+// when it exists and holds work base lacks (base is not a descendant of
+// it), else base.
+func (a *app) hookStart(base, ref string) (string, error) {
+	var from string
+	err := a.withStore(func(_ *core.Store, sn *core.Snapshot) error {
+		from = base
+		v, err := sn.Ref(ref)
+		if errors.Is(err, core.ErrNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		b, err := resolve(sn, base)
+		if err != nil {
+			return err
+		}
+		if mb, err := sn.MergeBase(v, b); err != nil {
+			return err
+		} else if mb != v {
+			from = ref
+		}
+		return nil
+	})
+	return from, err
 }
 
 func firstOf(vs ...string) string {

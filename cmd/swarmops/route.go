@@ -28,7 +28,7 @@ const (
 
 // forwardedEnv lists the environment variables a command reads that a
 // server must see as the client's.
-var forwardedEnv = []string{"SWARMOPS_JSON", "SWARMOPS_STORE", agentEnv, dirRecordsEnv}
+var forwardedEnv = []string{"SWARMOPS_JSON", "SWARMOPS_STORE", agentEnv, dirRecordsEnv, worktreesEnv}
 
 // localOnly names the commands that always run in the invoking process:
 // serve is the server, init makes the store a server would live in, and

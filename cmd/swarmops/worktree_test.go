@@ -209,4 +209,44 @@ var _ = Describe("work trees", func() {
 		er := e.run(`{"name":"../x"}`, "hook", "worktree-create", "--json").Err()
 		Expect(er["code"]).To(Equal("E_USAGE"))
 	})
+
+	It("gives a reused hook name's new tree the work its branch kept, and removes it again", func() {
+		create := func() string {
+			r := e.run(`{"name":"a8","cwd":"`+e.root+`"}`, "hook", "worktree-create")
+			Expect(r.Exit).To(Equal(0), r.Stderr)
+			return strings.TrimSpace(r.Stdout)
+		}
+		remove := func(dir string) {
+			r := e.run(`{"worktree_path":"`+dir+`"}`, "hook", "worktree-remove")
+			Expect(r.Exit).To(Equal(0), r.Stderr)
+			Expect(dir).NotTo(BeAnExistingFile())
+		}
+		dir := create()
+		Expect(os.WriteFile(filepath.Join(dir, "one.txt"), []byte("one\n"), 0o644)).To(Succeed())
+		remove(dir) // agent/a8 keeps one.txt; main does not
+		dir = create()
+		Expect(filepath.Join(dir, "one.txt")).To(BeAnExistingFile())
+		Expect(os.WriteFile(filepath.Join(dir, "two.txt"), []byte("two\n"), 0o644)).To(Succeed())
+		remove(dir)
+		Expect(e.run("", "cat", "agent/a8:one.txt").Stdout).To(Equal("one\n"))
+		Expect(e.run("", "cat", "agent/a8:two.txt").Stdout).To(Equal("two\n"))
+
+		// Once landed, the next tree starts from main again, and its
+		// removal fast-forwards the branch.
+		Expect(e.run("", "land", "agent/a8", "--onto", "main").Exit).To(Equal(0))
+		dir = create()
+		Expect(os.WriteFile(filepath.Join(dir, "three.txt"), []byte("three\n"), 0o644)).To(Succeed())
+		remove(dir)
+		Expect(e.run("", "cat", "agent/a8:three.txt").Stdout).To(Equal("three\n"))
+	})
+
+	It("makes hook trees in SWARMOPS_WORKTREES, printed absolute, with or without a server", func() {
+		rel := "wts"
+		c := e.cmd(`{"name":"a9"}`, "hook", "worktree-create")
+		c.Dir = e.root
+		c.Env = append(c.Env, "SWARMOPS_WORKTREES="+rel)
+		out, err := c.Output()
+		Expect(err).NotTo(HaveOccurred(), "%s", out)
+		Expect(strings.TrimSpace(string(out))).To(Equal(filepath.Join(e.root, rel, "a9")))
+	})
 })
