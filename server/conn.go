@@ -121,7 +121,7 @@ func (s *Server) serveConn(c *net.UnixConn) {
 // invoke runs one request's invocation and sends its exit frame; it
 // reports whether the connection may carry another.
 func (s *Server) invoke(sc *sconn, in incoming) bool {
-	inv := &Invocation{Request: *in.req, Done: sc.done,
+	inv := &Invocation{Request: *in.req, Done: sc.done, Stopping: s.stopping,
 		Stdout: &streamWriter{sc: sc, t: fStdout}, Stderr: &streamWriter{sc: sc, t: fStderr}}
 	if in.pr != nil {
 		inv.Stdin = &stdinReader{sc: sc, pr: in.pr}

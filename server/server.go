@@ -35,6 +35,10 @@ type Invocation struct {
 	// Done is closed when the client goes away or the server stops; a
 	// command that runs until told (watch) returns then.
 	Done <-chan struct{}
+	// Stopping is closed when the server stops: a command that Done
+	// ended can tell its client that the server went, not that it is
+	// finished.
+	Stopping <-chan struct{}
 }
 
 // Handler runs one invocation and returns its exit status. It is called

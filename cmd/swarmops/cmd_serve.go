@@ -148,7 +148,7 @@ func serveHandler(s *core.Store, dir string) server.Handler {
 		env := inv.Env
 		c := &app{stdin: inv.Stdin, stdout: inv.Stdout, stderr: inv.Stderr, start: time.Now(),
 			getenv: func(k string) string { return env[k] }, cwd: inv.Cwd, shared: s, sharedDir: dir, sharedInfo: info,
-			stderrTTY: inv.StderrTTY, done: inv.Done}
+			stderrTTY: inv.StderrTTY, done: inv.Done, serverStopping: inv.Stopping}
 		return c.run(inv.Args)
 	}
 }

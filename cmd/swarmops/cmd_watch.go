@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -129,10 +130,26 @@ func (a *app) watch(s *core.Store, w watchFlags) error {
 		last = seq
 		select {
 		case <-stop:
-			return nil
+			return a.serverWent(last)
 		case <-time.After(w.poll):
 		}
 	}
+}
+
+// serverWent is how a watch ends when it was told to stop: cleanly, unless
+// the server it ran in is stopping, which its client must hear as the
+// server gone (E_UNAVAILABLE, as when the server dies) with where to
+// resume, not as the stream's end.
+func (a *app) serverWent(last uint64) error {
+	select {
+	case <-a.serverStopping:
+	default:
+		return nil
+	}
+	a.flushed = false
+	return &cliError{kind: kindGone, err: errors.New("the server stopped"), subject: map[string]any{"seq": last},
+		msg:  "watch: the store's server stopped",
+		hint: fmt.Sprintf("watch again with --from %d (through the next server, or in this process)", last)}
 }
 
 // watchStart returns the sequence number the stream starts after: --from,
@@ -185,7 +202,7 @@ func (a *app) watchOnce(s *core.Store, w watchFlags) error {
 		}
 		select {
 		case <-a.done:
-			return nil
+			return a.serverWent(last)
 		case <-time.After(min(w.poll, time.Until(deadline))):
 		}
 	}

@@ -46,6 +46,9 @@ type app struct {
 	// done, when set, is closed when the client of a server goes away or
 	// the server stops: a command that runs until told (watch) returns.
 	done <-chan struct{}
+	// serverStopping, under a server, is closed when the server stops:
+	// done then means the server went, which a watch reports.
+	serverStopping <-chan struct{}
 
 	// groupCache is core's Options.GroupCache for the store this process
 	// opens; 0: core's default.

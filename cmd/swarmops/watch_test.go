@@ -92,6 +92,21 @@ var _ = Describe("watch across failures", func() {
 		resumed(e, w1, w2)
 	})
 
+	It("ends with E_UNAVAILABLE and where to resume when its server stops cleanly", func() {
+		e := newStoreEnv()
+		srv, _ := e.startServer()
+		required := []string{"SWARMOPS_SERVER=required"}
+		w := startWatchWith(e, required, "--json", "--from", "0")
+		e.run("put f = \"1\"\n", "commit", "-F", "-", "--advance", "main", "--create")
+		w.waitFor(1)
+		Expect(srv.Process.Signal(syscall.SIGTERM)).To(Succeed())
+		srv.Wait()
+		Expect(w.wait()).To(Equal(kindGone.Exit), "watch through a stopped server: %v", w.raw)
+		last := w.raw[len(w.raw)-1]
+		Expect(last).To(ContainSubstring(`"code":"E_UNAVAILABLE"`))
+		Expect(last).To(ContainSubstring(fmt.Sprintf(`"seq":%d`, w.lastSeq())))
+	})
+
 	It("resumes with --from after writers die mid-commit and the watch itself is killed", func() {
 		e := newEnv()
 		e.extra = append(e.extra, "SWARMOPS_SERVER=off")
