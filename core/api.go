@@ -34,6 +34,10 @@ type CommitRequest struct {
 	// Op is the operation the Advance move records, with Agent (zero:
 	// OpCommit); Land records OpLand, an import OpImport.
 	Op Op
+	// RefuseEmpty makes a commit of at most one parent whose changes
+	// leave that parent's tree as it is fail with ErrEmpty, writing
+	// nothing. (A merge's second parent is a change in itself.)
+	RefuseEmpty bool
 }
 
 // RefUpdate is one compare-and-swap of a ref. Old zero means the ref must

@@ -86,6 +86,11 @@ func (s *Store) commitOnce(req CommitRequest) (ID, error) {
 	if err != nil {
 		return ID{}, err
 	}
+	if req.RefuseEmpty && len(req.Parents) <= 1 && b.Changed() == 0 {
+		// Nothing was flushed either: a change that alters nothing adds
+		// no blob.
+		return ID{}, fmt.Errorf("%w: the changes leave the tree as it is", ErrEmpty)
+	}
 	var moves []refs.Move
 	if req.Advance != "" {
 		var old ID

@@ -1,6 +1,7 @@
 package core_test
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"testing"
@@ -299,5 +300,28 @@ func TestACommittedChangesetIsReadFromMemory(t *testing.T) {
 	}
 	if n := c.Total(); n != 0 {
 		t.Fatalf("reading the changeset just committed made %d filesystem calls; want 0", n)
+	}
+}
+
+// TestACommitThatChangesNothingIsRefusedWhenAsked: with RefuseEmpty, a
+// put of what the parent holds is ErrEmpty and writes nothing; without it
+// the changeset is recorded, as before.
+func TestACommitThatChangesNothingIsRefusedWhenAsked(t *testing.T) {
+	c := faultfs.NewCounting(faultfs.NewMem())
+	s := mustCreate(t, "/s", core.Options{FS: c})
+	head := mustCommit(t, s, core.CommitRequest{Changes: []core.Change{put("a", "0")}, Advance: "main"})
+	c.Reset()
+	_, err := s.Commit(core.CommitRequest{Parents: []core.ID{head}, Changes: []core.Change{put("a", "0")}, Advance: "main", RefuseEmpty: true})
+	if !errors.Is(err, core.ErrEmpty) {
+		t.Fatalf("a put of the same content: %v, want ErrEmpty", err)
+	}
+	if n := c.Count(faultfs.OpWrite) + c.Count(faultfs.OpDatasync); n != 0 {
+		t.Fatalf("the refused commit made %d writes and syncs; want 0", n)
+	}
+	if _, err := s.Commit(core.CommitRequest{Parents: []core.ID{head}, Changes: []core.Change{put("a", "1")}, Advance: "main", RefuseEmpty: true}); err != nil {
+		t.Fatalf("a real change with RefuseEmpty: %v", err)
+	}
+	if _, err := s.Commit(core.CommitRequest{Parents: []core.ID{head}, Changes: []core.Change{put("a", "0")}}); err != nil {
+		t.Fatalf("the same put without RefuseEmpty: %v", err)
 	}
 }

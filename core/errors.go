@@ -36,6 +36,9 @@ var (
 	// that needs recovery first (a *NeedsRecoveryError), which only a
 	// process that can write may run.
 	ErrReadOnly = errs.ErrReadOnly
+	// ErrEmpty: a commit with RefuseEmpty would leave its parent's tree as
+	// it is; nothing was written.
+	ErrEmpty = errs.ErrEmpty
 	// ErrCrashed is a simulated crash (tests only).
 	ErrCrashed = errs.ErrCrashed
 )

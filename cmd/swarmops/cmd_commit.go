@@ -221,7 +221,11 @@ func (a *app) commitChanges(s *core.Store, sn *core.Snapshot, c commitFlags, ps 
 	if len(changes) == 0 && !c.allowEmpty {
 		return core.ID{}, 0, emptyCommit()
 	}
-	id, err := a.commitRequest(s, sn, c, core.CommitRequest{Parents: ps, Changes: changes, Agent: c.agent, Message: c.msg, Advance: c.advance})
+	id, err := a.commitRequest(s, sn, c, core.CommitRequest{Parents: ps, Changes: changes, Agent: c.agent, Message: c.msg, Advance: c.advance,
+		RefuseEmpty: !c.allowEmpty})
+	if errors.Is(err, core.ErrEmpty) {
+		return core.ID{}, 0, emptyCommit()
+	}
 	return id, len(changes), err
 }
 

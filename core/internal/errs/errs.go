@@ -35,6 +35,7 @@ var (
 	ErrClosed    = errors.New("core: store closed")
 	ErrProtected = errors.New("core: protected ref")
 	ErrReadOnly  = errors.New("core: store not writable")
+	ErrEmpty     = errors.New("core: nothing to commit")
 	ErrCrashed   = vfs.ErrCrashed
 )
 

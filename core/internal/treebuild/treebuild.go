@@ -61,7 +61,14 @@ type Builder struct {
 	held    int64
 	flush   Flush
 	flushed int // chunks flushed
+	// changed is how many paths the last Build changed in its first
+	// parent's tree.
+	changed int
 }
+
+// Changed returns how many paths the last Build changed in its first
+// parent's tree: 0 for changes that leave it as it is.
+func (b *Builder) Changed() int { return b.changed }
 
 // New returns a builder reading from src; blobs larger than
 // inlineThreshold become loose objects.
@@ -126,6 +133,7 @@ func (b *Builder) Build(parents []objects.ID, changes []Change, agent, message s
 	if err != nil {
 		return objects.ID{}, time.Time{}, err
 	}
+	b.changed = len(delta)
 	t := when().UTC()
 	cs := &objects.Changeset{Parents: parents, Root: root, Delta: objects.DeltaHash(delta),
 		Generation: gen + 1, Agent: agent, Message: message, Time: t}
