@@ -155,14 +155,20 @@ func (a *app) serverWent(last uint64) error {
 // watchStart returns the sequence number the stream starts after: --from,
 // else the durable end now.
 func (a *app) watchStart(s *core.Store, w watchFlags) (uint64, error) {
-	if w.fromSet {
-		return w.from, nil
-	}
 	sn, err := s.Snapshot()
 	if err != nil {
 		return 0, err
 	}
-	return sn.Seq(), nil
+	if !w.fromSet {
+		return sn.Seq(), nil
+	}
+	if w.from > sn.Seq() {
+		// Every sequence number a watch printed is durable, so one past
+		// the store's end was never this store's: a watch from it would
+		// skip every move until the store reached it.
+		return 0, usageHint(nil, nil, "watch: --from %d is past this store's last durable frame (%d)", w.from, sn.Seq())
+	}
+	return w.from, nil
 }
 
 // movesAfter returns the durable moves of refs (none: every ref) after

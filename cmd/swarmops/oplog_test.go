@@ -110,6 +110,14 @@ var _ = Describe("the operation log", func() {
 		Expect(moves).To(HaveLen(1))
 		Expect(moves[0]).To(HaveKeyWithValue("agent", "eve"))
 	})
+
+	It("refuses a watch --from past the store's last durable frame: it was never this store's", func() {
+		d := e.ok("", "watch", "--once").(map[string]any)
+		seq := uint64(d["seq"].(float64))
+		er := e.run("", "--json", "watch", "--once", "--from", fmt.Sprint(seq+1)).Err()
+		Expect(er["code"]).To(Equal("E_USAGE"))
+		Expect(e.ok("", "watch", "--once", "--from", fmt.Sprint(seq))).To(HaveKeyWithValue("moves", BeEmpty()))
+	})
 })
 
 // watcher is a running `swarmops watch` whose stdout lines are collected.
