@@ -163,7 +163,12 @@ func (a *app) hookRemove() error {
 		return err
 	}
 	if clean, _ := st.(map[string]any)["clean"].(bool); !clean {
-		if _, err := a.sub("", "commit", "--dir", dir, "--advance", ref, "--create", "-m", "work left in "+filepath.Base(dir)); err != nil {
+		// The agent is the tree's name unless the environment names one.
+		args := []string{"commit", "--dir", dir, "--advance", ref, "--create", "-m", "work left in " + filepath.Base(dir)}
+		if a.getenv(agentEnv) == "" {
+			args = append(args, "--agent", filepath.Base(dir))
+		}
+		if _, err := a.sub("", args...); err != nil {
 			return err
 		}
 	}

@@ -206,6 +206,7 @@ var _ = Describe("work trees", func() {
 		Expect(r.Exit).To(Equal(0), r.Stderr)
 		Expect(dir).NotTo(BeAnExistingFile())
 		Expect(e.run("", "cat", "agent/a7:work.txt").Stdout).To(Equal("done\n"))
+		Expect(e.ok("", "show", "agent/a7").(map[string]any)["agent"]).To(Equal("a7"))
 		er := e.run(`{"name":"../x"}`, "hook", "worktree-create", "--json").Err()
 		Expect(er["code"]).To(Equal("E_USAGE"))
 	})
