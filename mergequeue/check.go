@@ -37,11 +37,12 @@ func (r *runner) runCheck(sn *core.Snapshot, tip core.ID) (checkResult, error) {
 	if h := testknobs.QueueCheck; h != nil {
 		return hookCheck(h, sn, r.target, tip)
 	}
-	scratch, err := os.MkdirTemp(r.o.TempDir, "swarmops-check-")
+	sweepScratch(r.o.TempDir)
+	scratch, release, err := newScratch(r.o.TempDir)
 	if err != nil {
 		return checkResult{}, err
 	}
-	defer os.RemoveAll(scratch)
+	defer release()
 	dir := filepath.Join(scratch, "tree")
 	if _, err := worktree.Checkout(sn, tip, dir, worktree.Options{NoIgnore: true}); err != nil {
 		return checkResult{}, fmt.Errorf("check out %s for the check: %w", short(tip), err)
@@ -60,10 +61,16 @@ func (r *runner) runCheck(sn *core.Snapshot, tip core.ID) (checkResult, error) {
 	cmd.Env = append(os.Environ(), "SWARMOPS_CHECK_TARGET="+r.target, "SWARMOPS_CHECK_TIP="+tip.String())
 	// The check runs in a process group of its own, killed whole at the
 	// timeout: a test runner's children must not outlive it.
+	// A runner killed outright leaves the group running; the next
+	// runner's sweep ends it (sweepScratch).
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = time.Second
-	err = cmd.Run()
+	if err := cmd.Start(); err != nil {
+		return checkResult{}, fmt.Errorf("run the check: %w", err)
+	}
+	notePgid(scratch, cmd.Process.Pid)
+	err = cmd.Wait()
 	res := checkResult{output: out.String(), timedOut: ctx.Err() != nil}
 	var ee *exec.ExitError
 	switch {
