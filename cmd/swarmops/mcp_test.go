@@ -296,3 +296,29 @@ func (s *syncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+// TestMCPAnswersAScriptThatClosesItsInput: a client that writes its
+// requests and closes its end at once (a script's pipe) still gets every
+// answer, the tool call's too, before the session ends.
+func TestMCPAnswersAScriptThatClosesItsInput(t *testing.T) {
+	store := filepath.Join(t.TempDir(), "store")
+	seedStore(t, store)
+	in := strings.Join([]string{
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"log","arguments":{"rev":"main","n":1}}}`,
+	}, "\n") + "\n"
+	var out, errb bytes.Buffer
+	st := run([]string{"mcp"}, strings.NewReader(in), &out, &errb, func(k string) string {
+		if k == "SWARMOPS_STORE" {
+			return store
+		}
+		return ""
+	})
+	if st != 0 {
+		t.Fatalf("status %d, stderr %s", st, errb.String())
+	}
+	if !strings.Contains(out.String(), `"id":1`) || !strings.Contains(out.String(), `"id":2`) {
+		t.Fatalf("not every request answered:\n%s", out.String())
+	}
+}
