@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 	"unicode/utf8"
 
@@ -88,6 +89,12 @@ func dispatch(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv f
 		return a.run(args)
 	}
 	a.jsonOut = prescanJSON(args, getenv)
+	if server.NotRun(err) && errors.Is(err, syscall.EACCES) {
+		// The server serves its owner only: waiting will not change that.
+		return a.finish(&cliError{kind: kindUsage, err: err,
+			msg:  fmt.Sprintf("the store's server refuses this user (%s=%s): %v", serverModeEnv, mode, err),
+			hint: "run as the server's owner, or with " + serverModeEnv + "=auto or off to run in this process"})
+	}
 	if server.NotRun(err) {
 		return a.finish(&cliError{kind: kindGone, err: err,
 			msg:  fmt.Sprintf("no server runs for the store (%s=%s): %v", serverModeEnv, mode, err),
