@@ -88,6 +88,10 @@ func (a *app) serve(grace time.Duration, cpuprofile string) error {
 		return &cliError{kind: kindRunning, err: err, msg: fmt.Sprintf("store %s: %v", dir, err),
 			hint: "its clients use it already; stop it (SIGTERM) to start another"}
 	}
+	if errors.Is(err, syscall.EROFS) || errors.Is(err, syscall.EACCES) {
+		return &cliError{kind: kindReadOnly, err: err, msg: fmt.Sprintf("serve: %v", err),
+			hint: "a server makes its socket in the store directory: run it where the store can be written"}
+	}
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}

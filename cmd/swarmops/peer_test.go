@@ -69,3 +69,38 @@ func TestARequiredServerThatRefusesThisUserIsAUsageError(t *testing.T) {
 		t.Fatalf("as uid 65534 against root's server: exit %d, %s", cmd.ProcessState.ExitCode(), out)
 	}
 }
+
+// TestServeOnAStoreThisUserCannotWriteIsReadOnly: serve makes its socket
+// in the store directory; as a user who may only read the store it is
+// E_READ_ONLY (exit 20), not an I/O error.
+func TestServeOnAStoreThisUserCannotWriteIsReadOnly(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("needs root to run the CLI as another user")
+	}
+	base := t.TempDir()
+	os.Chmod(filepath.Dir(base), 0o755)
+	os.Chmod(base, 0o755)
+	store := filepath.Join(base, "store")
+	seedStore(t, store)
+	filepath.Walk(store, func(p string, fi os.FileInfo, err error) error {
+		if err == nil {
+			os.Chmod(p, fi.Mode()|0o055)
+		}
+		return nil
+	})
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(base, "cli.test")
+	if b, err := os.ReadFile(exe); err != nil || os.WriteFile(bin, b, 0o755) != nil {
+		t.Fatalf("copy the test binary: %v", err)
+	}
+	cmd := exec.Command(bin, "--store", store, "--json", "serve")
+	cmd.Env = append(os.Environ(), cliAsChildEnv+"=1")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	out, _ := cmd.Output()
+	if cmd.ProcessState.ExitCode() != kindReadOnly.Exit || !strings.Contains(string(out), `"code":"E_READ_ONLY"`) {
+		t.Fatalf("serve as uid 65534 on root's store: exit %d, %s", cmd.ProcessState.ExitCode(), out)
+	}
+}
