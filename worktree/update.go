@@ -149,6 +149,9 @@ func (t *Tree) Update(src UpdateSource, onto objects.ID, label string) (*UpdateR
 		if !mb.IsZero() {
 			res.MergeBase = mb
 		}
+		if mb == onto {
+			return res, t.upToDate(res, made)
+		}
 	}
 	slots, err := t.updateSlots(src, res.MergeBase, onto)
 	if err != nil {
@@ -179,6 +182,26 @@ func (t *Tree) Update(src UpdateSource, onto objects.ID, label string) (*UpdateR
 		return res, t.writeStorePath()
 	}
 	return res, nil
+}
+
+// upToDate finishes an update onto the tree's base or an ancestor of it,
+// as git's merge is "already up to date": there is nothing to bring in,
+// and moving the base back would make the tree's committed work look
+// uncommitted, so the tree keeps its base and files; only the ref it
+// follows is recorded.
+func (t *Tree) upToDate(res *UpdateResult, made bool) error {
+	res.Changeset = t.idx.Base
+	if t.opts.Ref != "" && t.opts.Ref != t.idx.Ref {
+		ix := *t.idx
+		ix.Ref = t.opts.Ref
+		if err := t.writeIndex(&ix); err != nil {
+			return err
+		}
+	}
+	if made {
+		return t.writeStorePath()
+	}
+	return nil
 }
 
 // updateSlots lists the paths an update looks at: those that differ

@@ -193,6 +193,24 @@ func TestUpdateCarriesCommittedChanges(t *testing.T) {
 	}
 }
 
+// TestUpdateOntoAnAncestorIsUpToDate: a tree that committed past REV and
+// is updated onto REV (main before its branch landed) keeps its base and
+// files, as git's merge of an ancestor is "already up to date": moving the
+// base back made its committed work look uncommitted.
+func TestUpdateOntoAnAncestorIsUpToDate(t *testing.T) {
+	f, m, a := checkedOut(t, put("x", "x\n"), put("y", "y\n"))
+	writeMem(t, m, "/w/x", "mine\n")
+	mine := f.commitDir("/w", f.opts())
+	res := updateTo(t, f, a)
+	if res.Changeset != mine || res.Written != 0 || len(res.Conflicts) != 0 {
+		t.Fatalf("update onto an ancestor: on %s (want %s), written %v, conflicts %v", res.Changeset, mine, res.Written, conflictPaths(res.Conflicts))
+	}
+	wt := mustOpen(t, "/w", f.opts())
+	if st := mustStatus(t, wt); wt.Base() != mine || len(kinds(st)) != 0 {
+		t.Fatalf("after the update: base %s (want %s), status %v", wt.Base(), mine, kinds(st))
+	}
+}
+
 // TestUpdateOntoAnUnrelatedChangeset: with no common ancestor the tree's
 // base is the merge base.
 func TestUpdateOntoAnUnrelatedChangeset(t *testing.T) {

@@ -75,6 +75,11 @@ func (a *app) leaseTree(s *core.Store, dir string, id core.ID) error {
 	if err != nil {
 		return err
 	}
+	return s.Lease(treeLeaseName(abs), []core.ID{id}, treeLeaseTTL)
+}
+
+// treeLeaseName names the lease of the work tree at the absolute path abs.
+func treeLeaseName(abs string) string {
 	sum := sha256.Sum256([]byte(abs))
-	return s.Lease("tree-"+hex.EncodeToString(sum[:8]), []core.ID{id}, treeLeaseTTL)
+	return "tree-" + hex.EncodeToString(sum[:8])
 }

@@ -127,14 +127,17 @@ func (a *app) hookCreate() error {
 	// not hold (its tree was removed before that work landed): the new
 	// tree starts from it, so the agent finds its work and the tree's
 	// removal can advance the ref.
-	from, err := a.hookStart(base, "agent/"+name)
+	from, baseID, err := a.hookStart(base, "agent/"+name)
 	if err != nil {
 		return err
 	}
-	if _, err := a.sub("", "checkout", from, dir); err != nil {
+	if _, err := a.sub("", "checkout", from.String(), dir); err != nil {
 		return err
 	}
-	if _, err := a.sub("", "ref", "create", "agent/"+name, base); err != nil {
+	// The ref starts where the tree does: base is resolved once, so a
+	// land onto it during the checkout does not put the ref ahead of the
+	// tree (which made the agent's first commit E_CONFLICT).
+	if _, err := a.sub("", "ref", "create", "agent/"+name, baseID.String()); err != nil {
 		var ce *cliError
 		if !errors.As(err, &ce) || ce.kind != kindConflict {
 			return err
@@ -175,17 +178,26 @@ func (a *app) hookRemove() error {
 	if err := os.RemoveAll(dir); err != nil {
 		return fmt.Errorf("hook worktree-remove: %w", err)
 	}
+	// The tree's lease held its base from gc for a day: the tree is gone.
+	if err := a.withStore(func(s *core.Store, _ *core.Snapshot) error {
+		return s.ReleaseLease(treeLeaseName(dir))
+	}); err != nil {
+		return fmt.Errorf("hook worktree-remove: release the tree's lease: %w", err)
+	}
 	a.flushed = true
 	return nil
 }
 
-// hookStart returns the revision a new tree for ref starts from: ref
-// when it exists and holds work base lacks (base is not a descendant of
-// it), else base.
-func (a *app) hookStart(base, ref string) (string, error) {
-	var from string
-	err := a.withStore(func(_ *core.Store, sn *core.Snapshot) error {
-		from = base
+// hookStart resolves base, in one snapshot with ref, and returns the
+// changeset a new tree for ref starts from: ref's when it exists and holds
+// work base lacks (base is not a descendant of it), else base's.
+func (a *app) hookStart(base, ref string) (from, baseID core.ID, err error) {
+	err = a.withStore(func(_ *core.Store, sn *core.Snapshot) error {
+		b, err := resolve(sn, base)
+		if err != nil {
+			return err
+		}
+		from, baseID = b, b
 		v, err := sn.Ref(ref)
 		if errors.Is(err, core.ErrNotFound) {
 			return nil
@@ -193,18 +205,14 @@ func (a *app) hookStart(base, ref string) (string, error) {
 		if err != nil {
 			return err
 		}
-		b, err := resolve(sn, base)
-		if err != nil {
-			return err
-		}
 		if mb, err := sn.MergeBase(v, b); err != nil {
 			return err
 		} else if mb != v {
-			from = ref
+			from = v
 		}
 		return nil
 	})
-	return from, err
+	return from, baseID, err
 }
 
 func firstOf(vs ...string) string {

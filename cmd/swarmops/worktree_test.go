@@ -9,6 +9,8 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+
+	"github.com/swarmops/swarmops/core"
 )
 
 // The work-tree commands as an agent uses them: check out, edit with
@@ -207,6 +209,8 @@ var _ = Describe("work trees", func() {
 		Expect(dir).NotTo(BeAnExistingFile())
 		Expect(e.run("", "cat", "agent/a7:work.txt").Stdout).To(Equal("done\n"))
 		Expect(e.ok("", "show", "agent/a7").(map[string]any)["agent"]).To(Equal("a7"))
+		Expect(filepath.Join(e.store, core.LeaseDir, treeLeaseName(dir))).NotTo(BeAnExistingFile(),
+			"the removed tree's lease would hold its base from gc for a day")
 		er := e.run(`{"name":"../x"}`, "hook", "worktree-create", "--json").Err()
 		Expect(er["code"]).To(Equal("E_USAGE"))
 	})
