@@ -160,6 +160,9 @@ func (s *Store) background(fn func()) {
 // lockPath names a lock file of the store directory.
 func (s *Store) lockPath(name string) string { return path.Join(s.dir, name) }
 
+// Dir returns the store's directory as it was opened.
+func (s *Store) Dir() string { return s.dir }
+
 // setBoot records the current boot id, and makes the parts that carry it.
 func (s *Store) setBoot(boot string) {
 	s.boot = state.BootHash(boot)

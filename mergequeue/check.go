@@ -6,14 +6,12 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"sort"
 	"syscall"
 	"time"
 
 	"github.com/swarmops/swarmops/core"
 	"github.com/swarmops/swarmops/internal/testknobs"
-	"github.com/swarmops/swarmops/worktree"
 )
 
 // DefaultOutputLimit is how much of a check's combined output is kept
@@ -38,13 +36,16 @@ func (r *runner) runCheck(sn *core.Snapshot, tip core.ID) (checkResult, error) {
 		return hookCheck(h, sn, r.target, tip)
 	}
 	sweepScratch(r.o.TempDir)
-	scratch, release, err := newScratch(r.o.TempDir)
-	if err != nil {
-		return checkResult{}, err
+	scratch, release, kept := keptScratch(r.o.TempDir, r.s.Dir()+"\x00"+r.target)
+	if !kept {
+		var err error
+		if scratch, release, err = newScratch(r.o.TempDir); err != nil {
+			return checkResult{}, err
+		}
 	}
 	defer release()
-	dir := filepath.Join(scratch, "tree")
-	if _, err := worktree.Checkout(sn, tip, dir, worktree.Options{NoIgnore: true}); err != nil {
+	dir, err := readyTree(sn, tip, scratch)
+	if err != nil {
 		return checkResult{}, fmt.Errorf("check out %s for the check: %w", short(tip), err)
 	}
 	ctx, cancel := context.Background(), func() {}

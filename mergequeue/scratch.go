@@ -1,14 +1,19 @@
 package mergequeue
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
+	"github.com/swarmops/swarmops/core"
 	"github.com/swarmops/swarmops/core/vfs"
+	"github.com/swarmops/swarmops/worktree"
 )
 
 // A check's scratch directory holds, beside the tree, a lock its runner
@@ -67,12 +72,17 @@ func sweepScratch(tempDir string) {
 	}
 	dirs, _ := filepath.Glob(filepath.Join(tempDir, scratchPrefix+"*"))
 	for _, dir := range dirs {
-		l, err := vfs.OS().Lock(filepath.Join(dir, scratchLock), 0)
+		lock := filepath.Join(dir, scratchLock)
+		l, err := vfs.OS().Lock(lock, 0)
 		if err != nil {
 			continue // a runner holds it, or it is not ours to judge
 		}
 		killOrphanedCheck(dir)
-		os.RemoveAll(dir)
+		// A kept directory stays for its next check, unless idle long.
+		kept := strings.HasPrefix(filepath.Base(dir), keptPrefix)
+		if fi, err := os.Stat(lock); !kept || err != nil || time.Since(fi.ModTime()) > keptIdle {
+			os.RemoveAll(dir)
+		}
 		l.Unlock()
 	}
 }
@@ -109,4 +119,91 @@ func killOrphanedCheck(dir string) {
 // within reports whether path is dir or below it.
 func within(path, dir string) bool {
 	return path == dir || strings.HasPrefix(path, dir+string(filepath.Separator))
+}
+
+// keptPrefix names the scratch directory a store's queue keeps for one
+// target from check to check: switching it to the next tip writes what
+// differs, where a fresh checkout of a large tree writes every file.
+const keptPrefix = scratchPrefix + "kept-"
+
+// keptIdle is how long a kept directory no runner used stays: a store
+// removed, or a target no longer landed on, does not hold a whole
+// checkout for ever.
+const keptIdle = 24 * time.Hour
+
+// keptScratch takes the kept directory of key under tempDir. ok is false
+// when another runner holds it (the caller then makes a directory of its
+// own).
+func keptScratch(tempDir, key string) (dir string, release func(), ok bool) {
+	if tempDir == "" {
+		tempDir = os.TempDir()
+	}
+	sum := sha256.Sum256([]byte(key))
+	dir = filepath.Join(tempDir, keptPrefix+hex.EncodeToString(sum[:8]))
+	if err := os.Mkdir(dir, 0o700); err != nil && !os.IsExist(err) {
+		return "", nil, false
+	}
+	// The name is predictable in a shared directory: only a real
+	// directory of this user's, closed to others, is taken.
+	fi, err := os.Lstat(dir)
+	if err != nil || !fi.IsDir() || fi.Mode().Perm()&0o077 != 0 {
+		return "", nil, false
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); !ok || int(st.Uid) != os.Geteuid() {
+		return "", nil, false
+	}
+	lock := filepath.Join(dir, scratchLock)
+	l, err := vfs.OS().Lock(lock, 0)
+	if err != nil {
+		return "", nil, false
+	}
+	now := time.Now()
+	os.Chtimes(lock, now, now) // its use, for the sweep
+	return dir, func() { l.Unlock() }, true
+}
+
+// readyTree makes the work tree in dir/tree hold exactly tip: the kept
+// tree switched to tip, with what the last check left untracked removed,
+// or, where that cannot be made clean (the check changed a tracked file),
+// a fresh checkout.
+func readyTree(sn *core.Snapshot, tip core.ID, dir string) (string, error) {
+	tree := filepath.Join(dir, "tree")
+	o := worktree.Options{NoIgnore: true, Force: true}
+	if t, err := worktree.Open(tree, o); err == nil {
+		clean := switchClean(t, sn, tip)
+		t.Close()
+		if clean {
+			return tree, nil
+		}
+	}
+	if err := os.RemoveAll(tree); err != nil {
+		return "", err
+	}
+	_, err := worktree.Checkout(sn, tip, tree, worktree.Options{NoIgnore: true})
+	return tree, err
+}
+
+// switchClean switches t to tip and removes the untracked paths; it
+// reports whether t then holds exactly tip.
+func switchClean(t *worktree.Tree, sn *core.Snapshot, tip core.ID) bool {
+	if _, err := t.Switch(sn, tip); err != nil {
+		return false
+	}
+	st, err := t.Status()
+	if err != nil {
+		return false
+	}
+	for _, c := range st.Changes {
+		if c.Kind != worktree.Added {
+			return false
+		}
+		if err := os.RemoveAll(filepath.Join(t.Dir(), filepath.FromSlash(c.Path))); err != nil {
+			return false
+		}
+	}
+	if len(st.Changes) == 0 {
+		return true
+	}
+	st, err = t.Status()
+	return err == nil && len(st.Changes) == 0 && len(st.Skipped) == 0
 }
