@@ -24,18 +24,17 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// TestARequiredServerThatRefusesThisUserIsAUsageError: a store's server
-// serves its owner only; another user with SWARMOPS_SERVER=required gets
-// E_USAGE (exit 2, not retryable), not an E_UNAVAILABLE a retry loop would
-// spin on. Only root can start the other user's process.
-func TestARequiredServerThatRefusesThisUserIsAUsageError(t *testing.T) {
+// otherUserFixture makes a store another user may read but not write, and
+// a copy of the test binary that user may run as the CLI (cliAsChildEnv).
+func otherUserFixture(t *testing.T) (store, bin string) {
+	t.Helper()
 	if os.Getuid() != 0 {
 		t.Skip("needs root to run the CLI as another user")
 	}
 	base := t.TempDir()
 	os.Chmod(filepath.Dir(base), 0o755)
 	os.Chmod(base, 0o755)
-	store := filepath.Join(base, "store")
+	store = filepath.Join(base, "store")
 	seedStore(t, store)
 	filepath.Walk(store, func(p string, fi os.FileInfo, err error) error {
 		if err == nil {
@@ -43,6 +42,23 @@ func TestARequiredServerThatRefusesThisUserIsAUsageError(t *testing.T) {
 		}
 		return nil
 	})
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin = filepath.Join(base, "cli.test")
+	if b, err := os.ReadFile(exe); err != nil || os.WriteFile(bin, b, 0o755) != nil {
+		t.Fatalf("copy the test binary: %v", err)
+	}
+	return store, bin
+}
+
+// TestARequiredServerThatRefusesThisUserIsAUsageError: a store's server
+// serves its owner only; another user with SWARMOPS_SERVER=required gets
+// E_USAGE (exit 2, not retryable), not an E_UNAVAILABLE a retry loop would
+// spin on. Only root can start the other user's process.
+func TestARequiredServerThatRefusesThisUserIsAUsageError(t *testing.T) {
+	store, bin := otherUserFixture(t)
 	s, err := core.Open(store, core.Options{LockTimeout: 10 * time.Second})
 	if err != nil {
 		t.Fatal(err)
@@ -53,14 +69,6 @@ func TestARequiredServerThatRefusesThisUserIsAUsageError(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer srv.Stop(5 * time.Second)
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(base, "cli.test")
-	if b, err := os.ReadFile(exe); err != nil || os.WriteFile(bin, b, 0o755) != nil {
-		t.Fatalf("copy the test binary: %v", err)
-	}
 	cmd := exec.Command(bin, "--store", store, "--json", "log")
 	cmd.Env = append(os.Environ(), cliAsChildEnv+"=1", serverModeEnv+"="+modeRequired)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
@@ -74,28 +82,7 @@ func TestARequiredServerThatRefusesThisUserIsAUsageError(t *testing.T) {
 // in the store directory; as a user who may only read the store it is
 // E_READ_ONLY (exit 20), not an I/O error.
 func TestServeOnAStoreThisUserCannotWriteIsReadOnly(t *testing.T) {
-	if os.Getuid() != 0 {
-		t.Skip("needs root to run the CLI as another user")
-	}
-	base := t.TempDir()
-	os.Chmod(filepath.Dir(base), 0o755)
-	os.Chmod(base, 0o755)
-	store := filepath.Join(base, "store")
-	seedStore(t, store)
-	filepath.Walk(store, func(p string, fi os.FileInfo, err error) error {
-		if err == nil {
-			os.Chmod(p, fi.Mode()|0o055)
-		}
-		return nil
-	})
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(base, "cli.test")
-	if b, err := os.ReadFile(exe); err != nil || os.WriteFile(bin, b, 0o755) != nil {
-		t.Fatalf("copy the test binary: %v", err)
-	}
+	store, bin := otherUserFixture(t)
 	cmd := exec.Command(bin, "--store", store, "--json", "serve")
 	cmd.Env = append(os.Environ(), cliAsChildEnv+"=1")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
