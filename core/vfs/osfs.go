@@ -263,14 +263,11 @@ func ignoringEINTR(fn func() error) error {
 // A wait parks the goroutine until the file is closed by someone (the
 // holder's Unlock, or its death), then tries LOCK_NB again, until timeout
 // (ErrBusy); see waitClose for why it does not block in flock. Where
-// inotify cannot be had, the wait happens in the kernel: a helper goroutine
-// blocks in flock while the caller waits at most timeout. On timeout the
-// caller gets ErrBusy and the helper, which cannot be interrupted, stays
-// queued; if it gets the lock later it releases it at once. Until then it
-// holds one descriptor and one OS thread, so a caller that times out again
-// and again against a holder that never lets go piles up threads: ErrBusy
-// is meant to be reported, not retried in a tight loop. A timeout of zero
-// tries once (LOCK_NB) and leaves no helper behind.
+// inotify cannot be had, or does not see the closes, the wait tries LOCK_NB
+// at growing intervals (pollFlock). It does not block in flock in a helper:
+// a helper whose caller timed out cannot be interrupted, and taking the
+// lock after that it would hold it until it noticed, a moment in which
+// anyone's try fails. A timeout of zero tries once (LOCK_NB).
 func (o *osFS) Lock(name string, timeout time.Duration) (Locked, error) {
 	var fd int
 	err := ignoringEINTR(func() (err error) {
@@ -298,51 +295,29 @@ func (o *osFS) Lock(name string, timeout time.Duration) (Locked, error) {
 		}
 		return &osLock{fd: fd, name: name}, nil
 	}
-	w := &lockWait{done: make(chan struct{})}
-	go w.wait(fd)
-	t := time.NewTimer(timeout)
-	defer t.Stop()
-	select {
-	case <-w.done:
-	case <-t.C:
-		w.mu.Lock()
-		finished := w.finished
-		if !finished {
-			w.abandoned = true
-		}
-		w.mu.Unlock()
-		if !finished {
+	return pollFlock(fd, name, time.Now().Add(timeout))
+}
+
+// pollFlock waits for fd's lock by trying LOCK_NB every 50 µs at first,
+// doubling to every 5 ms, until deadline: the wait where closes cannot be
+// watched. It owns fd.
+func pollFlock(fd int, name string, deadline time.Time) (Locked, error) {
+	for d := 50 * time.Microsecond; ; d = min(2*d, 5*time.Millisecond) {
+		left := time.Until(deadline)
+		if left <= 0 {
+			unix.Close(fd)
 			return nil, &fs.PathError{Op: "lock", Path: name, Err: ErrBusy}
 		}
+		time.Sleep(min(d, left))
+		err := ignoringEINTR(func() error { return unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB) })
+		if err == nil {
+			return &osLock{fd: fd, name: name}, nil
+		}
+		if err != unix.EWOULDBLOCK {
+			unix.Close(fd)
+			return nil, &fs.PathError{Op: "lock", Path: name, Err: err}
+		}
 	}
-	if w.err != nil {
-		unix.Close(fd)
-		return nil, &fs.PathError{Op: "lock", Path: name, Err: w.err}
-	}
-	return &osLock{fd: fd, name: name}, nil
-}
-
-// lockWait is the hand-off between a Lock caller and its helper goroutine.
-type lockWait struct {
-	mu        sync.Mutex
-	finished  bool // the helper's flock returned
-	abandoned bool // the caller gave up; the helper owns fd
-	err       error
-	done      chan struct{}
-}
-
-func (w *lockWait) wait(fd int) {
-	err := ignoringEINTR(func() error { return unix.Flock(fd, unix.LOCK_EX) })
-	w.mu.Lock()
-	w.finished = true
-	w.err = err
-	abandoned := w.abandoned
-	w.mu.Unlock()
-	if abandoned {
-		unix.Close(fd) // releases the lock if flock got it
-		return
-	}
-	close(w.done)
 }
 
 type osLock struct {

@@ -19,8 +19,8 @@ var lockPoll = 100 * time.Millisecond
 
 // missLimit is how many waits in a row may find the lock free after a
 // poll round, a close having gone unreported, before the process gives up
-// on inotify and waits in flock: a filesystem that reports no closes must
-// not cost every wait a poll round.
+// on inotify and polls LOCK_NB instead (pollFlock): a filesystem that
+// reports no closes must not cost every wait a poll round.
 const missLimit = 3
 
 // watchMask is what the inotify watch reports; a variable so that a test
@@ -30,7 +30,7 @@ var watchMask uint32 = unix.IN_CLOSE | unix.IN_DELETE_SELF | unix.IN_MOVE_SELF
 // lockPolls counts the rounds of waitClose that its timer ended, not a
 // close (a test of the wake-up reads it); misses counts the waits in a row
 // that found the lock free after such a round; noInotify makes every wait
-// take the flock fallback (set by a test, or by missLimit misses).
+// poll instead (pollFlock; set by a test, or by missLimit misses).
 var (
 	lockPolls atomic.Int64
 	noInotify atomic.Bool
@@ -56,7 +56,7 @@ var (
 // wake-ups remain half of a queued writer's context switches.)
 //
 // handled is false when inotify cannot be used (no inotify instance or
-// watch to be had): the caller then waits in flock.
+// watch to be had): the caller then polls (pollFlock).
 func waitClose(fd int, name string, deadline time.Time) (handled bool, err error) {
 	if noInotify.Load() {
 		return false, nil

@@ -63,8 +63,8 @@ func TestOSLockWaitersShareAWatch(t *testing.T) {
 	}
 }
 
-// TestOSLockWaitWithoutInotify checks the fallback that waits in flock:
-// the lock is still granted on release and still times out with ErrBusy.
+// TestOSLockWaitWithoutInotify checks the fallback that polls LOCK_NB: the
+// lock is still granted on release and still times out with ErrBusy.
 func TestOSLockWaitWithoutInotify(t *testing.T) {
 	defer vfs.SetNoInotify(true)()
 	name := filepath.Join(t.TempDir(), "LOCK")
@@ -79,10 +79,35 @@ func TestOSLockWaitWithoutInotify(t *testing.T) {
 	waitsForRelease(t, name, 1)
 }
 
+// TestATimedOutWaitLeavesNothingHoldingTheLock: without inotify, a wait
+// that timed out must not take the lock afterwards: once the holder lets
+// go, a try succeeds at once. (A wait blocked in flock in a helper could
+// not be called off, took the lock on the holder's release and held it
+// until it noticed.)
+func TestATimedOutWaitLeavesNothingHoldingTheLock(t *testing.T) {
+	defer vfs.SetNoInotify(true)()
+	name := filepath.Join(t.TempDir(), "LOCK")
+	for i := 0; i < 20; i++ {
+		held, err := vfs.OS().Lock(name, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := vfs.OS().Lock(name, time.Millisecond); !errors.Is(err, vfs.ErrBusy) {
+			t.Fatalf("Lock while held: got %v, want ErrBusy", err)
+		}
+		held.Unlock()
+		l, err := vfs.OS().Lock(name, 0)
+		if err != nil {
+			t.Fatalf("round %d: a try right after the holder let go: %v (a timed-out wait took the lock)", i, err)
+		}
+		l.Unlock()
+	}
+}
+
 // TestOSLockWaitFallsBackWhenClosesGoUnreported runs lock waits where no
 // close is reported: each of the first waits finds the lock free only
 // after a poll round, and after missLimit of them in a row the process
-// waits in flock, which sees the release at once.
+// polls LOCK_NB, which sees the release within milliseconds.
 func TestOSLockWaitFallsBackWhenClosesGoUnreported(t *testing.T) {
 	defer vfs.SetUnreportedCloses(20 * time.Millisecond)()
 	name := filepath.Join(t.TempDir(), "LOCK")
