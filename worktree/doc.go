@@ -39,9 +39,16 @@
 //		| BLAKE3-256 of every byte before it [32]      |
 //		+----------------------------------------------+
 //
-//	  - ver = 2; header flags 0 (reserved: any other value is corrupt).
-//	    Version 1, written by earlier builds, lacks rlen, ref, ccount and
-//	    the conflict records; it is still read, and rewritten as version 2.
+//	  - ver = 2, or 3 for a tree that carries a changeset: version 3 has
+//	    carried [32] (never zero) right after ref. Header flags 0 (reserved:
+//	    any other value is corrupt). Version 1, written by earlier builds,
+//	    lacks rlen, ref, ccount and the conflict records; it is still read,
+//	    and rewritten as version 2.
+//	  - carried: the tree's base before an update onto a revision that did
+//	    not hold it; the tree holds that changeset's commits as local
+//	    changes, merged and resolved, and its next commit records it as its
+//	    second parent, without merging it again. Cleared by that commit, or
+//	    by an update onto a revision that holds it.
 //	  - base: the changeset the tree was checked out from, last updated onto
 //	    or last committed.
 //	  - ref: the ref the tree follows (checked out from or updated onto by

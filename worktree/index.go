@@ -25,9 +25,13 @@ var ErrIndexCorrupt = errors.New("worktree: corrupt index")
 // Index format constants. They are part of the format.
 const (
 	indexMagic = "SWTI"
-	// indexVersion is the version Encode writes; version 1 (no ref, no
-	// conflict records) is still read.
+	// indexVersion is the version Encode writes for a tree that carries
+	// no commits; version 1 (no ref, no conflict records) is still read.
 	indexVersion = 2
+	// carriedVersion is version 2 with the carried changeset after the
+	// ref, written only for a tree that carries one (Index.Carried), so
+	// other trees' indexes stay readable by version 2 readers.
+	carriedVersion = 3
 	// entryFixed is an entry's size without its path.
 	entryFixed = 2 + 4 + 8 + 8 + 8 + 8 + 8 + 32 + 1
 	// sideFixed is one side of a conflict record: mode and id.
@@ -104,6 +108,12 @@ type Index struct {
 	// Conflicts lists the unresolved paths, sorted by path. A conflicted
 	// path that the base tracks also has its entry's Conflict flag set.
 	Conflicts []ConflictRecord
+	// Carried is the changeset an update moved the tree off when it was
+	// not an ancestor of where the update went: the tree then holds its
+	// commits' changes (merged, conflicts as the agent resolved them)
+	// as local ones, and the next commit records it as its second parent
+	// (the zero id when there is none).
+	Carried objects.ID
 }
 
 // Encode returns the canonical encoding of ix. It fails for entries that
@@ -112,7 +122,7 @@ func (ix *Index) Encode() ([]byte, error) {
 	if len(ix.BootID) > 255 || len(ix.Ref) > 255 {
 		return nil, fmt.Errorf("worktree: boot id of %d bytes or ref of %d bytes exceeds 255", len(ix.BootID), len(ix.Ref))
 	}
-	n := headerFixed + len(ix.BootID) + 1 + len(ix.Ref) + 4 + sumLen
+	n := headerFixed + len(ix.BootID) + 1 + len(ix.Ref) + 32 + 4 + sumLen
 	for i, e := range ix.Entries {
 		if err := checkIndexEntry(&e); err != nil {
 			return nil, fmt.Errorf("worktree: index entry %d: %w", i, err)
@@ -133,11 +143,18 @@ func (ix *Index) Encode() ([]byte, error) {
 	}
 	b := make([]byte, 0, n)
 	b = append(b, indexMagic...)
-	b = append(b, indexVersion, 0)
+	ver := byte(indexVersion)
+	if !ix.Carried.IsZero() {
+		ver = carriedVersion
+	}
+	b = append(b, ver, 0)
 	b = append(b, ix.Base[:]...)
 	b = binary.BigEndian.AppendUint64(b, uint64(ix.Written.UnixNano()))
 	b = appendStr8(b, ix.BootID)
 	b = appendStr8(b, ix.Ref)
+	if ver == carriedVersion {
+		b = append(b, ix.Carried[:]...)
+	}
 	b = binary.BigEndian.AppendUint32(b, uint32(len(ix.Entries)))
 	for _, e := range ix.Entries {
 		b = appendStr16(b, e.Path)
@@ -235,8 +252,8 @@ func decodeIndex(b []byte, owned bool) (*Index, error) {
 		return nil, indexCorrupt(0, "magic %q, want %q", body[:4], indexMagic)
 	}
 	ver := body[4]
-	if ver != 1 && ver != indexVersion {
-		return nil, indexCorrupt(4, "version %d, want 1 or %d", ver, indexVersion)
+	if ver < 1 || ver > carriedVersion {
+		return nil, indexCorrupt(4, "version %d, want 1 to %d", ver, carriedVersion)
 	}
 	if body[5] != 0 {
 		return nil, indexCorrupt(5, "header flags %#x, want 0", body[5])
@@ -260,6 +277,16 @@ func decodeIndex(b []byte, owned bool) (*Index, error) {
 		}
 		ix.Ref = string(body[off : off+rlen])
 		off += rlen
+	}
+	if ver >= carriedVersion {
+		if len(body)-off < 32+4 {
+			return nil, indexCorrupt(off, "carried changeset does not fit")
+		}
+		copy(ix.Carried[:], body[off:off+32])
+		off += 32
+		if ix.Carried.IsZero() {
+			return nil, indexCorrupt(off-32, "version %d with no carried changeset", ver)
+		}
 	}
 	off, err := decodeEntries(body, off, ix, owned)
 	if err != nil {

@@ -48,7 +48,7 @@ func (t *Tree) Resolve(paths []string, all, force bool) ([]string, error) {
 	for _, p := range want {
 		drop[p] = true
 	}
-	ix := &Index{Base: t.idx.Base, Ref: t.idx.Ref, Entries: make([]IndexEntry, len(t.idx.Entries))}
+	ix := &Index{Base: t.idx.Base, Ref: t.idx.Ref, Carried: t.idx.Carried, Entries: make([]IndexEntry, len(t.idx.Entries))}
 	for i, e := range t.idx.Entries {
 		if drop[e.Path] {
 			e.Conflict, e.Smudged = false, true

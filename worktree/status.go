@@ -428,7 +428,7 @@ func (t *Tree) refreshed(st *Status) *Index {
 	for _, e := range st.Refreshed {
 		fresh[e.Path] = e
 	}
-	ix := &Index{Base: t.idx.Base, Ref: t.idx.Ref, Conflicts: t.idx.Conflicts, Entries: make([]IndexEntry, len(t.idx.Entries))}
+	ix := &Index{Base: t.idx.Base, Ref: t.idx.Ref, Carried: t.idx.Carried, Conflicts: t.idx.Conflicts, Entries: make([]IndexEntry, len(t.idx.Entries))}
 	for i, e := range t.idx.Entries {
 		if f, ok := fresh[e.Path]; ok {
 			ix.Entries[i] = f

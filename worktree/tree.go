@@ -198,6 +198,11 @@ func (t *Tree) Dir() string { return t.dir }
 // committed (the zero id for a tree adopted without a parent).
 func (t *Tree) Base() objects.ID { return t.idx.Base }
 
+// Carried returns the changeset the tree's last updates carried along as
+// local changes, to be its next commit's second parent (Index.Carried),
+// or the zero id.
+func (t *Tree) Carried() objects.ID { return t.idx.Carried }
+
 // Index returns the tree's index as last read or written. The caller must
 // not change it.
 func (t *Tree) Index() *Index { return t.idx }

@@ -171,7 +171,11 @@ func (t *Tree) Update(src UpdateSource, onto objects.ID, label string) (*UpdateR
 	if err := t.executeUpdate(steps, res); err != nil {
 		return nil, err
 	}
-	ix := &Index{Base: onto, Ref: t.idx.Ref, Entries: t.updatedEntries(steps), Conflicts: res.Conflicts}
+	carried, err := t.carriedAfter(src, res.MergeBase, onto)
+	if err != nil {
+		return nil, err
+	}
+	ix := &Index{Base: onto, Ref: t.idx.Ref, Entries: t.updatedEntries(steps), Conflicts: res.Conflicts, Carried: carried}
 	if t.opts.Ref != "" {
 		ix.Ref = t.opts.Ref
 	}
@@ -182,6 +186,24 @@ func (t *Tree) Update(src UpdateSource, onto objects.ID, label string) (*UpdateR
 		return res, t.writeStorePath()
 	}
 	return res, nil
+}
+
+// carriedAfter returns what the tree carries after an update onto onto
+// with merge base mb: its base, when that is not an ancestor of onto (the
+// update brings its commits along as local changes), or what it carried
+// already; nothing once onto holds it.
+func (t *Tree) carriedAfter(src UpdateSource, mb, onto objects.ID) (objects.ID, error) {
+	carried := t.idx.Carried
+	if carried.IsZero() && !t.idx.Base.IsZero() && mb != t.idx.Base {
+		carried = t.idx.Base
+	}
+	if carried.IsZero() || onto.IsZero() {
+		return carried, nil
+	}
+	if in, err := src.MergeBase(carried, onto); err != nil || in == carried {
+		return objects.ZeroID, err
+	}
+	return carried, nil
 }
 
 // upToDate finishes an update onto the tree's base or an ancestor of it,

@@ -211,6 +211,61 @@ func TestUpdateOntoAnAncestorIsUpToDate(t *testing.T) {
 	}
 }
 
+// TestAnUpdateRemembersTheCommitsItCarried: a tree that committed x (not
+// landed) and is updated onto main carries x: the index keeps it through
+// a refreshing status and a further update, and a commit clears it; an
+// update onto a revision that holds x clears it too, and a tree with only
+// uncommitted changes carries nothing.
+func TestAnUpdateRemembersTheCommitsItCarried(t *testing.T) {
+	carried := func(f *fixture) objects.ID {
+		t.Helper()
+		return mustOpen(t, "/w", f.opts()).Carried()
+	}
+	setup := func() (*fixture, *faultfs.MemFS, objects.ID, objects.ID) {
+		f, m, a := checkedOut(t, put("x", "x\n"), put("y", "y\n"))
+		writeMem(t, m, "/w/x", "mine\n")
+		mine := f.commitDir("/w", f.opts())
+		main := f.commit(a, put("y", "theirs\n"))
+		updateTo(t, f, main)
+		if got := carried(f); got != mine {
+			t.Fatalf("carried %s after the update, want %s", got, mine)
+		}
+		return f, m, mine, main
+	}
+	t.Run("kept, then cleared by a commit", func(t *testing.T) {
+		f, m, mine, main := setup()
+		mustStatus(t, mustOpen(t, "/w", f.opts()))
+		updateTo(t, f, f.commit(main, put("z", "z\n")))
+		if got := carried(f); got != mine {
+			t.Fatalf("carried %s after a status and an update onto a revision that lacks it, want %s", got, mine)
+		}
+		writeMem(t, m, "/w/z", "Z\n")
+		f.commitDir("/w", f.opts())
+		if got := carried(f); !got.IsZero() {
+			t.Fatalf("carried %s after a commit, want none", got)
+		}
+	})
+	t.Run("cleared by an update onto a revision that holds it", func(t *testing.T) {
+		f, _, mine, main := setup()
+		landed, err := f.store.Commit(core.CommitRequest{Parents: []objects.ID{main, mine}, Changes: []core.Change{put("x", "mine\n")}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		updateTo(t, f, landed)
+		if got := carried(f); !got.IsZero() {
+			t.Fatalf("carried %s after an update onto a revision that holds it, want none", got)
+		}
+	})
+	t.Run("nothing carried for uncommitted changes", func(t *testing.T) {
+		f, m, a := checkedOut(t, put("x", "x\n"))
+		writeMem(t, m, "/w/x", "mine\n")
+		updateTo(t, f, f.commit(a, put("y", "y\n")))
+		if got := carried(f); !got.IsZero() {
+			t.Fatalf("carried %s with only uncommitted changes, want none", got)
+		}
+	})
+}
+
 // TestUpdateOntoAnUnrelatedChangeset: with no common ancestor the tree's
 // base is the merge base.
 func TestUpdateOntoAnUnrelatedChangeset(t *testing.T) {

@@ -74,27 +74,48 @@ var _ = Describe("commit --advance of a branch its parent already holds", func()
 		Expect(refID("main")).To(Equal(other))
 	})
 
-	It("refuses a branch holding work main lacks, with a hint that works, and writes nothing", func() {
+	It("commits a tree an update carried the branch's work into as a merge of the two, and moves the branch", func() {
 		e.write("wt7/c.txt", "c\n")
 		third := e.ok("", "commit", "--dir", wt, "--advance", "agent/7", "-m", "third").(map[string]any)["id"].(string)
 		other := e.commit("put other.txt = \"x\\n\"\n", "--advance", "main", "-m", "other")
 		e.ok("", "update", wt, "--onto", "main")
 		e.write("wt7/d.txt", "d\n")
-		before := e.journalState()
-		er := e.run("", "commit", "--dir", wt, "--advance", "agent/7", "--json").Err()
-		Expect(er).To(SatisfyAll(HaveKeyWithValue("code", "E_CONFLICT"), HaveKeyWithValue("ref", "agent/7"),
-			HaveKeyWithValue("current", third)))
-		Expect(er["hint"]).To(SatisfyAll(ContainSubstring("land agent/7"),
-			ContainSubstring("--parent "+other[:12]+" --parent agent/7")))
-		Expect(e.journalState()).To(Equal(before))
-
-		// The hint's merge keeps both sides and fast-forwards the branch.
-		id := e.ok("", "commit", "--dir", wt, "--parent", other[:12], "--parent", "agent/7", "--advance", "agent/7", "-m", "merge").(map[string]any)["id"].(string)
+		id := e.ok("", "commit", "--dir", wt, "--advance", "agent/7", "-m", "merge").(map[string]any)["id"].(string)
 		Expect(parentsOf(id)).To(Equal([]any{other, third}))
 		Expect(refID("agent/7")).To(Equal(id))
 		for p, want := range map[string]string{"c.txt": "c\n", "d.txt": "d\n", "other.txt": "x\n"} {
 			Expect(e.run("", "cat", "agent/7:"+p).Stdout).To(Equal(want), p)
 		}
+		Expect(e.ok("", "status", wt).(map[string]any)["clean"]).To(BeTrue())
+		e.ok("", "land", "agent/7", "--onto", "main")
+		Expect(refID("main")).To(Equal(id), "the land fast-forwards main")
+	})
+
+	It("commits a conflict the agent resolved by taking main's side as a merge that drops its own change", func() {
+		e.write("wt7/a.txt", "a\nmine\n")
+		mine := e.ok("", "commit", "--dir", wt, "--advance", "agent/7", "-m", "mine").(map[string]any)["id"].(string)
+		theirs := e.commit("put a.txt = \"a\\ntheirs\\n\"\n", "--advance", "main", "-m", "theirs")
+		up := e.ok("", "update", wt, "--onto", "main").(map[string]any)
+		Expect(up["conflicts"]).NotTo(BeEmpty())
+		e.write("wt7/a.txt", "a\ntheirs\n")
+		e.ok("", "resolve", wt, "--all")
+		id := e.ok("", "commit", "--dir", wt, "--advance", "agent/7", "-m", "take main's side").(map[string]any)["id"].(string)
+		Expect(parentsOf(id)).To(Equal([]any{theirs, mine}))
+		Expect(e.run("", "cat", "agent/7:a.txt").Stdout).To(Equal("a\ntheirs\n"))
+		e.ok("", "land", "agent/7", "--onto", "main")
+		Expect(refID("main")).To(Equal(id))
+	})
+
+	It("refuses a change list for a branch holding work its parent lacks, with a hint, and writes nothing", func() {
+		e.write("wt7/c.txt", "c\n")
+		third := e.ok("", "commit", "--dir", wt, "--advance", "agent/7", "-m", "third").(map[string]any)["id"].(string)
+		e.commit("put other.txt = \"x\\n\"\n", "--advance", "main", "-m", "other")
+		before := e.journalState()
+		er := e.run("put d.txt = \"d\\n\"\n", "commit", "-F", "-", "--parent", "main", "--advance", "agent/7", "--json").Err()
+		Expect(er).To(SatisfyAll(HaveKeyWithValue("code", "E_CONFLICT"), HaveKeyWithValue("ref", "agent/7"),
+			HaveKeyWithValue("current", third)))
+		Expect(er["hint"]).To(ContainSubstring("land agent/7"))
+		Expect(e.journalState()).To(Equal(before))
 	})
 
 	It("refuses a parent behind the ref, with a hint to commit on it, and keeps the tree's changes", func() {

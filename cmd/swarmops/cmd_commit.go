@@ -25,6 +25,9 @@ type commitFlags struct {
 	// advanceParent: without --parent, --advance REF's value is the first
 	// parent (not for a work tree, whose parent is its base).
 	advanceParent bool
+	// carried: the second parent is what a work tree's update carried
+	// along, whose work the tree already holds (commitTree).
+	carried bool
 }
 
 // commitCmd is `swarmops commit`: record a changeset from a change list or a
@@ -214,11 +217,13 @@ func mergeParents(sn *core.Snapshot, ps []core.ID, changes []core.Change) ([]cor
 // it does not exist, and returns the changeset and how many changes it
 // holds. Nothing to commit is an error unless --allow-empty.
 func (a *app) commitChanges(s *core.Store, sn *core.Snapshot, c commitFlags, ps []core.ID, changes []core.Change) (core.ID, int, error) {
-	changes, err := mergeParents(sn, ps, changes)
-	if err != nil {
-		return core.ID{}, 0, err
+	if !c.carried {
+		var err error
+		if changes, err = mergeParents(sn, ps, changes); err != nil {
+			return core.ID{}, 0, err
+		}
 	}
-	if len(changes) == 0 && !c.allowEmpty {
+	if len(changes) == 0 && !c.allowEmpty && !c.carried {
 		return core.ID{}, 0, emptyCommit()
 	}
 	id, err := a.commitRequest(s, sn, c, core.CommitRequest{Parents: ps, Changes: changes, Agent: c.agent, Message: c.msg, Advance: c.advance,
@@ -452,6 +457,19 @@ func (a *app) commitTree(sn *core.Snapshot, dir string, opts worktree.Options, c
 		}
 		if len(ps) == 0 && !t.Base().IsZero() {
 			ps = []core.ID{t.Base()}
+		}
+		// An update carried commits along as local changes (the tree's
+		// old base was not in what it went onto): the tree holds their
+		// work, merged and resolved, so they are the commit's second
+		// parent, and nothing is merged again.
+		if carried := t.Carried(); !carried.IsZero() {
+			switch {
+			case len(ps) == 1:
+				ps = append(ps, carried)
+				c.carried = true
+			case len(ps) == 2 && ps[1] == carried:
+				c.carried = true
+			}
 		}
 	}
 	return t, ps, nil
