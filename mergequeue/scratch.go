@@ -18,10 +18,11 @@ import (
 
 // A check's scratch directory holds, beside the tree, a lock its runner
 // holds while the check runs and the check's process group. A runner
-// killed outright (SIGKILL, a server killed) leaves both behind: the
-// directory a whole checkout of the target, the check still running. The
-// next runner on the host finds such a directory by its free lock and
-// clears it.
+// killed outright (SIGKILL, a server killed) leaves the check running and,
+// for a directory of its own, a whole checkout of the target. The next
+// runner on the host finds such a directory by its free lock, kills what
+// is left of the check and removes the directory, unless it is a target's
+// kept tree (keptScratch) in use within keptIdle.
 const (
 	scratchPrefix = "swarmops-check-"
 	scratchLock   = "lock"
@@ -63,7 +64,8 @@ func notePgid(dir string, pgid int) {
 }
 
 // sweepScratch clears the scratch directories under tempDir that no
-// runner holds: it kills what is left of their checks and removes them.
+// runner holds: it kills what is left of their checks and removes them
+// (a kept tree only once idle for keptIdle).
 // (A directory a crash left between its making and its name keeps only
 // an empty tree and the lock file: it is left.)
 func sweepScratch(tempDir string) {
