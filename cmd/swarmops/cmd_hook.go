@@ -131,6 +131,7 @@ func (a *app) hookCreate() error {
 	if err != nil {
 		return err
 	}
+	sweepRetired(dir)
 	if _, err := a.sub("", "checkout", from.String(), dir); err != nil {
 		return err
 	}
@@ -175,7 +176,7 @@ func (a *app) hookRemove() error {
 			return err
 		}
 	}
-	if err := os.RemoveAll(dir); err != nil {
+	if err := removeTree(dir); err != nil {
 		return fmt.Errorf("hook worktree-remove: %w", err)
 	}
 	// The tree's lease held its base from gc for a day: the tree is gone.
@@ -186,6 +187,46 @@ func (a *app) hookRemove() error {
 	}
 	a.flushed = true
 	return nil
+}
+
+// retiredMark is in the name a work tree is renamed to before it is
+// deleted (removeTree).
+const retiredMark = ".removing-"
+
+// removeTree removes the work tree at dir. It first renames it out of the
+// way, in one step: a removal cut short (a killed server, a killed hook)
+// then leaves no work tree at dir missing some of its files, which the
+// next tree of the same name would be (checkout of an existing tree keeps
+// what it holds) and whose missing files the agent's next commit would
+// record as deletions. What a cut-short removal leaves under the other
+// name goes with the next removal or creation of a tree of that name
+// (sweepRetired).
+func removeTree(dir string) error {
+	sweepRetired(dir)
+	// A fresh name: made as a directory to reserve it, then given up, since
+	// os.Rename does not replace a directory.
+	tomb, err := os.MkdirTemp(filepath.Dir(dir), "."+filepath.Base(dir)+retiredMark)
+	if err != nil {
+		return err
+	}
+	os.Remove(tomb)
+	if err := os.Rename(dir, tomb); err != nil {
+		return err
+	}
+	return removeAll(tomb)
+}
+
+// removeAll is os.RemoveAll; a test cuts it short.
+var removeAll = os.RemoveAll
+
+// sweepRetired removes, best effort, what removals of the tree at dir cut
+// short left under retired names (the tree of one name is removed by one
+// hook at a time).
+func sweepRetired(dir string) {
+	old, _ := filepath.Glob(filepath.Join(filepath.Dir(dir), "."+filepath.Base(dir)+retiredMark+"*"))
+	for _, d := range old {
+		os.RemoveAll(d)
+	}
 }
 
 // hookStart resolves base, in one snapshot with ref, and returns the
