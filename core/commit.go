@@ -114,7 +114,7 @@ func (s *Store) commitOnce(req CommitRequest) (ID, error) {
 // cacheCommitted puts changeset id, just committed in tx, in the snapshot
 // changeset cache as a snapshot's read of it would: a writer's next
 // commit names it as its parent, and resolving that parent then reads and
-// hashes nothing (under a server, a twentieth of a commit's CPU).
+// hashes nothing (under a server, 6–8 % of a commit's CPU).
 func (s *Store) cacheCommitted(id ID, tx *txn.Txn) {
 	for _, o := range tx.Objs {
 		if o.ID != id || o.Kind != objects.KindChangeset || o.Loose || o.Stored != 0 {

@@ -281,7 +281,7 @@ func TestAServersCommitsReadNoParentFromTheJournal(t *testing.T) {
 // TestACommittedChangesetIsReadFromMemory: a writer's next commit names
 // its last one as its parent, so a snapshot after a commit gets that
 // changeset without a filesystem call (a read and a hash of it cost a
-// server a twentieth of a commit).
+// server 6–8 % of a commit's CPU).
 func TestACommittedChangesetIsReadFromMemory(t *testing.T) {
 	c := faultfs.NewCounting(faultfs.NewMem())
 	s := mustCreate(t, "/s", core.Options{FS: c})
