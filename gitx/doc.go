@@ -45,9 +45,18 @@
 //	tree                the changeset's tree: same names, blobs and modes
 //	                    (100644, 100755, 120000, 040000)
 //
-// Refs land at Prefix+REF (default refs/heads/swarm/REF) and are set with
-// --force, since a store ref may move anywhere by compare-and-swap. Export
-// never deletes a git ref, and leaves HEAD as it finds it.
+// Refs land at Prefix+REF (default refs/heads/swarm/REF). fast-import
+// writes the new commits on a scratch ref of the export's own
+// (refs/swarmops/export-scratch); once the mapping file names them, one
+// `git update-ref --stdin` transaction moves every ref from the value the
+// export read to its new commit and deletes the scratch ref, so a ref
+// moved meanwhile fails the export (core.ErrConflict) and none moves. A
+// ref may move anywhere a store ref moved, backwards too, while it holds a
+// commit an export wrote. One that holds a commit no export wrote, which
+// the new commit does not contain (someone committed in git on the
+// exported branch), is refused with a *ForeignError unless Force: moving
+// it would drop that work. Export never deletes a git ref but its scratch
+// ref, and leaves HEAD as it finds it.
 //
 // A changeset git cannot hold faithfully is refused, never altered: a path
 // component git treats as ".git" (in any case, with the trailing dots and

@@ -28,6 +28,12 @@ type ExportOptions struct {
 	// Progress, if set, is called after each commit written, with the
 	// number written and the number to write.
 	Progress func(done, total int)
+	// Force sets a git ref even when it holds a commit no export wrote
+	// and the new value does not contain (a commit made in git on an
+	// exported branch); git's reflog still names the commit dropped.
+	// Without it, such a ref fails the export with a *ForeignError and no
+	// ref moves.
+	Force bool
 	// FS is the filesystem of the export's own files in the git
 	// directory: the mapping file, its temporary files, and the fsyncs of
 	// the packs fast-import wrote (nil: the OS). git itself writes the
@@ -75,7 +81,9 @@ type ExportResult struct {
 // repository there if dir is missing or empty, and sets git ref
 // Prefix+REF to each ref's commit. Only changesets the repository's
 // mapping file does not name are written. Errors: core.ErrNotFound for a
-// ref the snapshot lacks; core.ErrInvalid (with ErrNotRepository or
+// ref the snapshot lacks; core.ErrConflict for a git ref that holds work
+// the export would drop (*ForeignError) or that moved while it ran;
+// core.ErrInvalid (with ErrNotRepository or
 // ErrUnrepresentable) for a bad prefix or ref name, a directory that is
 // not a repository, or a changeset git cannot hold; core.ErrIO (with
 // ErrNoGit or ErrGitFailed) when git is missing or fails.
@@ -118,18 +126,32 @@ func Export(sn *core.Snapshot, dir string, o ExportOptions) (*ExportResult, erro
 	if err != nil {
 		return nil, err
 	}
-	st, err := r.fastImport(sn, m, order, refs, o.Progress)
+	// The refs' values before anything is written: each moves from its
+	// own, so one moved while the export runs is not overwritten.
+	current, err := r.refValues(refs)
 	if err != nil {
 		return nil, err
 	}
-	res.CommitsWritten, res.BlobsWritten = st.commits, st.blobs
-	if st.commits > 0 || dirty {
+	if len(order) > 0 {
+		st, err := r.fastImport(sn, m, order, o.Progress)
+		if err != nil {
+			return nil, err
+		}
+		res.CommitsWritten, res.BlobsWritten = st.commits, st.blobs
+	}
+	if res.CommitsWritten > 0 || dirty {
 		if err := syncNewPacks(fsys, r.packDir, before); err != nil {
 			return nil, err
 		}
 		if err := m.save(r.commonDir); err != nil {
 			return nil, err
 		}
+	}
+	// The refs move last, once the mapping names every commit they will
+	// hold: a crash before leaves them where they were, at commits the
+	// mapping still names.
+	if err := r.setRefs(m, refs, current, o.Force); err != nil {
+		return nil, err
 	}
 	for i := range refs {
 		refs[i].Commit = m.commits[refs[i].Changeset]
@@ -285,9 +307,9 @@ func walk(sn *core.Snapshot, tips []core.ID, mapped map[core.ID]string) (order, 
 // a test kills it there to show what an interrupted export leaves.
 var testHookStreamed func(commits int, p *os.Process)
 
-// fastImport runs git fast-import on the stream of order and the ref
-// resets, then records the new commits in m.
-func (r *repo) fastImport(sn *core.Snapshot, m *exportMap, order []core.ID, refs []ExportedRef,
+// fastImport runs git fast-import on the stream of order, which writes
+// the commits on the scratch ref, then records the new commits in m.
+func (r *repo) fastImport(sn *core.Snapshot, m *exportMap, order []core.ID,
 	progress func(done, total int)) (*streamer, error) {
 	marks, err := os.CreateTemp(r.commonDir, marksPrefix+"*")
 	if err != nil {
@@ -303,9 +325,7 @@ func (r *repo) fastImport(sn *core.Snapshot, m *exportMap, order []core.ID, refs
 		return nil, err
 	}
 	st := newStreamer(sn, m)
-	if len(refs) > 0 {
-		st.branch = refs[0].GitRef
-	}
+	st.branch = scratchRef
 	in, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, gitFailed(args, err, "")
@@ -316,7 +336,7 @@ func (r *repo) fastImport(sn *core.Snapshot, m *exportMap, order []core.ID, refs
 		return nil, gitFailed(args, err, "")
 	}
 	st.out(in)
-	werr := st.writeAll(order, refs, func(done int) {
+	werr := st.writeAll(order, func(done int) {
 		if testHookStreamed != nil {
 			testHookStreamed(done, cmd.Process)
 		}

@@ -20,15 +20,14 @@ import (
 var errPipe = errors.New("gitx: writing to git fast-import")
 
 // streamer writes the fast-import stream of an export: blobs once each,
-// commits parents first, then one reset per ref.
+// then commits, parents first, all on the scratch ref.
 type streamer struct {
 	sn *core.Snapshot
 	m  *exportMap
 	w  *bufio.Writer
 	// werr is the first write error; later writes are skipped.
 	werr error
-	// branch is the git ref every new commit is written on; the resets at
-	// the end set every ref to its final value.
+	// branch is the git ref every new commit is written on (scratchRef).
 	branch      string
 	nextMark    int
 	blobMarks   map[core.ID]int
@@ -76,9 +75,9 @@ func (s *streamer) flush() error {
 	return s.werr
 }
 
-// writeAll writes every commit of order, the ref resets and "done";
-// after is called after each commit with the number written.
-func (s *streamer) writeAll(order []core.ID, refs []ExportedRef, after func(int)) error {
+// writeAll writes every commit of order and "done"; after is called
+// after each commit with the number written.
+func (s *streamer) writeAll(order []core.ID, after func(int)) error {
 	for i, id := range order {
 		if err := s.commit(id); err != nil {
 			return err
@@ -87,9 +86,6 @@ func (s *streamer) writeAll(order []core.ID, refs []ExportedRef, after func(int)
 			return s.werr
 		}
 		after(i + 1)
-	}
-	for _, r := range refs {
-		s.printf("reset %s\nfrom %s\n\n", r.GitRef, s.ref(r.Changeset))
 	}
 	s.printf("done\n")
 	return s.werr

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -15,15 +16,24 @@ import (
 // a git repository as commits.
 func (a *app) exportCmd() *cobra.Command {
 	var gitDir, prefix string
+	var force bool
 	cmd := &cobra.Command{
-		Use:   "export --git DIR [REF]... [--prefix refs/heads/swarm/]",
+		Use:   "export --git DIR [REF]... [--prefix refs/heads/swarm/] [--force]",
 		Short: "Write the history of refs (default: every ref) into git repository DIR as commits",
 		Long: `Write every changeset the refs reach (default: every ref) into the git
 repository DIR as commits, and set git ref PREFIX+REF to each ref's commit.
 DIR is created as a bare repository if it is missing or empty. Only
 changesets no earlier export wrote are written (swarmops-export.map in the
 git directory says which); the same history always gives the same commit
-ids. The export reads one snapshot, so agents may keep committing.`,
+ids. The export reads one snapshot, so agents may keep committing.
+
+A git ref follows its store ref wherever it moved, while it holds a
+commit an export wrote. One that holds a commit made in git, which the
+new value does not contain, is E_CONFLICT ("refs": each git_ref, its
+commit and the commit wanted) and no ref moves, unless --force: the
+commit would be left reachable only from git's reflog. The refs move in
+one git transaction, each from the value the export read: one moved
+meanwhile is E_CONFLICT too (run the export again).`,
 		Args: cobra.ArbitraryArgs,
 		RunE: runE(func(cmd *cobra.Command, args []string) error {
 			if gitDir == "" {
@@ -44,7 +54,7 @@ ids. The export reads one snapshot, so agents may keep committing.`,
 					}
 				}
 				res, err := gitx.Export(sn, a.path(gitDir), gitx.ExportOptions{Refs: args, Prefix: prefix,
-					Progress: a.progress("export")})
+					Force: force, Progress: a.progress("export")})
 				if err != nil {
 					return gitError("export", err)
 				}
@@ -56,6 +66,7 @@ ids. The export reads one snapshot, so agents may keep committing.`,
 	f := cmd.Flags()
 	f.StringVar(&gitDir, "git", "", "the git repository to write (created bare if missing or empty)")
 	f.StringVar(&prefix, "prefix", gitx.DefaultPrefix, "where the refs land: store ref REF becomes git ref PREFIX+REF")
+	f.BoolVar(&force, "force", false, "move git refs that hold commits made in git, dropping them from the branch")
 	return cmd
 }
 
@@ -164,5 +175,14 @@ func (a *app) imported(res *gitx.ImportResult) {
 func gitError(verb string, err error) error {
 	ce := classify(fmt.Errorf("%s: %w", verb, err))
 	ce.msg = strings.ReplaceAll(ce.message(), "gitx: ", "")
+	var fe *gitx.ForeignError
+	if errors.As(err, &fe) {
+		refs := make([]map[string]any, len(fe.Refs))
+		for i, r := range fe.Refs {
+			refs[i] = map[string]any{"git_ref": r.GitRef, "commit": r.Commit, "want": r.Want}
+		}
+		ce.extra = map[string]any{"refs": refs}
+		ce.hint = "keep those commits on another git branch first, or export with --force to drop them from the branch (git's reflog keeps them), or export under another --prefix"
+	}
 	return ce
 }

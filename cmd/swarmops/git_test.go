@@ -101,6 +101,29 @@ var _ = Describe("export --git and import --git", func() {
 		Expect(gitIn(out, "", "rev-parse", commit+"^{tree}")).To(Equal(gitIn(repo, "", "rev-parse", "main^{tree}")))
 	})
 
+	It("refuses to drop a commit made in git on an exported branch (E_CONFLICT with the refs), and --force drops it", func() {
+		e.ok("", "import", "--git", "src", "main")
+		e.ok("", "export", "--git", "src")
+		gitIn(repo, "", "checkout", "-q", "swarm/main")
+		e.write("src/human.txt", "made in git\n")
+		gitIn(repo, "", "add", "human.txt")
+		gitIn(repo, "", "commit", "-q", "-m", "human")
+		human := strings.TrimSpace(gitIn(repo, "", "rev-parse", "swarm/main"))
+		e.commit("put agent.txt = \"agent\\n\"\n", "--advance", "main", "--agent", "agent-1")
+
+		r := e.run("", "export", "--git", "src", "--json")
+		Expect(r.Exit).To(Equal(4), r.Stdout)
+		Expect(r.Err()).To(SatisfyAll(HaveKeyWithValue("code", "E_CONFLICT"), HaveKeyWithValue("retryable", false),
+			HaveKeyWithValue("hint", ContainSubstring("--force")),
+			HaveKeyWithValue("refs", ConsistOf(SatisfyAll(HaveKeyWithValue("git_ref", "refs/heads/swarm/main"),
+				HaveKeyWithValue("commit", human))))))
+		Expect(strings.TrimSpace(gitIn(repo, "", "rev-parse", "swarm/main"))).To(Equal(human))
+
+		x := e.ok("", "export", "--git", "src", "--force").(map[string]any)
+		commit := x["refs"].([]any)[0].(map[string]any)["commit"].(string)
+		Expect(strings.TrimSpace(gitIn(repo, "", "rev-parse", "swarm/main"))).To(Equal(commit))
+	})
+
 	It("exports every ref as a tree that matches checkout byte for byte, modes and link targets included, and passes git fsck --strict", func() {
 		e.ok("", "import", "--git", "src", "main", "--history")
 		e.commit("exec tools/build.sh = \"#!/bin/sh\\nmake\\n\"\nput notes/a.txt = \"a\\n\"\n", "--advance", "main", "--agent", "agent-1", "-m", "tools")
