@@ -35,9 +35,11 @@ the next commit --dir has REV as its parent.
 
 REV defaults to the ref the tree follows: the one it was checked out from
 or last updated onto by name (status --json shows it as "ref"); a tree
-checked out by id needs --onto. Conflicts are listed by status (C) and
-refuse commit --dir (E_UNRESOLVED) until 'swarmops resolve' marks them
-resolved. Only paths whose content changes are written, never anything
+checked out by id needs --onto. An update that leaves conflicts has
+still moved the tree onto REV, and exits E_UNRESOLVED (18) with its
+result and the conflicted "paths", as git's merge exits 1: the conflicts
+are listed by status (C) and refuse commit --dir (E_UNRESOLVED) until
+'swarmops resolve' marks them resolved. Only paths whose content changes are written, never anything
 outside DIR; --sync makes them durable before the command returns.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: runE(func(cmd *cobra.Command, args []string) error {
@@ -83,6 +85,10 @@ outside DIR; --sync makes them durable before the command returns.`,
 				if err != nil {
 					return treeErr("update", dir, err)
 				}
+				if len(res.Conflicts) > 0 {
+					a.updateConflicted(res, dir, rev)
+					return nil
+				}
 				a.ok(updateJSON(res, dir), func(w io.Writer) { writeUpdate(w, res, rev) })
 				return nil
 			})
@@ -108,9 +114,24 @@ func writeUpdate(w io.Writer, res *worktree.UpdateResult, rev string) {
 	for _, c := range res.Conflicts {
 		fmt.Fprintf(w, "C %s\n", c.Path)
 	}
-	if len(res.Conflicts) > 0 {
-		fmt.Fprintf(w, "conflicts: %d; edit them, then run 'swarmops resolve PATH...'\n", len(res.Conflicts))
+}
+
+// updateConflicted reports an update that left conflicts: E_UNRESOLVED,
+// with the conflicted paths for a human and the rest of the update's
+// result for a program, since the tree did move onto rev.
+func (a *app) updateConflicted(res *worktree.UpdateResult, dir, rev string) {
+	paths := make([]string, len(res.Conflicts))
+	for i, c := range res.Conflicts {
+		paths[i] = c.Path
 	}
+	if !a.jsonOut && !a.jsonFlag {
+		writeUpdate(a.stdout, res, rev)
+	}
+	a.fail = &cliError{kind: kindUnresolved,
+		err:     fmt.Errorf("update onto %s left %d conflicts in %s", rev, len(paths), strings.Join(paths, ", ")),
+		hint:    "edit each file to what it should hold, then 'swarmops resolve PATH...' (or --all) and commit",
+		extra:   map[string]any{"paths": paths},
+		subject: updateJSON(res, dir)}
 }
 
 // conflictsJSON renders conflict records: each side an entry, or null

@@ -160,8 +160,8 @@ func TestMCPUpdateAndResolveTools(t *testing.T) {
 		t.Fatal(err)
 	}
 	env, ok := callTool(t, cs, "update", map[string]any{"dir": wt})
-	if got := env["data"].(map[string]any)["conflicts"].([]any); !ok || len(got) != 1 {
-		t.Fatalf("update: %v, want one conflict", env)
+	if e, _ := env["error"].(map[string]any); ok || e["code"] != "E_UNRESOLVED" || len(e["conflicts"].([]any)) != 1 {
+		t.Fatalf("update: %v, want E_UNRESOLVED with one conflict", env)
 	}
 	env, ok = callTool(t, cs, "resolve", map[string]any{"dir": wt, "paths": []any{"f.txt"}})
 	if ok || env["error"].(map[string]any)["code"] != "E_UNRESOLVED" {

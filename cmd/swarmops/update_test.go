@@ -76,9 +76,12 @@ var _ = Describe("update and resolve", func() {
 		other("b", "put reg.txt = \"1\\n2\\n3\\ntheirs\\n5\\n6\\n7\\n8\\n\"\n")
 
 		r := e.run("", "update", wt, "--json")
-		Expect(r.Exit).To(Equal(0), r.Stdout)
+		Expect(r.Exit).To(Equal(18), "an update that leaves conflicts exits E_UNRESOLVED: %s", r.Stdout)
 		expectGolden("update-conflict", r, e.root)
-		up := r.Data().(map[string]any)
+		up := r.Err()
+		Expect(up).To(SatisfyAll(HaveKeyWithValue("code", "E_UNRESOLVED"), HaveKeyWithValue("paths", ConsistOf("reg.txt")),
+			HaveKeyWithValue("hint", ContainSubstring("swarmops resolve")), HaveKey("changeset"), HaveKey("written")))
+		Expect(e.ok("", "status", wt).(map[string]any)["ref"]).To(Equal("main"), "the tree moved onto main all the same")
 		cs := up["conflicts"].([]any)
 		Expect(cs).To(HaveLen(1))
 		c := cs[0].(map[string]any)
@@ -123,7 +126,7 @@ var _ = Describe("update and resolve", func() {
 		Expect(os.MkdirAll(filepath.Join(wt, "sub"), 0o755)).To(Succeed())
 		write("sub/s.txt", "ours\n")
 		other("b", "put sub/s.txt = \"theirs\\n\"\n")
-		up := e.ok("", "update", wt).(map[string]any)
+		up := e.run("", "update", wt, "--json").Err()
 		Expect(up["conflicts"]).To(HaveLen(1))
 		write("sub/s.txt", "both\n")
 		c := e.cmd("", "resolve", "s.txt", "--json")
