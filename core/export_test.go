@@ -16,6 +16,21 @@ func MustOpen(t testing.TB, dir string, o Options) *Store {
 	return closedAtEnd(t, "Open", Open, dir, o)
 }
 
+// DeepClean fails t unless a deep verify of s runs and finds nothing,
+// reporting the first three problems it finds.
+func DeepClean(t testing.TB, s *Store) {
+	t.Helper()
+	vr, err := s.Verify(true, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, p := range vr.Problems {
+		if i < 3 {
+			t.Errorf("deep verify: %v", p)
+		}
+	}
+}
+
 func closedAtEnd(t testing.TB, what string, open func(string, Options) (*Store, error), dir string, o Options) *Store {
 	t.Helper()
 	s, err := open(dir, o)

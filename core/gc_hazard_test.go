@@ -48,19 +48,6 @@ func readRef(t *testing.T, s *core.Store, ref, p string) ([]byte, error) {
 	return data, err
 }
 
-func deepClean(t *testing.T, s *core.Store) {
-	t.Helper()
-	vr, err := s.Verify(true, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i, p := range vr.Problems {
-		if i < 3 {
-			t.Errorf("deep verify: %v", p)
-		}
-	}
-}
-
 // TestGCKeepsLeasedObjects: a changeset no ref names, held by a live
 // lease, survives gc whole; an expired lease holds nothing and is removed.
 // With the GCIgnoresLeases canary the leased changeset is lost (the check
@@ -102,7 +89,7 @@ func TestGCKeepsLeasedObjects(t *testing.T) {
 			if ls, _, _ := s.Leases(); len(ls) != 1 {
 				t.Errorf("%d leases left, want 1", len(ls))
 			}
-			deepClean(t, s)
+			core.DeepClean(t, s)
 		})
 	}
 }
@@ -126,7 +113,7 @@ func TestGCKeepsWhatARetainedReflogMoveNames(t *testing.T) {
 	if _, _, err := sn.ReadPath(dead, "x"); !errors.Is(err, core.ErrNotFound) {
 		t.Fatalf("changeset of a move outside the retention after gc: %v", err)
 	}
-	deepClean(t, s)
+	core.DeepClean(t, s)
 }
 
 // TestGCKeepsWhatACommitDuringTheMarkNames: after the mark, a commit
@@ -147,7 +134,7 @@ func TestGCKeepsWhatACommitDuringTheMarkNames(t *testing.T) {
 	if data, err := readRef(t, s, "revive", "again"); err != nil || !bytes.Equal(data, x) {
 		t.Fatalf("a file a commit during the mark named by id, after gc: %v", err)
 	}
-	deepClean(t, s)
+	core.DeepClean(t, s)
 }
 
 // TestGCResurrectsWhatAStaleWriterNames: another process, whose index is
@@ -175,7 +162,7 @@ func TestGCResurrectsWhatAStaleWriterNames(t *testing.T) {
 			t.Fatalf("a file a stale writer named by id, after gc: %v (%+v)", err, rep)
 		}
 	}
-	deepClean(t, s)
+	core.DeepClean(t, s)
 }
 
 // TestGCRebuildsACommitBuiltAgainstTheOldIndex: another process opened
@@ -209,7 +196,7 @@ func TestGCRebuildsACommitBuiltAgainstTheOldIndex(t *testing.T) {
 			if err != nil || !bytes.Equal(data, x) {
 				t.Fatalf("a commit built against the index before gc: %v", err)
 			}
-			deepClean(t, s)
+			core.DeepClean(t, s)
 		})
 	}
 }

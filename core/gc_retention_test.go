@@ -70,19 +70,6 @@ func retentionHas(t *testing.T, s *Store, id ID) bool {
 	return err == nil
 }
 
-func retentionDeepClean(t *testing.T, s *Store) {
-	t.Helper()
-	vr, err := s.Verify(true, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i, p := range vr.Problems {
-		if i < 3 {
-			t.Errorf("deep verify: %v", p)
-		}
-	}
-}
-
 // TestGCAfterAShorterRetentionSkipsWhatItCollected: a gc with no
 // retention takes b and c, which only reflog moves an hour old name; a gc
 // of a day then finds those moves inside its retention and their
@@ -120,11 +107,11 @@ func TestGCAfterAShorterRetentionSkipsWhatItCollected(t *testing.T) {
 	if rep.ReflogRoots != 7 {
 		t.Errorf("reflog roots %d, want 7 (the gone b and c not counted)", rep.ReflogRoots)
 	}
-	retentionDeepClean(t, s)
+	DeepClean(t, s)
 	if _, err := s.GC(GCOptions{Retention: 24 * time.Hour}); err != nil {
 		t.Fatalf("a second gc of a day: %v", err)
 	}
-	retentionDeepClean(t, s)
+	DeepClean(t, s)
 }
 
 // TestGCStillReportsAMissingChangesetARootNames: after the gc with no
