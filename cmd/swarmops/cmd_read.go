@@ -189,73 +189,69 @@ func (a *app) showCmd() *cobra.Command {
 
 // catCmd is `swarmops cat`: one file's bytes.
 func (a *app) catCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:   "cat REV:PATH",
-		Short: "Print a file's content at a revision",
-		Args:  cobra.ExactArgs(1),
-		RunE: runE(func(cmd *cobra.Command, args []string) error {
-			return a.atRevPath(args[0], true, func(sn *core.Snapshot, id core.ID, rev, path string) error {
-				data, e, err := sn.ReadPath(id, path)
-				if err != nil {
-					return pathNotFound(rev, path, err)
-				}
-				if e.Mode == objects.ModeDir {
-					return usagef("%s:%s is a directory (use ls)", rev, path)
-				}
-				out := map[string]any{"path": path, "mode": fmt.Sprintf("%06o", uint32(e.Mode)), "id": e.ID.String(), "size": len(data)}
-				if utf8.Valid(data) {
-					out["content"] = string(data)
-				} else {
-					out["content_base64"] = data // encoding/json writes []byte as base64
-				}
-				a.ok(out, func(w io.Writer) { w.Write(data) })
-				return nil
-			})
-		}),
-	}
+	return a.revPathCmd("cat REV:PATH", "Print a file's content at a revision", true,
+		func(sn *core.Snapshot, id core.ID, rev, path string) error {
+			data, e, err := sn.ReadPath(id, path)
+			if err != nil {
+				return pathNotFound(rev, path, err)
+			}
+			if e.Mode == objects.ModeDir {
+				return usagef("%s:%s is a directory (use ls)", rev, path)
+			}
+			out := map[string]any{"path": path, "mode": fmt.Sprintf("%06o", uint32(e.Mode)), "id": e.ID.String(), "size": len(data)}
+			if utf8.Valid(data) {
+				out["content"] = string(data)
+			} else {
+				out["content_base64"] = data // encoding/json writes []byte as base64
+			}
+			a.ok(out, func(w io.Writer) { w.Write(data) })
+			return nil
+		})
 }
 
 // lsCmd is `swarmops ls`: one directory of a tree.
 func (a *app) lsCmd() *cobra.Command {
+	return a.revPathCmd("ls REV[:PATH]", "List a directory of a revision's tree", false,
+		func(sn *core.Snapshot, id core.ID, rev, path string) error {
+			ents, err := sn.ListPath(id, path)
+			if err != nil {
+				return pathNotFound(rev, path, err)
+			}
+			okEach(a, ents, func(e objects.Entry) map[string]any {
+				return map[string]any{"name": e.Name, "mode": fmt.Sprintf("%06o", uint32(e.Mode)), "id": e.ID.String(), "type": entryType(e.Mode)}
+			}, func(e objects.Entry) string {
+				suffix := ""
+				if e.Mode == objects.ModeDir {
+					suffix = "/"
+				}
+				return fmt.Sprintf("%06o %s %s%s", uint32(e.Mode), e.ID, e.Name, suffix)
+			})
+			return nil
+		})
+}
+
+// revPathCmd is a command, cat or ls, whose one argument is REV[:PATH]
+// (PATH required when needPath): it runs fn in a snapshot with REV
+// resolved to id.
+func (a *app) revPathCmd(use, short string, needPath bool, fn func(sn *core.Snapshot, id core.ID, rev, path string) error) *cobra.Command {
 	return &cobra.Command{
-		Use:   "ls REV[:PATH]",
-		Short: "List a directory of a revision's tree",
+		Use:   use,
+		Short: short,
 		Args:  cobra.ExactArgs(1),
 		RunE: runE(func(cmd *cobra.Command, args []string) error {
-			return a.atRevPath(args[0], false, func(sn *core.Snapshot, id core.ID, rev, path string) error {
-				ents, err := sn.ListPath(id, path)
+			rev, path, err := revPath(args[0], needPath)
+			if err != nil {
+				return err
+			}
+			return a.withStore(func(s *core.Store, sn *core.Snapshot) error {
+				id, err := resolve(sn, rev)
 				if err != nil {
-					return pathNotFound(rev, path, err)
+					return err
 				}
-				okEach(a, ents, func(e objects.Entry) map[string]any {
-					return map[string]any{"name": e.Name, "mode": fmt.Sprintf("%06o", uint32(e.Mode)), "id": e.ID.String(), "type": entryType(e.Mode)}
-				}, func(e objects.Entry) string {
-					suffix := ""
-					if e.Mode == objects.ModeDir {
-						suffix = "/"
-					}
-					return fmt.Sprintf("%06o %s %s%s", uint32(e.Mode), e.ID, e.Name, suffix)
-				})
-				return nil
+				return fn(sn, id, rev, path)
 			})
 		}),
 	}
-}
-
-// atRevPath parses arg as REV[:PATH] (PATH required when needPath) and
-// runs fn in a snapshot with REV resolved to id.
-func (a *app) atRevPath(arg string, needPath bool, fn func(sn *core.Snapshot, id core.ID, rev, path string) error) error {
-	rev, path, err := revPath(arg, needPath)
-	if err != nil {
-		return err
-	}
-	return a.withStore(func(s *core.Store, sn *core.Snapshot) error {
-		id, err := resolve(sn, rev)
-		if err != nil {
-			return err
-		}
-		return fn(sn, id, rev, path)
-	})
 }
 
 // entryType names a mode for JSON: file, exec, symlink or dir.
@@ -312,12 +308,7 @@ structured hunks.`,
 				if err != nil {
 					return err
 				}
-				fds, err := contentDiffs(storeBlobs(sn), pcs, f)
-				if err != nil {
-					return err
-				}
-				a.ok(diffsJSON(fds, f), func(w io.Writer) { writeDiffs(w, fds, f) })
-				return nil
+				return a.okDiffs(storeBlobs(sn), pcs, f)
 			})
 		}),
 	}
@@ -361,13 +352,19 @@ func (a *app) diffWork(args []string, f diffFormat) error {
 			return data, err
 		}
 		src.parallel = false // the work tree's handles serve one goroutine at a time
-		fds, err := contentDiffs(src, pcs, f)
-		if err != nil {
-			return err
-		}
-		a.ok(diffsJSON(fds, f), func(w io.Writer) { writeDiffs(w, fds, f) })
-		return nil
+		return a.okDiffs(src, pcs, f)
 	})
+}
+
+// okDiffs answers with the content diffs of pcs, their bytes read from
+// src: diff between revisions and diff --work print alike.
+func (a *app) okDiffs(src blobSource, pcs []core.PathChange, f diffFormat) error {
+	fds, err := contentDiffs(src, pcs, f)
+	if err != nil {
+		return err
+	}
+	a.ok(diffsJSON(fds, f), func(w io.Writer) { writeDiffs(w, fds, f) })
+	return nil
 }
 
 // revPath parses REV:PATH (path required if needPath).

@@ -20,34 +20,35 @@ func (a *app) refCmd() *cobra.Command {
 
 // refGetCmd is `swarmops ref get`: one ref's value.
 func (a *app) refGetCmd() *cobra.Command {
+	return refReadCmd(a, "get NAME", "Print the changeset a ref points to", (*core.Snapshot).Ref, func(name string, id core.ID) {
+		a.ok(map[string]any{"name": name, "id": id.String()}, lines(id.String()))
+	})
+}
+
+// refReadCmd is ref get or ref log: a command whose one argument is a ref
+// name, that reads, in a snapshot, what read gives for the ref and shows
+// it. A bad name is E_USAGE, before the store is opened; a ref that does
+// not exist is E_NOT_FOUND with the similar names as a hint.
+func refReadCmd[T any](a *app, use, short string, read func(*core.Snapshot, string) (T, error), show func(name string, v T)) *cobra.Command {
 	return &cobra.Command{
-		Use:   "get NAME",
-		Short: "Print the changeset a ref points to",
+		Use:   use,
+		Short: short,
 		Args:  cobra.ExactArgs(1),
 		RunE: runE(func(cmd *cobra.Command, args []string) error {
-			return readRef(a, args[0], (*core.Snapshot).Ref, func(id core.ID) {
-				a.ok(map[string]any{"name": args[0], "id": id.String()}, lines(id.String()))
+			name := args[0]
+			if err := checkRefName(name); err != nil {
+				return usagef("%w", err)
+			}
+			return a.withStore(func(_ *core.Store, sn *core.Snapshot) error {
+				v, err := read(sn, name)
+				if err != nil {
+					return refNotFound(sn, name, err)
+				}
+				show(name, v)
+				return nil
 			})
 		}),
 	}
-}
-
-// readRef is the body of ref get and ref log: it reads, in a snapshot, what
-// read gives for the ref name, and shows it. A bad name is E_USAGE, before
-// the store is opened; a ref that does not exist is E_NOT_FOUND with the
-// similar names as a hint.
-func readRef[T any](a *app, name string, read func(*core.Snapshot, string) (T, error), show func(T)) error {
-	if err := checkRefName(name); err != nil {
-		return usagef("%w", err)
-	}
-	return a.withStore(func(_ *core.Store, sn *core.Snapshot) error {
-		v, err := read(sn, name)
-		if err != nil {
-			return refNotFound(sn, name, err)
-		}
-		show(v)
-		return nil
-	})
 }
 
 // refSetCmd is `swarmops ref set`: a compare-and-swap from --expect to NEW.
@@ -135,21 +136,14 @@ func (a *app) refListCmd() *cobra.Command {
 
 // refLogCmd is `swarmops ref log`: a ref's moves, oldest first.
 func (a *app) refLogCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:   "log NAME",
-		Short: "List a ref's moves (its reflog), oldest first",
-		Args:  cobra.ExactArgs(1),
-		RunE: runE(func(cmd *cobra.Command, args []string) error {
-			return readRef(a, args[0], (*core.Snapshot).RefLog, func(entries []core.RefLogEntry) {
-				okEach(a, entries, func(e core.RefLogEntry) map[string]any {
-					return map[string]any{"seq": e.Seq, "old": idOrNull(e.Old), "new": idOrNull(e.New), "time": fmtTime(e.Time),
-						"agent": e.Agent, "op": e.Op.String()}
-				}, func(e core.RefLogEntry) string {
-					return fmt.Sprintf("%d %s %s -> %s", e.Seq, fmtTime(e.Time), idText(e.Old), idText(e.New))
-				})
-			})
-		}),
-	}
+	return refReadCmd(a, "log NAME", "List a ref's moves (its reflog), oldest first", (*core.Snapshot).RefLog, func(_ string, entries []core.RefLogEntry) {
+		okEach(a, entries, func(e core.RefLogEntry) map[string]any {
+			return map[string]any{"seq": e.Seq, "old": idOrNull(e.Old), "new": idOrNull(e.New), "time": fmtTime(e.Time),
+				"agent": e.Agent, "op": e.Op.String()}
+		}, func(e core.RefLogEntry) string {
+			return fmt.Sprintf("%d %s %s -> %s", e.Seq, fmtTime(e.Time), idText(e.Old), idText(e.New))
+		})
+	})
 }
 
 // agentFlagVar adds the --agent flag of a command that moves refs.
