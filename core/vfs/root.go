@@ -166,11 +166,18 @@ func (r *walkRoot) parents(op, name string, whole bool) error {
 	return nil
 }
 
-func (r *walkRoot) OpenFile(name string, flag int, perm os.FileMode) (afero.File, error) {
-	if err := checkName("open", name, true); err != nil {
-		return nil, err
+// check is the first step of every operation on name: name must be a
+// clean relative path ("." too when self), and its leading components
+// (every one when whole) directories, no links.
+func (r *walkRoot) check(op, name string, self, whole bool) error {
+	if err := checkName(op, name, self); err != nil {
+		return err
 	}
-	if err := r.parents("open", name, false); err != nil {
+	return r.parents(op, name, whole)
+}
+
+func (r *walkRoot) OpenFile(name string, flag int, perm os.FileMode) (afero.File, error) {
+	if err := r.check("open", name, true, false); err != nil {
 		return nil, err
 	}
 	if flag&(os.O_CREATE|os.O_EXCL) != os.O_CREATE|os.O_EXCL && name != "." {
@@ -184,20 +191,14 @@ func (r *walkRoot) OpenFile(name string, flag int, perm os.FileMode) (afero.File
 }
 
 func (r *walkRoot) Mkdir(name string, perm os.FileMode) error {
-	if err := checkName("mkdir", name, false); err != nil {
-		return err
-	}
-	if err := r.parents("mkdir", name, false); err != nil {
+	if err := r.check("mkdir", name, false, false); err != nil {
 		return err
 	}
 	return r.fs.Mkdir(r.full(name), perm)
 }
 
 func (r *walkRoot) Remove(name string) error {
-	if err := checkName("remove", name, false); err != nil {
-		return err
-	}
-	if err := r.parents("remove", name, false); err != nil {
+	if err := r.check("remove", name, false, false); err != nil {
 		return err
 	}
 	return r.fs.Remove(r.full(name))
@@ -205,10 +206,7 @@ func (r *walkRoot) Remove(name string) error {
 
 func (r *walkRoot) Rename(oldname, newname string) error {
 	for _, n := range []string{oldname, newname} {
-		if err := checkName("rename", n, false); err != nil {
-			return err
-		}
-		if err := r.parents("rename", n, false); err != nil {
+		if err := r.check("rename", n, false, false); err != nil {
 			return err
 		}
 	}
@@ -216,40 +214,28 @@ func (r *walkRoot) Rename(oldname, newname string) error {
 }
 
 func (r *walkRoot) Symlink(target, name string) error {
-	if err := checkName("symlink", name, false); err != nil {
-		return err
-	}
-	if err := r.parents("symlink", name, false); err != nil {
+	if err := r.check("symlink", name, false, false); err != nil {
 		return err
 	}
 	return Symlink(r.fs, target, r.full(name))
 }
 
 func (r *walkRoot) Lstat(name string) (fs.FileInfo, error) {
-	if err := checkName("lstat", name, true); err != nil {
-		return nil, err
-	}
-	if err := r.parents("lstat", name, false); err != nil {
+	if err := r.check("lstat", name, true, false); err != nil {
 		return nil, err
 	}
 	return Lstat(r.fs, r.full(name))
 }
 
 func (r *walkRoot) Readlink(name string) (string, error) {
-	if err := checkName("readlink", name, false); err != nil {
-		return "", err
-	}
-	if err := r.parents("readlink", name, false); err != nil {
+	if err := r.check("readlink", name, false, false); err != nil {
 		return "", err
 	}
 	return Readlink(r.fs, r.full(name))
 }
 
 func (r *walkRoot) ReadDir(name string) ([]fs.FileInfo, error) {
-	if err := checkName("readdir", name, true); err != nil {
-		return nil, err
-	}
-	if err := r.parents("readdir", name, true); err != nil {
+	if err := r.check("readdir", name, true, true); err != nil {
 		return nil, err
 	}
 	f, err := r.fs.Open(r.full(name))
@@ -290,10 +276,7 @@ func (r *walkRoot) LstatNames(name string, names []string) ([]fs.FileInfo, error
 }
 
 func (r *walkRoot) SyncDir(name string) error {
-	if err := checkName("syncdir", name, true); err != nil {
-		return err
-	}
-	if err := r.parents("syncdir", name, true); err != nil {
+	if err := r.check("syncdir", name, true, true); err != nil {
 		return err
 	}
 	return r.fs.SyncDir(r.full(name))
