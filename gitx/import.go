@@ -11,6 +11,7 @@ import (
 
 	"github.com/swarmops/swarmops/core"
 	"github.com/swarmops/swarmops/core/objects"
+	"github.com/swarmops/swarmops/core/vfs"
 	"github.com/swarmops/swarmops/worktree"
 )
 
@@ -51,6 +52,10 @@ type ImportResult struct {
 	Changesets int
 	// Skipped lists, sorted, the paths of submodules (gitlinks) left out.
 	Skipped []string
+	// MapNote says why the imported commits were not recorded in the
+	// repository's mapping file (see recordImported); empty when they
+	// were.
+	MapNote string
 }
 
 // gitlinkMode is a submodule entry's mode.
@@ -118,6 +123,9 @@ func Import(s *core.Store, dir string, o ImportOptions) (*ImportResult, error) {
 		res.Skipped = append(res.Skipped, p)
 	}
 	sort.Strings(res.Skipped)
+	if err := r.recordImported(im.ids); err != nil {
+		res.MapNote = "imported commits not recorded for export: " + err.Error()
+	}
 	if res.Old == res.New {
 		return res, nil
 	}
@@ -127,6 +135,39 @@ func Import(s *core.Store, dir string, o ImportOptions) (*ImportResult, error) {
 	}
 	res.Moved = true
 	return res, nil
+}
+
+// recordImported adds each imported changeset to the repository's mapping
+// file as the git commit it came from, unless an export mapped it already:
+// an export into this repository then builds on the commits imported
+// rather than writing them again, so a branch the swarm started from and
+// the exported one share their history (git merges one into the other).
+// It is an optimisation of what export writes, like the file itself; the
+// caller reports a failure without failing the import.
+func (r *repo) recordImported(ids map[string]core.ID) error {
+	fsys := vfs.OS()
+	unlock, err := lockRepo(fsys, r.commonDir)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	m := loadMap(fsys, r.commonDir)
+	shas := make([]string, 0, len(ids))
+	for sha := range ids {
+		shas = append(shas, sha)
+	}
+	sort.Strings(shas)
+	added := false
+	for _, sha := range shas {
+		if _, ok := m.commits[ids[sha]]; !ok {
+			m.add(ids[sha], sha)
+			added = true
+		}
+	}
+	if !added && m.note == "" {
+		return nil
+	}
+	return m.save(r.commonDir)
 }
 
 // resolve returns the commit rev names and the store ref to move: as, or

@@ -417,3 +417,36 @@ func TestImportOfAHistoryLongerThanADiffBatch(t *testing.T) {
 		t.Fatalf("exported history differs from git's (%d and %d commits)", len(got), len(want))
 	}
 }
+
+func TestAnExportBackIntoTheImportedRepositoryBuildsOnItsCommits(t *testing.T) {
+	requireGit(t)
+	for _, history := range []bool{true, false} {
+		t.Run(fmt.Sprintf("history=%v", history), func(t *testing.T) {
+			g := newGitRepo(t)
+			buildHistory(g)
+			head := g.head()
+			s := memStore(t)
+			res := mustImport(t, s, g.dir, ImportOptions{Rev: "main", History: history})
+			if res.MapNote != "" {
+				t.Fatalf("import: %s", res.MapNote)
+			}
+			if _, err := s.Commit(core.CommitRequest{Parents: []core.ID{res.New}, Advance: "main", Agent: "agent-7",
+				Changes: []core.Change{{Path: "agent.txt", Data: []byte("agent\n")}}}); err != nil {
+				t.Fatal(err)
+			}
+			out := mustExport(t, snap(t, s), g.dir, ExportOptions{Refs: []string{"main"}})
+			if out.CommitsWritten != 1 {
+				t.Fatalf("the export wrote %d commits, want 1: the imported ones are git's own", out.CommitsWritten)
+			}
+			exported := out.Refs[0].Commit
+			if got := strings.TrimSpace(g.git("", "rev-parse", exported+"^")); got != head {
+				t.Fatalf("the exported commit's parent is %s, want main's own head %s", got, head)
+			}
+			g.git("", "merge", "-q", "--ff-only", "swarm/main")
+			if got := g.head(); got != exported {
+				t.Fatalf("main after merging swarm/main is %s, want %s", got, exported)
+			}
+			fsck(t, filepath.Join(g.dir, ".git"))
+		})
+	}
+}

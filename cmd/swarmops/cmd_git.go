@@ -109,7 +109,10 @@ The ref is --as REF, else the branch REV names; a tag or commit id needs
 --as. Without --history REV's tree becomes one changeset without parents;
 with it every ancestor becomes a changeset with its parents. Author name,
 author time and message are kept, so importing the same history again
-gives the same ids. Submodules are skipped and listed.`,
+gives the same ids. Submodules are skipped and listed. The imported
+changesets are recorded in DIR's export mapping as the commits they came
+from, so an export into DIR builds on those commits: the exported branch
+shares the history of the one imported, and git merges it.`,
 		Args: cobra.ExactArgs(1),
 		RunE: runE(func(cmd *cobra.Command, args []string) error {
 			if gitDir == "" {
@@ -153,7 +156,7 @@ func (a *app) imported(res *gitx.ImportResult) {
 	}
 	a.ok(map[string]any{"git_dir": res.GitDir, "git_commit": res.GitCommit, "ref": res.Ref,
 		"old": idOrNull(res.Old), "new": res.New.String(), "moved": res.Moved, "changesets": res.Changesets,
-		"skipped": skipped},
+		"skipped": skipped, "mapping_note": nullIfEmpty(res.MapNote)},
 		func(w io.Writer) {
 			fmt.Fprintln(w, res.New.String())
 			state := "moved from " + idText(res.Old)
@@ -166,6 +169,9 @@ func (a *app) imported(res *gitx.ImportResult) {
 			fmt.Fprintf(w, "%s: %s (git %s, %d changesets imported)\n", res.Ref, state, res.GitCommit, res.Changesets)
 			for _, p := range res.Skipped {
 				fmt.Fprintf(a.stderr, "warning: skipped submodule %s (the store holds no gitlinks)\n", p)
+			}
+			if res.MapNote != "" {
+				fmt.Fprintf(a.stderr, "warning: %s\n", res.MapNote)
 			}
 		})
 }
