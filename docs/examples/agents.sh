@@ -7,7 +7,7 @@ retry() {
   for pause in 0.1 0.2 0.4 0.8 1.6; do
     "$@" && return 0
     rc=$?
-    [ "$rc" -eq 5 ] || return "$rc"
+    case $rc in 5|13) ;; *) return "$rc" ;; esac   # E_BUSY, E_UNAVAILABLE
     sleep "$pause"
   done
   "$@"
