@@ -24,8 +24,10 @@ const DefaultLandAttempts = 16
 //     made exactly the same change), or a merge whose parent is change, Land
 //     does nothing and reports NoOp with Changeset = the head. Retrying a land
 //     after a crash therefore never applies a change twice.
-//   - If the head is change's first parent, onto is fast-forwarded to change
-//     (one compare-and-swap, no new changeset).
+//   - If the head is on change's first-parent history (its first parent,
+//     or further down a branch of several changesets), onto is
+//     fast-forwarded to change (one compare-and-swap, no new changeset): a
+//     merge would hold change's tree and nothing else.
 //   - Otherwise Land merges three ways: base is the nearest common ancestor of
 //     the head and change (highest generation; the empty tree if none), and
 //     every path change made between base and change is applied to the head.
@@ -142,7 +144,10 @@ func (l *lander) run() error {
 			l.res.NoOp, l.res.Changeset = true, l.head
 			return nil
 		}
-		ff := len(l.cs.Parents) > 0 && l.cs.Parents[0] == l.head && l.s.opts.weaken&testknobs.LandNoFastForward == 0
+		ff, err := l.headOnFirstParents()
+		if err != nil {
+			return err
+		}
 		if ff {
 			err = l.fastForward(attempt)
 		} else {
@@ -158,7 +163,43 @@ func (l *lander) run() error {
 	return fmt.Errorf("%w: the target moved during each of %d attempts", ErrBusy, l.maxAttempts)
 }
 
-// fastForward moves the target from its head, change's first parent, to
+// headOnFirstParents reports whether the head is on change's first-parent
+// history (its first parent, or further down a branch of several
+// changesets), so that the land is a fast-forward. A head reached only
+// through a second parent is not: moving onto's first-parent history onto
+// the branch's (git's "foxtrot") would hide onto's own history from log
+// and from the no-op walk; such a change is merged. The walk stops below
+// the head's generation.
+func (l *lander) headOnFirstParents() (bool, error) {
+	if l.s.opts.weaken&testknobs.LandNoFastForward != 0 {
+		return false, nil
+	}
+	if len(l.cs.Parents) == 0 {
+		return false, nil
+	}
+	if l.cs.Parents[0] == l.head {
+		return true, nil
+	}
+	head, err := l.sn.Changeset(l.head)
+	if err != nil {
+		return false, err
+	}
+	for cs := l.cs; len(cs.Parents) > 0; {
+		id := cs.Parents[0]
+		if id == l.head {
+			return true, nil
+		}
+		if cs, err = l.sn.Changeset(id); err != nil {
+			return false, err
+		}
+		if cs.Generation <= head.Generation {
+			return false, nil
+		}
+	}
+	return false, nil
+}
+
+// fastForward moves the target from its head, an ancestor of change, to
 // change.
 func (l *lander) fastForward(attempt int) error {
 	if attempt > 1 {

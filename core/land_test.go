@@ -222,3 +222,68 @@ func TestRacingLandersEachLandWithinThreeAttempts(t *testing.T) {
 		}
 	}
 }
+
+func TestLandOfABranchOfSeveralChangesetsFastForwards(t *testing.T) {
+	s, m0 := newLandStore(t)
+	c1, err := s.Commit(CommitRequest{Parents: []ID{m0}, Changes: puts("a", 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c2, err := s.Commit(CommitRequest{Parents: []ID{c1}, Changes: puts("b", 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.Land(c2, "main", LandOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Changeset != c2 || res.NoOp || res.Attempts != 1 {
+		t.Fatalf("land of a two-changeset branch onto its unmoved base: %+v, want a fast-forward to %s", res, c2)
+	}
+	if got := refAt(t, s, "main"); got != c2 {
+		t.Fatalf("main is %s, want %s", got, c2)
+	}
+	// Once main moved past the fork, the same shape merges.
+	c3, err := s.Commit(CommitRequest{Parents: []ID{m0}, Changes: puts("c", 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c4, err := s.Commit(CommitRequest{Parents: []ID{c3}, Changes: puts("d", 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err = s.Land(c4, "main", LandOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sn, err := s.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := sn.Changeset(res.Changeset)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(cs.Parents, []ID{c2, c4}) {
+		t.Fatalf("land after main moved: parents %v, want a merge of %s and %s", cs.Parents, c2, c4)
+	}
+	// A change that holds main only as a second parent is merged too:
+	// a fast-forward would put the branch's history first on main.
+	head := res.Changeset
+	c5, err := s.Commit(CommitRequest{Parents: []ID{c4, head}, Changes: puts("e", 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err = s.Land(c5, "main", LandOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if sn, err = s.Snapshot(); err != nil {
+		t.Fatal(err)
+	}
+	if cs, err = sn.Changeset(res.Changeset); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(cs.Parents, []ID{head, c5}) {
+		t.Fatalf("land of a merge holding main as its second parent: parents %v, want a merge of %s and %s", cs.Parents, head, c5)
+	}
+}

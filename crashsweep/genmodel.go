@@ -169,7 +169,8 @@ func (m *genModel) commit(parent int, path, data string) int {
 
 // land predicts Land(change, main) by its contract: a no-op if head is
 // change or head's first-parent history holds change's delta; a
-// fast-forward if head is change's first parent; otherwise a three-way
+// fast-forward if head is on change's first-parent history; otherwise a
+// three-way
 // merge against the nearest common ancestor, which conflicts on a path
 // both sides changed differently, is a no-op if every path already has
 // change's value, and else makes a merge changeset [head, change].
@@ -189,10 +190,12 @@ func (m *genModel) land(change, head int) genResult {
 		}
 		id = h.parents[0]
 	}
-	if len(c.parents) > 0 && c.parents[0] == head {
-		m.move("main", change)
-		res.outcome, res.ff = "ok", true
-		return res
+	for id := change; len(m.cs[id].parents) > 0; {
+		if id = m.cs[id].parents[0]; id == head {
+			m.move("main", change)
+			res.outcome, res.ff = "ok", true
+			return res
+		}
 	}
 	bases := m.mergeBases(head, change)
 	if len(bases) > 1 {
