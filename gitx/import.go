@@ -130,7 +130,7 @@ func Import(s *core.Store, dir string, o ImportOptions) (*ImportResult, error) {
 		return res, nil
 	}
 	if err := s.UpdateRefsAs(core.Origin{Agent: o.Agent, Op: core.OpImport}, core.RefUpdate{Name: res.Ref, Old: res.Old, New: res.New}); err != nil {
-		return nil, fmt.Errorf("import: %s is imported as changeset %s, but ref %q was not moved: %w",
+		return nil, fmt.Errorf("%s is imported as changeset %s, but ref %q was not moved: %w",
 			res.GitCommit, res.New, res.Ref, err)
 	}
 	res.Moved = true

@@ -45,7 +45,7 @@ move as op_log prints it. The watch tool is the same stream as a long poll.`,
 			return nil
 		}),
 	}
-	cmd.Flags().StringVar(&agent, "agent", "", "agent name for commit and land calls that give none")
+	cmd.Flags().StringVar(&agent, "agent", "", "agent name for commit, land and undo calls that give none")
 	return cmd
 }
 

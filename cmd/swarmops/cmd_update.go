@@ -89,7 +89,7 @@ outside DIR; --sync makes them durable before the command returns.`,
 					a.updateConflicted(res, dir, rev)
 					return nil
 				}
-				a.ok(updateJSON(res, dir), func(w io.Writer) { writeUpdate(w, res, rev) })
+				a.ok(updateJSON(res, dir), func(w io.Writer) { writeUpdate(w, res, rev, id) })
 				return nil
 			})
 		}),
@@ -108,7 +108,13 @@ func updateJSON(res *worktree.UpdateResult, dir string) map[string]any {
 		"written": res.Written, "removed": res.Removed, "merged": merged, "conflicts": conflictsJSON(res.Conflicts)}
 }
 
-func writeUpdate(w io.Writer, res *worktree.UpdateResult, rev string) {
+// writeUpdate prints an update for a human; id is what rev resolved to,
+// which the tree's base already holds when they differ.
+func writeUpdate(w io.Writer, res *worktree.UpdateResult, rev string, id core.ID) {
+	if res.Changeset != id && res.Written == 0 && res.Removed == 0 {
+		fmt.Fprintf(w, "already up to date: the tree's base %s holds %s (%s)\n", short(res.Changeset), rev, short(id))
+		return
+	}
 	fmt.Fprintf(w, "updated onto %s (%s): %d files written, %d removed, %d merged by lines\n",
 		rev, short(res.Changeset), res.Written, res.Removed, len(res.Merged))
 	for _, c := range res.Conflicts {
@@ -125,7 +131,7 @@ func (a *app) updateConflicted(res *worktree.UpdateResult, dir, rev string) {
 		paths[i] = c.Path
 	}
 	if !a.jsonOut && !a.jsonFlag {
-		writeUpdate(a.stdout, res, rev)
+		writeUpdate(a.stdout, res, rev, res.Changeset)
 	}
 	a.fail = &cliError{kind: kindUnresolved,
 		err:     fmt.Errorf("update onto %s left %d conflicts in %s", rev, len(paths), strings.Join(paths, ", ")),

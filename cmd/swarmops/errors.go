@@ -51,7 +51,7 @@ var (
 	kindUnresolved = errorKind{"E_UNRESOLVED", 18, false, "the work tree has conflicts an update left (\"paths\"), or a file to resolve still holds conflict markers; edit, then resolve"}
 	kindProtected  = errorKind{"E_PROTECTED", 19, false, "the ref is protected (ref protect): only land moves it (\"ref\", \"pattern\")"}
 	kindReadOnly   = errorKind{"E_READ_ONLY", 20, false, "the store cannot be written with this access (a read-only mount, or another user's store); reads work, unless the store needs recovery first, which needs write access"}
-	kindCheckFail  = errorKind{"E_CHECK_FAILED", 21, false, "land --check ejected the change: the check failed on it (\"exit_status\", \"timed_out\", \"output\": the output's tail)"}
+	kindCheckFail  = errorKind{"E_CHECK_FAILED", 21, false, "land --check ejected the change: the check failed on it (\"exit_status\", \"timed_out\", \"output\": the output's tail, \"checks\")"}
 	kindInternal   = errorKind{"E_INTERNAL", 70, false, "a bug: an error the table does not know"}
 	kindCrashed    = errorKind{"E_CRASHED", crashExitStatus, false, "a simulated crash (SWARMOPS_TEST_CRASH_AT); tests only"}
 )
