@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -149,7 +150,8 @@ func BenchmarkServedCommandLine(b *testing.B) {
 		args        []string
 	}{
 		{"log", "", []string{"log", "-n", "1", "--json"}},
-		{"commit", "put f = \"x\"\n", []string{"commit", "-F", "-", "--advance", "bench", "--create", "--agent", "a", "-m", "m", "--json"}},
+		// Each commit writes new content: one that changes nothing is E_EMPTY.
+		{"commit", "put f = \"x%d\"\n", []string{"commit", "-F", "-", "--advance", "bench", "--create", "--agent", "a", "-m", "m", "--json"}},
 	}
 	for _, l := range lines {
 		for _, direct := range []bool{true, false} {
@@ -176,7 +178,11 @@ func BenchmarkServedCommandLine(b *testing.B) {
 				b.ResetTimer()
 				for i := 0; i < b.N; i++ {
 					out.Reset()
-					a := &app{stdin: strings.NewReader(l.stdin), stdout: &out, stderr: io.Discard, getenv: getenv,
+					stdin := l.stdin
+					if strings.Contains(stdin, "%d") {
+						stdin = fmt.Sprintf(stdin, i)
+					}
+					a := &app{stdin: strings.NewReader(stdin), stdout: &out, stderr: io.Discard, getenv: getenv,
 						start: time.Now(), cwd: "/", shared: s, sharedDir: store, sharedInfo: info}
 					var st int
 					if direct {
