@@ -333,8 +333,14 @@ func (a *app) commitDir(s *core.Store, sn *core.Snapshot, c commitFlags) error {
 	a.reportSkipped(snap, extra)
 	// The commit is durable now. Recording it as the tree's new base can
 	// fail only on the tree's own files; the commit stands either way, so
-	// that is a warning, not a failure a caller would retry.
-	if err := a.recordTree(s, t, c, ps, snap, id); err != nil {
+	// that is a warning, not a failure a caller would retry. The tree's
+	// lease moves to the new base first: without --advance no ref holds
+	// it, and gc would take the tree's base away.
+	err = a.leaseTree(s, dir, id)
+	if err == nil {
+		err = a.recordTree(s, t, c, ps, snap, id)
+	}
+	if err != nil {
 		extra["warning"] = err.Error()
 		fmt.Fprintf(a.stderr, "swarmops: warning: %s\n", err)
 	}

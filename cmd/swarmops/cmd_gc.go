@@ -28,9 +28,11 @@ retention window (their old and new values) and no live lease reaches, and
 reclaim their space: the journal segments before the newest checkpoint (live
 objects in them are copied forward first), their index records, and
 unreachable loose objects. It runs beside agents that commit and land:
-checkouts and updates hold their base with a lease, and a commit built
-against the index from before the gc is built again. --json reports what was
-kept and reclaimed, and the leases that kept objects.`,
+a work tree holds its base with a lease (checkout, update and commit --dir
+renew it), and a commit built against the index from before the gc is
+built again. A changeset nothing holds (a commit without --advance, outside
+a work tree) goes at once: land it or set a ref to it first. --json reports
+what was kept and reclaimed, and the leases that kept objects.`,
 		Args: cobra.NoArgs,
 		RunE: runE(func(cmd *cobra.Command, args []string) error {
 			if retention < 0 {
