@@ -109,9 +109,14 @@
 // ancestor is imported in topological order (`git rev-list --topo-order
 // --reverse --parents`), each as the changes `git diff-tree` reports
 // against its first parent. The same git history therefore always gives
-// the same changeset ids. The target ref is then moved by compare-and-swap
-// from the value it had when the import started (created if it was
-// absent); a ref that moved meanwhile is a conflict and is left alone.
+// the same changeset ids. A commit the repository's mapping file names
+// (an export wrote it, or an import recorded it) is taken back as its
+// changeset while the store holds it, so store to git to store keeps ids.
+// The target ref is then moved by compare-and-swap from the value it had
+// when the import started (created if it was absent), and only to a
+// changeset that contains that value unless ImportOptions.Force (a
+// *NotFastForwardError otherwise); a ref that moved meanwhile is a
+// conflict and is left alone.
 //
 // Modes 100644, 100755 and 120000 map to objects.ModeFile, ModeExec and
 // ModeSymlink. Submodules (160000 gitlinks) cannot be held by the store:

@@ -30,7 +30,8 @@ type ExportOptions struct {
 	Progress func(done, total int)
 	// Force sets a git ref even when it holds a commit no export wrote
 	// and the new value does not contain (a commit made in git on an
-	// exported branch); git's reflog still names the commit dropped.
+	// exported branch); the commit dropped is left unreferenced (a bare
+	// repository keeps no reflog to find it by).
 	// Without it, such a ref fails the export with a *ForeignError and no
 	// ref moves.
 	Force bool

@@ -36,6 +36,10 @@ type ImportOptions struct {
 	// Agent is the agent the ref's move records in the operation log
 	// (operation import); the changesets keep their git authors.
 	Agent string
+	// Force moves an existing ref even when the import does not contain
+	// its value (the ref's own history would leave it). Without it such
+	// an import is a *NotFastForwardError and the ref stays.
+	Force bool
 }
 
 // ImportResult says what an import did.
@@ -48,8 +52,10 @@ type ImportResult struct {
 	// ref was set; it is false when it already held New.
 	Old, New core.ID
 	Moved    bool
-	// Changesets counts the commits imported as changesets.
-	Changesets int
+	// Changesets counts the commits imported as new changesets; Reused
+	// the commits an export wrote (the mapping file names them), taken
+	// back as the changesets they came from.
+	Changesets, Reused int
 	// Skipped lists, sorted, the paths of submodules (gitlinks) left out.
 	Skipped []string
 	// MapNote says why the imported commits were not recorded in the
@@ -68,8 +74,10 @@ const gitlinkMode = "160000"
 // exist; core.ErrInvalid for a bad revision, a revision that names no
 // branch without As, or (with ErrUnrepresentable) a path, mode or header
 // the store cannot hold; *core.ConflictError when the ref moved during the
-// import (the changesets are in the store, the ref is left alone); and the
-// store's and git's errors.
+// import, and *NotFastForwardError (core.ErrConflict) when the imported
+// changeset does not contain the ref's value (in both, the changesets are
+// in the store and the ref is left alone); and the store's and git's
+// errors.
 func Import(s *core.Store, dir string, o ImportOptions) (*ImportResult, error) {
 	if o.Rev == "" || strings.HasPrefix(o.Rev, "-") || strings.ContainsAny(o.Rev, "\x00\n") {
 		return nil, fmt.Errorf("%w: git revision %q: empty, starting with '-', or holding a NUL or newline", core.ErrInvalid, o.Rev)
@@ -101,6 +109,8 @@ func Import(s *core.Store, dir string, o ImportOptions) (*ImportResult, error) {
 		}
 	}
 	im := &importer{r: r, s: s, ids: map[string]core.ID{}, skipped: map[string]bool{}}
+	commits = im.known(sn, commits)
+	res.Reused = len(im.ids)
 	if im.cat, err = r.startCatFile(); err != nil {
 		return nil, err
 	}
@@ -111,14 +121,14 @@ func Import(s *core.Store, dir string, o ImportOptions) (*ImportResult, error) {
 				return nil, err
 			}
 		}
-		if res.New, err = im.commit(c[0], c[1:]); err != nil {
+		if _, err = im.commit(c[0], c[1:]); err != nil {
 			return nil, err
 		}
 		if o.Progress != nil {
 			o.Progress(i+1, len(commits))
 		}
 	}
-	res.Changesets = len(commits)
+	res.Changesets, res.New = len(commits), im.ids[res.GitCommit]
 	for p := range im.skipped {
 		res.Skipped = append(res.Skipped, p)
 	}
@@ -129,6 +139,9 @@ func Import(s *core.Store, dir string, o ImportOptions) (*ImportResult, error) {
 	if res.Old == res.New {
 		return res, nil
 	}
+	if err := fastForward(s, res, o.Force); err != nil {
+		return nil, err
+	}
 	if err := s.UpdateRefsAs(core.Origin{Agent: o.Agent, Op: core.OpImport}, core.RefUpdate{Name: res.Ref, Old: res.Old, New: res.New}); err != nil {
 		return nil, fmt.Errorf("%s is imported as changeset %s, but ref %q was not moved: %w",
 			res.GitCommit, res.New, res.Ref, err)
@@ -136,6 +149,69 @@ func Import(s *core.Store, dir string, o ImportOptions) (*ImportResult, error) {
 	res.Moved = true
 	return res, nil
 }
+
+// known takes out of commits those an export wrote from changesets the
+// store still holds (the repository's mapping file names them), recording
+// each as that changeset, so store to git to store keeps the ids. It
+// returns the commits left to import. Exports write every ancestor of what they write, so what is
+// left never has a parent that is neither taken out nor imported before it.
+func (im *importer) known(sn *core.Snapshot, commits [][]string) [][]string {
+	m := loadMap(vfs.OS(), im.r.commonDir)
+	back := make(map[string]core.ID, len(m.commits))
+	for _, cs := range m.order {
+		if _, ok := back[m.commits[cs]]; !ok {
+			if _, err := sn.Changeset(cs); err == nil {
+				back[m.commits[cs]] = cs
+			}
+		}
+	}
+	left := commits[:0:0]
+	for _, c := range commits {
+		if cs, ok := back[c[0]]; ok {
+			im.ids[c[0]] = cs
+			continue
+		}
+		left = append(left, c)
+	}
+	return left
+}
+
+// fastForward refuses, unless force, an import that would move an
+// existing ref to a changeset that does not contain its value: the ref's
+// own work (agents' lands, say) would leave its history.
+func fastForward(s *core.Store, res *ImportResult, force bool) error {
+	if force || res.Old.IsZero() {
+		return nil
+	}
+	sn, err := s.Snapshot()
+	if err != nil {
+		return err
+	}
+	base, err := sn.MergeBase(res.Old, res.New)
+	if err != nil {
+		return err
+	}
+	if base == res.Old {
+		return nil
+	}
+	return &NotFastForwardError{Ref: res.Ref, Current: res.Old, New: res.New, GitCommit: res.GitCommit}
+}
+
+// NotFastForwardError is an import refused because the store ref holds
+// Current, which the imported changeset New (from GitCommit) does not
+// contain. It matches core.ErrConflict; the changesets stay in the store.
+type NotFastForwardError struct {
+	Ref          string
+	Current, New core.ID
+	GitCommit    string
+}
+
+func (e *NotFastForwardError) Error() string {
+	return fmt.Sprintf("ref %q holds %s, which git commit %.12s (changeset %s) does not contain: moving it would drop that work",
+		e.Ref, e.Current.String()[:12], e.GitCommit, e.New.String()[:12])
+}
+
+func (e *NotFastForwardError) Is(target error) bool { return target == core.ErrConflict }
 
 // recordImported adds each imported changeset to the repository's mapping
 // file as the git commit it came from, unless an export mapped it already:

@@ -450,3 +450,57 @@ func TestAnExportBackIntoTheImportedRepositoryBuildsOnItsCommits(t *testing.T) {
 		})
 	}
 }
+
+func TestImportTakesBackWhatAnExportWroteAndRefusesToDropWork(t *testing.T) {
+	requireGit(t)
+	s := memStore(t)
+	one, err := s.Commit(core.CommitRequest{Advance: "main", Agent: "agent-1", Message: "one",
+		Changes: []core.Change{{Path: "a", Data: []byte("1\n")}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "out.git")
+	mustExport(t, snap(t, s), dir, ExportOptions{})
+
+	// store -> git -> store: the same changeset, nothing new.
+	rt := mustImport(t, s, dir, ImportOptions{Rev: "refs/heads/swarm/main", As: "rt", History: true})
+	if rt.New != one || rt.Changesets != 0 || rt.Reused != 1 {
+		t.Fatalf("import of what the export wrote: new %s (want %s), %d new changesets, %d reused",
+			rt.New, one, rt.Changesets, rt.Reused)
+	}
+
+	// A person builds on swarm/main in git; importing it onto main is a
+	// fast-forward whose parent is main's own changeset.
+	env := testGitEnv(t)
+	gitDir := gitDirOf(t, dir)
+	human := gitCommitOn(t, gitDir, "refs/heads/swarm/main")
+	res := mustImport(t, s, dir, ImportOptions{Rev: "refs/heads/swarm/main", As: "main", History: true})
+	cs, err := snap(t, s).Changeset(res.New)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Moved || res.Changesets != 1 || len(cs.Parents) != 1 || cs.Parents[0] != one {
+		t.Fatalf("import of a commit made on swarm/main: moved %v, %d new, parents %v; want one new changeset on %s",
+			res.Moved, res.Changesets, cs.Parents, one)
+	}
+
+	// Main moves on in the store; a git branch without that work does
+	// not move it back.
+	if _, err := s.Commit(core.CommitRequest{Parents: []core.ID{res.New}, Advance: "main", Message: "two",
+		Changes: []core.Change{{Path: "b", Data: []byte("2\n")}}}); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := snap(t, s).Ref("main")
+	git(t, env, gitDir, "", "update-ref", "refs/heads/other", human)
+	_, err = Import(s, dir, ImportOptions{Rev: "refs/heads/other", As: "main", History: true})
+	var nf *NotFastForwardError
+	if !errors.As(err, &nf) || !errors.Is(err, core.ErrConflict) || nf.Current != before {
+		t.Fatalf("import that would drop main's work: %v, want a *NotFastForwardError at %s", err, before)
+	}
+	if got, _ := snap(t, s).Ref("main"); got != before {
+		t.Fatalf("main moved to %s on a refused import", got)
+	}
+	if res := mustImport(t, s, dir, ImportOptions{Rev: "refs/heads/other", As: "main", History: true, Force: true}); !res.Moved {
+		t.Fatalf("import with Force did not move main")
+	}
+}

@@ -99,9 +99,9 @@ func (a *app) exported(dir string, res *gitx.ExportResult) {
 // its history, into the store and move a ref to it.
 func (a *app) importCmd() *cobra.Command {
 	var gitDir, as string
-	var history bool
+	var history, force bool
 	cmd := &cobra.Command{
-		Use:   "import --git DIR REV [--as REF] [--history]",
+		Use:   "import --git DIR REV [--as REF] [--history] [--force]",
 		Short: "Bring git revision REV (or with --history its whole history) into the store and move a ref to it",
 		Long: `Bring git revision REV of repository DIR into the store as changesets and
 move a store ref to the result by compare-and-swap (created if missing).
@@ -112,7 +112,12 @@ author time and message are kept, so importing the same history again
 gives the same ids. Submodules are skipped and listed. The imported
 changesets are recorded in DIR's export mapping as the commits they came
 from, so an export into DIR builds on those commits: the exported branch
-shares the history of the one imported, and git merges it.`,
+shares the history of the one imported, and git merges it. The other way,
+commits an export wrote come back as the changesets they came from
+("reused"), so a branch built in git on an exported one imports as a
+fast-forward. A ref the import would move to a changeset that does not
+contain its value is E_CONFLICT ("current", "new") and stays, unless
+--force.`,
 		Args: cobra.ExactArgs(1),
 		RunE: runE(func(cmd *cobra.Command, args []string) error {
 			if gitDir == "" {
@@ -125,7 +130,7 @@ shares the history of the one imported, and git merges it.`,
 			}
 			a.limitTreeMemory(false)
 			return a.withStore(func(s *core.Store, _ *core.Snapshot) error {
-				res, err := gitx.Import(s, a.path(gitDir), gitx.ImportOptions{Rev: args[0], As: as, History: history,
+				res, err := gitx.Import(s, a.path(gitDir), gitx.ImportOptions{Rev: args[0], As: as, History: history, Force: force,
 					CheckRef: func(name string) error {
 						if err := checkRefName(name); err != nil {
 							return usagef("import: branch %q cannot be a store ref (give one with --as): %w", name, err)
@@ -145,6 +150,7 @@ shares the history of the one imported, and git merges it.`,
 	f.StringVar(&gitDir, "git", "", "the git repository to read")
 	f.StringVar(&as, "as", "", "the store ref to move (default: the branch REV names)")
 	f.BoolVar(&history, "history", false, "import every ancestor of REV, not only its tree")
+	f.BoolVar(&force, "force", false, "move the ref even when the import does not contain its value (drops that work from it)")
 	return cmd
 }
 
@@ -155,7 +161,7 @@ func (a *app) imported(res *gitx.ImportResult) {
 		skipped = []string{}
 	}
 	a.ok(map[string]any{"git_dir": res.GitDir, "git_commit": res.GitCommit, "ref": res.Ref,
-		"old": idOrNull(res.Old), "new": res.New.String(), "moved": res.Moved, "changesets": res.Changesets,
+		"old": idOrNull(res.Old), "new": res.New.String(), "moved": res.Moved, "changesets": res.Changesets, "reused": res.Reused,
 		"skipped": skipped, "mapping_note": nullIfEmpty(res.MapNote)},
 		func(w io.Writer) {
 			fmt.Fprintln(w, res.New.String())
@@ -166,7 +172,7 @@ func (a *app) imported(res *gitx.ImportResult) {
 			case !res.Moved:
 				state = "already there"
 			}
-			fmt.Fprintf(w, "%s: %s (git %s, %d changesets imported)\n", res.Ref, state, res.GitCommit, res.Changesets)
+			fmt.Fprintf(w, "%s: %s (git %s, %d changesets imported, %d taken back from exports)\n", res.Ref, state, res.GitCommit, res.Changesets, res.Reused)
 			for _, p := range res.Skipped {
 				fmt.Fprintf(a.stderr, "warning: skipped submodule %s (the store holds no gitlinks)\n", p)
 			}
@@ -188,7 +194,12 @@ func gitError(verb string, err error) error {
 			refs[i] = map[string]any{"git_ref": r.GitRef, "commit": r.Commit, "want": r.Want}
 		}
 		ce.extra = map[string]any{"refs": refs}
-		ce.hint = "keep those commits on another git branch first, or export with --force to drop them from the branch (git's reflog keeps them), or export under another --prefix"
+		ce.hint = "keep those commits on another git branch first, or export with --force to drop them from the branch (they are left unreferenced: a bare repository keeps no reflog, and git gc prunes them), or export under another --prefix"
+	}
+	var nf *gitx.NotFastForwardError
+	if errors.As(err, &nf) {
+		ce.extra = map[string]any{"ref": nf.Ref, "current": nf.Current.String(), "new": nf.New.String()}
+		ce.hint = "land the imported changeset onto the ref instead (swarmops land NEW --onto REF), or import with --force to move the ref anyway"
 	}
 	return ce
 }
