@@ -188,13 +188,34 @@ func exportRefs(sn *core.Snapshot, names []string, prefix string) ([]ExportedRef
 		}
 		sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	}
+	seen := make(map[string]bool, len(out))
 	for i := range out {
 		out[i].GitRef = prefix + out[i].Name
 		if err := checkGitRef(out[i].GitRef); err != nil {
 			return nil, fmt.Errorf("%w: %w: %w", core.ErrInvalid, ErrUnrepresentable, err)
 		}
+		seen[out[i].Name] = true
+	}
+	// git keeps a ref as a file named by its path, so it cannot hold both
+	// agent and agent/1; the store can.
+	for _, e := range out {
+		for i := strings.IndexByte(e.Name, '/'); i >= 0; i = nextSlash(e.Name, i) {
+			if seen[e.Name[:i]] {
+				return nil, fmt.Errorf("%w: %w: refs %q and %q cannot both be git refs (one would be a directory of the other): export them apart, under different --prefix values",
+					core.ErrInvalid, ErrUnrepresentable, e.Name[:i], e.Name)
+			}
+		}
 	}
 	return out, nil
+}
+
+// nextSlash is the index of the next '/' in s after index i, or -1.
+func nextSlash(s string, i int) int {
+	j := strings.IndexByte(s[i+1:], '/')
+	if j < 0 {
+		return -1
+	}
+	return i + 1 + j
 }
 
 // planExport returns the changesets to write, parents first, and the

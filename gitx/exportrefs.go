@@ -96,6 +96,9 @@ func (r *repo) setRefs(m *exportMap, refs []ExportedRef, current map[string]stri
 		return nil
 	}
 	if _, err := r.run(tx.Bytes(), "update-ref", "--stdin"); err != nil {
+		if scratch {
+			r.run(nil, "update-ref", "-d", scratchRef)
+		}
 		if strings.Contains(err.Error(), "but expected") || strings.Contains(err.Error(), "reference already exists") {
 			return fmt.Errorf("%w: a git ref moved while the export ran; run it again: %w", core.ErrConflict, err)
 		}

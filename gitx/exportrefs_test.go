@@ -140,3 +140,23 @@ func TestExportMovesNoRefThatMovedWhileItRan(t *testing.T) {
 		t.Fatalf("%s is %s, want the commit made during the export, %s", ref, got, moved)
 	}
 }
+
+func TestExportRefusesRefsGitCannotHoldSideBySide(t *testing.T) {
+	s, gitDir := exportedMain(t)
+	main, _ := snap(t, s).Ref("main")
+	for _, name := range []string{"agent/1", "agent"} {
+		if err := s.UpdateRefs(core.RefUpdate{Name: name, New: main}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err := Export(snap(t, s), gitDir, ExportOptions{})
+	if !errors.Is(err, ErrUnrepresentable) || !errors.Is(err, core.ErrInvalid) || !strings.Contains(err.Error(), `"agent/1"`) {
+		t.Fatalf("export of agent and agent/1: %v, want ErrUnrepresentable naming both", err)
+	}
+	if _, err := Export(snap(t, s), gitDir, ExportOptions{Refs: []string{"agent/1", "main"}}); err != nil {
+		t.Fatalf("export of agent/1 alone: %v", err)
+	}
+	if got := git(t, testGitEnv(t), gitDir, "", "for-each-ref", scratchRef); got != "" {
+		t.Fatalf("scratch ref left: %s", got)
+	}
+}
