@@ -21,7 +21,9 @@ type Options struct {
 	// (0: DefaultOutputLimit).
 	OutputLimit int
 	// Agent is recorded in the merges and moves the runner makes (empty:
-	// each change's own agent in its merge).
+	// each change's own agent in its merge, and in a move the agent of
+	// the changes it lands, or "merge-queue" when they are several
+	// agents').
 	Agent string
 	// TempDir is where scratch work trees are made ("": os.TempDir()).
 	TempDir string

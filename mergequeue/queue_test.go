@@ -371,3 +371,29 @@ func TestConcurrentLandsOnOneHandleAgree(t *testing.T) {
 	}
 	f.assertOnlyCheckedTrees()
 }
+
+// TestAQueuedMoveRecordsTheAgentOfItsChange: with no Options.Agent, the
+// move that lands a change records the change's agent, as a plain land
+// does, so the operation log finds an agent's lands.
+func TestAQueuedMoveRecordsTheAgentOfItsChange(t *testing.T) {
+	f := newFixture(t)
+	c, err := f.s.Commit(core.CommitRequest{Parents: []core.ID{f.main}, Agent: "agent-5",
+		Changes: []core.Change{{Path: "a.txt", Data: []byte("a\n")}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Land(f.s, c, "main", f.opts()); err != nil {
+		t.Fatal(err)
+	}
+	sn, err := f.s.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	moves, err := sn.RefLog("main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if last := moves[len(moves)-1]; last.New != c || last.Agent != "agent-5" {
+		t.Fatalf("main's last move: to %s by %q, want to %s by agent-5", last.New, last.Agent, c)
+	}
+}

@@ -167,7 +167,7 @@ func (r *runner) decide(moves []core.RefUpdate, outs ...*Outcome) error {
 			core.RefUpdate{Name: entryName(PendingPrefix, r.target, o.Entry), Old: o.Change},
 			core.RefUpdate{Name: entryName(DonePrefix, r.target, o.Entry), New: rec})
 	}
-	origin := core.Origin{Agent: r.o.Agent, Op: core.OpLand}
+	origin := core.Origin{Agent: r.moveAgent(outs), Op: core.OpLand}
 	if r.o.weaken&testknobs.QueueTwoFrames != 0 && len(moves) > 0 {
 		// The canary: the outcomes are published before the move that
 		// makes them true, in a frame of their own.
@@ -178,6 +178,31 @@ func (r *runner) decide(moves []core.RefUpdate, outs ...*Outcome) error {
 	}
 	return r.s.UpdateRefsAs(origin, append(moves, entries...)...)
 }
+
+// moveAgent is the agent a frame deciding outs records: Options.Agent,
+// else the one agent whose changes it decides, as a plain land records
+// its change's agent, else "merge-queue" for a batch of several agents'.
+func (r *runner) moveAgent(outs []*Outcome) string {
+	if r.o.Agent != "" {
+		return r.o.Agent
+	}
+	sn, err := r.s.Snapshot()
+	if err != nil {
+		return queueAgent
+	}
+	agent := ""
+	for i, o := range outs {
+		cs, err := sn.Changeset(o.Change)
+		if err != nil || i > 0 && cs.Agent != agent {
+			return queueAgent
+		}
+		agent = cs.Agent
+	}
+	return agent
+}
+
+// queueAgent is the agent a frame records for several agents' changes.
+const queueAgent = "merge-queue"
 
 // lostRace reports whether err is a failed compare-and-swap of ref.
 func lostRace(err error, ref string) (core.ID, bool) {
