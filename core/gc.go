@@ -3,7 +3,6 @@ package core
 import (
 	"errors"
 	"fmt"
-	"path"
 	"time"
 
 	"github.com/swarmops/swarmops/core/index"
@@ -30,6 +29,7 @@ type GCReport struct {
 	Leases          []string // live leases, whose roots were kept
 	LeasedRoots     int      // changesets and objects named by live leases
 	LeasesExpired   int      // expired leases removed
+	LeasesBad       []string // leases that did not decode (torn by a power loss), removed
 	Copied          int      // live objects copied forward out of reclaimed segments
 	CopiedBytes     int64
 	RecordsDropped  int // index records of unreachable objects dropped (a record of a run repeating one counts again)
@@ -265,10 +265,16 @@ func (g *gc) leaseRoots() ([]ID, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(bad) > 0 {
-		// A lease is renamed into place whole, so a bad one is damage,
-		// not a write in progress: refuse rather than guess.
-		return nil, errs.Corrupt(path.Join(s.dir, LeaseDir, bad[0]), 0, "lease file does not decode")
+	// A lease is written without a sync (its holder renews it on its next
+	// command), so a power loss can leave one empty or torn, as it can
+	// leave one missing. A torn lease holds what a missing one holds:
+	// nothing. It is removed and reported, not a reason to refuse gc for
+	// good.
+	for _, n := range bad {
+		if err := s.ReleaseLease(n); err != nil {
+			return nil, err
+		}
+		g.rep.LeasesBad = append(g.rep.LeasesBad, n)
 	}
 	now := s.opts.Now()
 	var roots []ID

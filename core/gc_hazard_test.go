@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -49,7 +50,8 @@ func readRef(t *testing.T, s *core.Store, ref, p string) ([]byte, error) {
 }
 
 // TestGCKeepsLeasedObjects: a changeset no ref names, held by a live
-// lease, survives gc whole; an expired lease holds nothing and is removed.
+// lease, survives gc whole; an expired lease holds nothing and is removed,
+// and so does a torn one, reported.
 // With the GCIgnoresLeases canary the leased changeset is lost (the check
 // that the crash sweep's self-test relies on).
 func TestGCKeepsLeasedObjects(t *testing.T) {
@@ -65,6 +67,10 @@ func TestGCKeepsLeasedObjects(t *testing.T) {
 				t.Fatal(err)
 			}
 			if err := s.Lease("gone", []core.ID{dead}, time.Nanosecond); err != nil {
+				t.Fatal(err)
+			}
+			// What a power loss can leave of an unsynced lease write.
+			if err := os.WriteFile(filepath.Join(dir, core.LeaseDir, "torn"), nil, 0o644); err != nil {
 				t.Fatal(err)
 			}
 			time.Sleep(time.Millisecond)
@@ -83,7 +89,8 @@ func TestGCKeepsLeasedObjects(t *testing.T) {
 			if rerr != nil || !bytes.Equal(data, x) {
 				t.Fatalf("leased changeset after gc: %v", rerr)
 			}
-			if rep.LeasesExpired != 1 || len(rep.Leases) != 1 || rep.Leases[0] != "agent-1" {
+			if rep.LeasesExpired != 1 || len(rep.Leases) != 1 || rep.Leases[0] != "agent-1" ||
+				len(rep.LeasesBad) != 1 || rep.LeasesBad[0] != "torn" {
 				t.Errorf("leases in the report: %+v", rep)
 			}
 			if ls, _, _ := s.Leases(); len(ls) != 1 {

@@ -101,8 +101,8 @@ func writeFile(fsys vfs.FS, name string, b []byte) error {
 }
 
 // Leases reads every lease of the store. A lease that does not decode is
-// returned in bad (GC treats it as live until it can be told apart from a
-// half-written one by age: it is never a panic, and never ignored).
+// returned in bad, never a panic: a power loss can tear one, since leases
+// are not synced (GC removes it and reports it).
 func (s *Store) Leases() (leases []Lease, bad []string, err error) {
 	dir := path.Join(s.dir, LeaseDir)
 	d, err := s.fs.Open(dir)

@@ -44,15 +44,21 @@ what was kept and reclaimed, and the leases that kept objects.`,
 				if err != nil {
 					return err
 				}
-				leases := r.Leases
+				leases, bad := r.Leases, r.LeasesBad
 				if leases == nil {
 					leases = []string{}
 				}
+				if bad == nil {
+					bad = []string{}
+				}
 				data := map[string]any{"retention": retention.String(), "live": r.Live, "refs": r.Refs,
 					"reflog_roots": r.ReflogRoots, "leases": leases, "leased_roots": r.LeasedRoots,
-					"leases_expired": r.LeasesExpired, "copied": r.Copied, "copied_bytes": r.CopiedBytes,
+					"leases_expired": r.LeasesExpired, "leases_bad": bad, "copied": r.Copied, "copied_bytes": r.CopiedBytes,
 					"records_dropped": r.RecordsDropped, "segments_removed": r.SegmentsRemoved,
 					"loose_removed": r.LooseRemoved, "seconds": time.Since(start).Seconds()}
+				for _, n := range r.LeasesBad {
+					fmt.Fprintf(a.stderr, "warning: removed lease %s, which did not decode (a power loss can tear one; its work tree leases again on its next command)\n", n)
+				}
 				a.ok(data, lines(
 					fmt.Sprintf("kept %d live objects (%d refs, %d reflog roots, %d leases holding %d roots)",
 						r.Live, r.Refs, r.ReflogRoots, len(r.Leases), r.LeasedRoots),
