@@ -331,3 +331,44 @@ func TestNegativeOptionsAreInvalid(t *testing.T) {
 		}
 	}
 }
+
+// TestACommitReplacesADirectoryWithAFileOnceItsFilesAreDeleted: as git
+// does, a change list that deletes every file below d and puts d makes d
+// a file, in whatever order it lists them; with a file left below d, d is
+// still a directory and the commit is refused.
+func TestACommitReplacesADirectoryWithAFileOnceItsFilesAreDeleted(t *testing.T) {
+	s, _ := newMem(t, core.Options{})
+	a := mustCommit(t, s, core.CommitRequest{Changes: []core.Change{put("d/x", "1"), put("d/sub/y", "2"), put("keep", "k")}})
+	del := func(p string) core.Change { return core.Change{Path: p, Delete: true} }
+	if _, err := s.Commit(core.CommitRequest{Parents: []core.ID{a}, Changes: []core.Change{del("d/x"), put("d", "file")}}); !errors.Is(err, core.ErrInvalid) {
+		t.Errorf("d/sub/y left: %v, want ErrInvalid (d is a directory)", err)
+	}
+	b := mustCommit(t, s, core.CommitRequest{Parents: []core.ID{a}, Changes: []core.Change{put("d", "file"), del("d/x"), del("d/sub/y")}})
+	b2 := mustCommit(t, s, core.CommitRequest{Parents: []core.ID{a}, Changes: []core.Change{del("d/x"), del("d/sub/y"), put("d", "file")}})
+	sn, err := s.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := sn.Changeset(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs2, err := sn.Changeset(b2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cs.Root != cs2.Root || cs.Delta != cs2.Delta {
+		t.Errorf("the same change listed in another order gave tree %s, delta %x; want %s, %x", cs2.Root, cs2.Delta, cs.Root, cs.Delta)
+	}
+	data, e, err := sn.ReadPath(b, "d")
+	if err != nil || string(data) != "file" || e.Mode != objects.ModeFile {
+		t.Fatalf("d after the commit: %q %v %v, want the file", data, e.Mode, err)
+	}
+	flat, err := sn.Flatten(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(flat) != 2 {
+		t.Fatalf("tree after the commit: %v, want d and keep", flat)
+	}
+}

@@ -478,33 +478,9 @@ func (im *importer) diffChanges(parent, sha string) ([]core.Change, error) {
 			puts = append(puts, c)
 		}
 	}
-	if err := checkNoDirToFile(sha, dels, puts); err != nil {
-		return nil, err
-	}
+	// Deletions first: a directory whose files are all deleted may then
+	// become a file.
 	return append(dels, puts...), nil
-}
-
-// checkNoDirToFile refuses a commit that replaces a directory with a file:
-// core.Store.Commit applies changes to the first parent's tree and refuses
-// a file where that tree has a directory, even when every file below it
-// is deleted in the same change list, so such a commit has no changeset.
-func checkNoDirToFile(sha string, dels, puts []core.Change) error {
-	if len(dels) == 0 {
-		return nil
-	}
-	gone := make([]string, len(dels))
-	for i, d := range dels {
-		gone[i] = d.Path
-	}
-	sort.Strings(gone)
-	for _, p := range puts {
-		i := sort.SearchStrings(gone, p.Path+"/")
-		if i < len(gone) && strings.HasPrefix(gone[i], p.Path+"/") {
-			return fmt.Errorf("%w: %w: git commit %s replaces directory %q with a file, which a store changeset cannot do in one commit",
-				core.ErrInvalid, ErrUnrepresentable, sha, p.Path)
-		}
-	}
-	return nil
 }
 
 // put makes the change that sets path to blob bsha with git mode mode,

@@ -241,7 +241,7 @@ func (b *Builder) apply(base objects.ID, changes []Change) (objects.ID, []object
 	}
 	var delta []objects.PathChange
 	paths := map[string]bool{}
-	for _, c := range changes {
+	for _, c := range deletesFirst(changes) {
 		p, err := objects.CleanPath(c.Path)
 		if err != nil {
 			return objects.ID{}, nil, fmt.Errorf("%w: %w", errs.ErrInvalid, err)
@@ -255,34 +255,21 @@ func (b *Builder) apply(base objects.ID, changes []Change) (objects.ID, []object
 			return objects.ID{}, nil, err
 		}
 		comps := strings.Split(p, "/")
-		n := root
-		for i, comp := range comps[:len(comps)-1] {
-			kid, ok := n.kids[comp]
-			if !ok {
-				e, exists := n.entries[comp]
-				switch {
-				case exists && e.Mode != objects.ModeDir:
-					if c.Delete {
-						return objects.ID{}, nil, fmt.Errorf("%w: path %q to delete is not in the parent", errs.ErrNotFound, p)
-					}
-					return objects.ID{}, nil, fmt.Errorf("%w: path %q: %q is a file", errs.ErrInvalid, p, strings.Join(comps[:i+1], "/"))
-				case exists:
-					if kid, err = b.node(e.ID); err != nil {
-						return objects.ID{}, nil, err
-					}
-				case c.Delete:
-					return objects.ID{}, nil, fmt.Errorf("%w: path %q to delete is not in the parent", errs.ErrNotFound, p)
-				default:
-					kid, _ = b.node(objects.ID{})
-				}
-				n.kids[comp] = kid
-			}
-			n = kid
+		n, err := b.parent(root, comps, p, c.Delete)
+		if err != nil {
+			return objects.ID{}, nil, err
 		}
 		name := comps[len(comps)-1]
 		old, had := n.entries[name]
-		if _, isKid := n.kids[name]; isKid || (had && old.Mode == objects.ModeDir) {
-			return objects.ID{}, nil, fmt.Errorf("%w: path %q is a directory", errs.ErrInvalid, p)
+		if kid, isKid := n.kids[name]; isKid || (had && old.Mode == objects.ModeDir) {
+			// A directory whose every file the changes deleted may
+			// become a file, as git replaces one (deletions apply first).
+			if c.Delete || !isKid || !emptied(kid) {
+				return objects.ID{}, nil, fmt.Errorf("%w: path %q is a directory", errs.ErrInvalid, p)
+			}
+			delete(n.kids, name)
+			delete(n.entries, name)
+			old, had = objects.Entry{}, false
 		}
 		if c.Delete {
 			if !had {
@@ -312,6 +299,75 @@ func (b *Builder) apply(base objects.ID, changes []Change) (objects.ID, []object
 	}
 	id, _, err := b.write(root, true)
 	return id, delta, err
+}
+
+// deletesFirst orders changes with every deletion before every put, each
+// kind in its own order: a directory whose files are all deleted may then
+// become a file, and a deleted file a directory, whatever order the caller
+// listed them in (a merge lists paths sorted, "d" before "d/x"). The delta
+// hash does not depend on the order.
+func deletesFirst(changes []Change) []Change {
+	out := make([]Change, 0, len(changes))
+	for _, c := range changes {
+		if c.Delete {
+			out = append(out, c)
+		}
+	}
+	for _, c := range changes {
+		if !c.Delete {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// parent returns the node of the directory that holds path p (split into
+// comps), walking into the directories above it and making the missing
+// ones, unless del: a path to delete must exist.
+func (b *Builder) parent(root *tnode, comps []string, p string, del bool) (*tnode, error) {
+	n := root
+	for i, comp := range comps[:len(comps)-1] {
+		kid, ok := n.kids[comp]
+		if !ok {
+			e, exists := n.entries[comp]
+			var err error
+			switch {
+			case exists && e.Mode != objects.ModeDir:
+				if del {
+					return nil, fmt.Errorf("%w: path %q to delete is not in the parent", errs.ErrNotFound, p)
+				}
+				return nil, fmt.Errorf("%w: path %q: %q is a file", errs.ErrInvalid, p, strings.Join(comps[:i+1], "/"))
+			case exists:
+				if kid, err = b.node(e.ID); err != nil {
+					return nil, err
+				}
+			case del:
+				return nil, fmt.Errorf("%w: path %q to delete is not in the parent", errs.ErrNotFound, p)
+			default:
+				kid, _ = b.node(objects.ID{})
+			}
+			n.kids[comp] = kid
+		}
+		n = kid
+	}
+	return n, nil
+}
+
+// emptied reports whether n, a directory being edited, holds no file any
+// more: every entry left is a directory emptied too.
+func emptied(n *tnode) bool {
+	for name, e := range n.entries {
+		kid, ok := n.kids[name]
+		if e.Mode != objects.ModeDir || !ok || !emptied(kid) {
+			return false
+		}
+	}
+	for name, kid := range n.kids {
+		if _, ok := n.entries[name]; !ok && !emptied(kid) {
+			return false
+		}
+	}
+	return true
 }
 
 // modeOf returns the mode change c gives path p: 0 for a delete, a
