@@ -1,6 +1,7 @@
 package core
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -253,9 +254,34 @@ func (s *Store) Undo(id OpID, agent string) (RefMove, error) {
 	t := &txn.Txn{Time: s.opts.Now().UTC(), Origin: o,
 		Moves: []refs.Move{{Name: m.Ref, Old: m.New, New: m.Old, Since: m.Seq}}}
 	if err := s.pipe.Commit(t, need); err != nil {
+		s.undoneBy(m, err)
 		return RefMove{}, fmt.Errorf("undo %s: %w", m.ID(), err)
 	}
 	return RefMove{Seq: t.Seq, Ref: m.Ref, Old: m.New, New: m.Old, Time: t.Time, Origin: o, FrameMoves: 1}, nil
+}
+
+// undoneBy marks err, a lost compare-and-swap of an undo of m, with the
+// frame of an undo of m made since, if there is one: an undo retried after
+// its answer was lost then says so, rather than that the ref moved.
+func (s *Store) undoneBy(m RefMove, err error) {
+	var ce *ConflictError
+	if !errors.As(err, &ce) {
+		return
+	}
+	sn, serr := s.Snapshot()
+	if serr != nil {
+		return
+	}
+	later, serr := sn.Moves(MoveQuery{After: m.Seq, Refs: []string{m.Ref}})
+	if serr != nil {
+		return
+	}
+	for _, u := range later {
+		if u.Origin.Op == OpUndo && u.Origin.Undoes == m.Seq {
+			ce.UndoneBy = u.Seq
+			return
+		}
+	}
 }
 
 // moveOf finds the move id names.

@@ -248,8 +248,13 @@ func TestUndoIsRefusedOnceTheRefMoved(t *testing.T) {
 	if _, err := s.Undo(core.OpID{Seq: two.Seq}, ""); !errors.Is(err, core.ErrInvalid) {
 		t.Fatalf("undo of a two-ref frame without the ref: %v; want ErrInvalid", err)
 	}
-	if _, err := s.Undo(core.OpID{Seq: two.Seq, Ref: "y"}, ""); err != nil {
+	u, err := s.Undo(core.OpID{Seq: two.Seq, Ref: "y"}, "")
+	if err != nil {
 		t.Fatalf("undo of %d:y: %v", two.Seq, err)
+	}
+	// The same undo again (its first answer lost) says it was done.
+	if _, err := s.Undo(core.OpID{Seq: two.Seq, Ref: "y"}, ""); !errors.As(err, &ce) || ce.UndoneBy != u.Seq {
+		t.Fatalf("the undo of %d:y again: %v; want a conflict naming the undo at %d", two.Seq, err, u.Seq)
 	}
 }
 

@@ -201,6 +201,9 @@ func classify(err error) *cliError {
 		if conflict.MovedAt != 0 {
 			out.extra["moved_at"] = conflict.MovedAt
 		}
+		if conflict.UndoneBy != 0 {
+			out.extra["undone_by"] = conflict.UndoneBy
+		}
 	case errors.Is(err, core.ErrConflict):
 		out.kind = kindConflict
 	case errors.As(err, &ambiguous):

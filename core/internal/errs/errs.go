@@ -42,15 +42,21 @@ var (
 // ConflictError is a failed ref compare-and-swap. Current is the ref's value
 // (the zero id if it does not exist). MovedAt, when not zero, says the ref
 // holds the expected value but moved since the move an undo reverses: it
-// is the frame of the ref's last move.
+// is the frame of the ref's last move. UndoneBy, when not zero, is the
+// frame of an undo that already reversed the move an undo was asked for
+// (a retried undo finds its first try landed).
 type ConflictError struct {
 	Ref      string
 	Expected objects.ID
 	Current  objects.ID
 	MovedAt  uint64
+	UndoneBy uint64
 }
 
 func (e *ConflictError) Error() string {
+	if e.UndoneBy != 0 {
+		return fmt.Sprintf("ref %q: the move was already undone (frame %d); it is %s", e.Ref, e.UndoneBy, Short(e.Current))
+	}
 	if e.MovedAt != 0 {
 		return fmt.Sprintf("ref %q: is %s, but moved since (frame %d)", e.Ref, Short(e.Current), e.MovedAt)
 	}
