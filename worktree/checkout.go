@@ -335,7 +335,9 @@ func (t *Tree) execute(src Source, id objects.ID, p *plan) (*Result, error) {
 	if err := t.writeIndex(ix); err != nil {
 		return nil, err
 	}
-	return res, nil
+	// The switch wrote every file it keeps: no marker an interrupted
+	// update left is unaccounted for any more.
+	return res, t.clearPending()
 }
 
 // pruneDirs removes the directories that removals left empty, deepest

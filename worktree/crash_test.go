@@ -3,6 +3,7 @@ package worktree_test
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -361,6 +362,50 @@ func TestAnUpdateRunAgainAfterACrashFinishesIt(t *testing.T) {
 		}
 		if got := status(again); !eq(got, wantStatus) {
 			t.Fatalf("crash at call %d, then update again: status %v, want %v", n, got, wantStatus)
+		}
+	}
+	t.Logf("%d crash points", total)
+}
+
+// TestAnUpdateWithConflictsRunAgainAfterACrashFinishesIt: an update that
+// writes conflict markers is crashed at every call. Until it is run again,
+// no commit may take a marker file for the tree's own edit (the snapshot
+// is refused, or the conflict is recorded); run again, it gives the files
+// and the conflicts of the uncrashed update, markers not nested.
+func TestAnUpdateWithConflictsRunAgainAfterACrashFinishesIt(t *testing.T) {
+	f, m, b := updateRevisions(t)
+	sn := f.snap()
+	run := treeOp(worktree.Options{StoreDir: "/s"}, func(wt *worktree.Tree) error {
+		_, err := wt.Update(sn, b, "")
+		return err
+	})
+	done, total := countCalls(t, m, run)
+	want := treeFiles(t, done, "/w")
+	for n := int64(1); n < total; n++ {
+		mm, _ := crashedAt(m, n, run)
+		crashed := mm.CrashClone(faultfs.ProcessCrash, 0)
+		finished := false
+		err := treeOp(f.opts(), func(wt *worktree.Tree) error {
+			if len(wt.Index().Conflicts) > 0 {
+				finished = true // its index is written: a commit is refused for them
+				return nil
+			}
+			if _, err := wt.Snapshot(); !errors.Is(err, worktree.ErrUnresolved) &&
+				strings.Contains(content(t, crashed, "/w/x"), "<<<<<<<") {
+				return fmt.Errorf("a snapshot took x, holding markers no conflict records, for an edit: %v", err)
+			}
+			return nil
+		})(crashed)
+		if err != nil {
+			t.Fatalf("crash at call %d of %d: %v", n, total, err)
+		}
+		if !finished {
+			if err := run(crashed); err != nil {
+				t.Fatalf("crash at call %d, then update again: %v", n, err)
+			}
+		}
+		if d := diffMaps(treeFiles(t, crashed, "/w"), want); d != "" {
+			t.Fatalf("crash at call %d, then update again: %s", n, d)
 		}
 	}
 	t.Logf("%d crash points", total)

@@ -14,6 +14,8 @@
 //	.swarmops-tree/store   the store's directory, one line, for commands run in the tree
 //	.swarmops-tree/tmp/    temporary files, renamed into place; cleared by each operation
 //	.swarmops-tree/lock    the lock mutating operations take
+//	.swarmops-tree/update-pending  an update writing conflict markers, until
+//	                       its index is written (pending.go)
 //
 // # Index format
 //

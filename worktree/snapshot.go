@@ -46,6 +46,12 @@ func (t *Tree) Snapshot() (*Snapshot, error) {
 	if t.hasConflicts() {
 		return nil, t.unresolved()
 	}
+	if ps, err := t.interrupted(); err != nil || len(ps) > 0 {
+		if err != nil {
+			return nil, err
+		}
+		return nil, &UnresolvedError{Paths: ps, Interrupted: true}
+	}
 	t.stats = Stats{}
 	s := &Snapshot{Parent: t.idx.Base}
 	var puts []core.Change

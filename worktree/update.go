@@ -19,16 +19,22 @@ import (
 var ErrUnresolved = errors.New("worktree: unresolved conflicts")
 
 // UnresolvedError lists the unresolved paths. Markers is set when Resolve
-// refused them because their files still hold conflict markers.
+// refused them because their files still hold conflict markers;
+// Interrupted when an update that was writing markers into them stopped
+// before it recorded them (run the update again to finish it).
 type UnresolvedError struct {
-	Paths   []string
-	Markers bool
+	Paths       []string
+	Markers     bool
+	Interrupted bool
 }
 
 func (e *UnresolvedError) Error() string {
 	what := "unresolved"
-	if e.Markers {
+	switch {
+	case e.Markers:
 		what = "still holding conflict markers"
+	case e.Interrupted:
+		what = "left with conflict markers by an interrupted update"
 	}
 	return fmt.Sprintf("%v: %s: %s", ErrUnresolved, what, shortList(e.Paths))
 }
@@ -137,6 +143,9 @@ func (t *Tree) Update(src UpdateSource, onto objects.ID, label string) (*UpdateR
 		return nil, err
 	}
 	defer l.Unlock()
+	if err := t.undoInterrupted(); err != nil {
+		return nil, err
+	}
 	if t.hasConflicts() {
 		return nil, t.unresolved()
 	}
@@ -168,6 +177,9 @@ func (t *Tree) Update(src UpdateSource, onto objects.ID, label string) (*UpdateR
 	if err != nil {
 		return nil, err
 	}
+	if err := t.recordPending(onto, steps); err != nil {
+		return nil, err
+	}
 	if err := t.executeUpdate(steps, res); err != nil {
 		return nil, err
 	}
@@ -180,6 +192,9 @@ func (t *Tree) Update(src UpdateSource, onto objects.ID, label string) (*UpdateR
 		ix.Ref = t.opts.Ref
 	}
 	if err := t.writeIndex(ix); err != nil {
+		return nil, err
+	}
+	if err := t.clearPending(); err != nil {
 		return nil, err
 	}
 	if made {

@@ -250,6 +250,11 @@ func treePaths(root, from string, args []string) ([]string, error) {
 // unresolvedErr places a *worktree.UnresolvedError in the table.
 func unresolvedErr(prefix string, ue *worktree.UnresolvedError) error {
 	ce := &cliError{kind: kindUnresolved, err: ue, extra: map[string]any{"paths": ue.Paths}}
+	if ue.Interrupted {
+		ce.msg = fmt.Sprintf("%s: an update of the work tree stopped before it recorded the conflicts it wrote into %s", prefix, strings.Join(ue.Paths, ", "))
+		ce.hint = "run 'swarmops update' again to finish it (it first puts back what those files held), or 'swarmops checkout REV DIR --force' to drop the tree's changes"
+		return ce
+	}
 	if ue.Markers {
 		ce.msg = fmt.Sprintf("%s: conflict markers are still in %s", prefix, strings.Join(ue.Paths, ", "))
 		ce.hint = "edit them until no <<<<<<<, ||||||| or >>>>>>> line is left, or use --force to resolve them as they are"
