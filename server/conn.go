@@ -59,18 +59,29 @@ type sconn struct {
 	exitBuf []byte
 }
 
+// refuse answers a connection with m and no more. The client's request
+// is read and dropped before the close: closing a socket with unread
+// bytes resets the connection, and the client, reading a reset rather than
+// m, could not tell that its request did not run.
+func refuse(c *net.UnixConn, m errorMsg) {
+	writeJSON(c, fError, m)
+	c.CloseWrite()
+	c.SetReadDeadline(time.Now().Add(time.Second))
+	io.Copy(io.Discard, io.LimitReader(c, MaxPayload+5))
+}
+
 // serveConn serves the requests of one connection: one for a version 1
 // client, any number in sequence for a version 2 client.
 func (s *Server) serveConn(c *net.UnixConn) {
 	defer c.Close()
 	if err := s.checkPeer(c); err != nil {
 		s.logf("refused a connection: %v", err)
-		writeJSON(c, fError, errorMsg{Code: codePeer, Message: err.Error()})
+		refuse(c, errorMsg{Code: codePeer, Message: err.Error()})
 		return
 	}
 	select {
 	case <-s.stopping:
-		writeJSON(c, fError, errorMsg{Code: codeStopping, Message: "the server is stopping"})
+		refuse(c, errorMsg{Code: codeStopping, Message: "the server is stopping"})
 		return
 	default:
 	}

@@ -56,7 +56,9 @@
 //     the round trip of stdin-want. Between requests a client may idle as
 //     long as it likes; a server that stops sends an idle connection a
 //     stopping error frame, so the client's next request is known not to
-//     have run.
+//     have run. So does every connection still queued on its socket when
+//     it stops (Stop), after reading what the client sent: a close with
+//     unread bytes would reset the connection instead.
 //   - Version 3: version 2 with the request in the binary encoding,
 //     which a server decodes without reflection. Client and Run speak it
 //     (Run sends one invocation on a connection of its own). A server

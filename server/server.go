@@ -233,6 +233,11 @@ func (s *Server) acceptLoop() {
 			}
 			return
 		}
+		select {
+		case <-s.stopping:
+			s.ln.SetDeadline(time.Now().Add(drainWait)) // drain the queue
+		default:
+		}
 		s.conns.Add(1)
 		go func() {
 			defer s.conns.Done()
@@ -241,14 +246,28 @@ func (s *Server) acceptLoop() {
 	}
 }
 
-// Stop stops accepting, tells running invocations to finish (Done), waits
-// for them at most grace, then removes the socket and releases the lock.
+// drainWait is how long a stopping server's accept queue must stay empty
+// before its listener closes.
+const drainWait = 20 * time.Millisecond
+
+// Stop removes the socket, tells the connections queued on it and every
+// idle one that the server is stopping, tells running invocations to
+// finish (Done), waits for them at most grace, then releases the lock.
 // The socket goes before the lock, so a client never finds a socket whose
 // server is gone while the lock is free to be taken by a new one.
 func (s *Server) Stop(grace time.Duration) error {
 	s.stopOnce.Do(func() { close(s.stopping) })
-	s.ln.Close()
+	// No client connects once the socket's name is gone. One that
+	// connected already but was not accepted yet would be reset by the
+	// listener's close, and could not tell whether its request ran: the
+	// accept loop takes those until the queue stays empty for drainWait,
+	// and each is told the server is stopping, so it runs its request
+	// itself.
+	rmErr := os.Remove(s.sock)
+	s.ln.SetDeadline(time.Now().Add(drainWait))
 	<-s.done
+	s.drainQueue()
+	s.ln.Close()
 	waited := make(chan struct{})
 	go func() { s.conns.Wait(); close(waited) }()
 	var err error
@@ -257,14 +276,48 @@ func (s *Server) Stop(grace time.Duration) error {
 	case <-time.After(grace):
 		err = fmt.Errorf("server: invocations still running after %v", grace)
 	}
-	if rerr := os.Remove(s.sock); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) && err == nil {
-		err = rerr
+	if rmErr != nil && !errors.Is(rmErr, fs.ErrNotExist) && err == nil {
+		err = rmErr
 	}
 	// The lock file goes last, while still locked: a server that opened
 	// it meanwhile finds it unlinked once it gets the lock (takeLock).
 	os.Remove(filepath.Join(s.cfg.Dir, LockName))
 	s.lock.Close()
 	return err
+}
+
+// drainQueue takes, without waiting, every connection still queued on the
+// listener and tells each the server is stopping. The accept loop may have
+// left some: a deadline that passed before the loop ran again fails
+// Accept without looking at the queue.
+func (s *Server) drainQueue() {
+	rc, err := s.ln.SyscallConn()
+	if err != nil {
+		return
+	}
+	rc.Control(func(fd uintptr) {
+		for {
+			// The listener's descriptor is non-blocking: EAGAIN, the
+			// queue is empty, ends the loop.
+			nfd, _, err := unix.Accept4(int(fd), unix.SOCK_CLOEXEC)
+			if err != nil {
+				return
+			}
+			f := os.NewFile(uintptr(nfd), "")
+			c, err := net.FileConn(f)
+			f.Close()
+			uc, ok := c.(*net.UnixConn)
+			if err != nil || !ok {
+				continue
+			}
+			s.conns.Add(1)
+			go func() {
+				defer s.conns.Done()
+				defer uc.Close()
+				refuse(uc, errorMsg{Code: codeStopping, Message: "the server is stopping"})
+			}()
+		}
+	})
 }
 
 // Wait blocks until the server stops accepting, and returns the accept

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -557,6 +558,63 @@ func TestBinaryRequestsRoundTripAndRefuseMalformedOnes(t *testing.T) {
 	for what, p := range bad {
 		if _, err := decodeRequest(p); !errors.Is(err, ErrProtocol) {
 			t.Errorf("%s: %v, want ErrProtocol", what, err)
+		}
+	}
+}
+
+// TestAStoppingServerTellsEveryQueuedClientItsRequestDidNotRun: clients
+// dial and send while the server stops. Each request either runs or is
+// told it did not (NotRun: the client runs it itself); none may end with a
+// reset that leaves it unknown whether it ran, which is what a client
+// queued on the socket when the listener closed used to get.
+func TestAStoppingServerTellsEveryQueuedClientItsRequestDidNotRun(t *testing.T) {
+	for round := 0; round < 5; round++ {
+		dir := t.TempDir()
+		s := mustStart(t, Config{Dir: dir, Handler: echo})
+		var wg sync.WaitGroup
+		var ran, notRun, unknown atomic.Int64
+		stop := make(chan struct{})
+		for g := 0; g < 16; g++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					cl, err := Dial(dir)
+					if err != nil {
+						if !NotRun(err) {
+							unknown.Add(1)
+							t.Errorf("a dial during stop: %v, want NotRun", err)
+						}
+						continue
+					}
+					_, err = cl.Run(&Request{Args: []string{"0"}, Cwd: "/"}, nil, io.Discard, io.Discard)
+					cl.Close()
+					switch {
+					case err == nil:
+						ran.Add(1)
+					case NotRun(err):
+						notRun.Add(1)
+					default:
+						unknown.Add(1)
+						t.Errorf("a request during stop: %v, want it run or NotRun", err)
+					}
+				}
+			}()
+		}
+		time.Sleep(30 * time.Millisecond)
+		if err := s.Stop(5 * time.Second); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(10 * time.Millisecond)
+		close(stop)
+		wg.Wait()
+		if unknown.Load() > 0 {
+			t.Fatalf("round %d: %d requests ran, %d were told they did not, %d do not know", round, ran.Load(), notRun.Load(), unknown.Load())
 		}
 	}
 }
