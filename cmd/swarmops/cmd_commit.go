@@ -48,8 +48,9 @@ base is refused (E_STALE): update the tree first (swarmops update), or
 give the base first and the other revision second to merge it in. A
 plain directory is
 diffed against the first parent and becomes a work tree of the new
-changeset; it needs a parent (--parent, or --advance of an existing ref),
-or --root for a first changeset.
+changeset; its parent is --parent, or the existing ref --advance names,
+and with neither it is a first changeset, which needs --root or an
+--advance of a ref that does not exist yet.
 
 A second --parent records a merge: the changes are merged with that
 parent's work (by lines, as land merges), so a file the changes leave

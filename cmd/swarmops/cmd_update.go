@@ -200,6 +200,9 @@ E_USAGE.`,
 				return treeErr("resolve", t.Dir(), err)
 			}
 			left := conflictsJSON(t.Index().Conflicts)
+			if done == nil {
+				done = []string{}
+			}
 			a.ok(map[string]any{"dir": t.Dir(), "resolved": done, "conflicts": left}, func(w io.Writer) {
 				for _, p := range done {
 					fmt.Fprintf(w, "resolved %s\n", p)
