@@ -326,11 +326,15 @@ func (a *app) commitDir(s *core.Store, sn *core.Snapshot, c commitFlags) error {
 			return treeErr("commit --dir", c.dir, err)
 		}
 	}
+	extra := map[string]any{"dir": c.dir}
 	id, n, err := a.commitChanges(s, sn, c, ps, snap.Changes)
 	if err != nil {
-		return err
+		prev, ok := committedBefore(s, c, ps, snap.Changes, err)
+		if !ok {
+			return err
+		}
+		id, n, extra["committed_before"] = prev, len(snap.Changes), true
 	}
-	extra := map[string]any{"dir": c.dir}
 	a.reportSkipped(snap, extra)
 	// The commit is durable now. Recording it as the tree's new base can
 	// fail only on the tree's own files; the commit stands either way, so
