@@ -3,6 +3,7 @@ package worktree_test
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -390,9 +391,15 @@ func TestAnUpdateWithConflictsRunAgainAfterACrashFinishesIt(t *testing.T) {
 				finished = true // its index is written: a commit is refused for them
 				return nil
 			}
-			if _, err := wt.Snapshot(); !errors.Is(err, worktree.ErrUnresolved) &&
-				strings.Contains(content(t, crashed, "/w/x"), "<<<<<<<") {
+			if !strings.Contains(content(t, crashed, "/w/x"), "<<<<<<<") {
+				return nil
+			}
+			if _, err := wt.Snapshot(); !errors.Is(err, worktree.ErrUnresolved) {
 				return fmt.Errorf("a snapshot took x, holding markers no conflict records, for an edit: %v", err)
+			}
+			st, err := wt.Status()
+			if err != nil || !slices.Contains(st.Interrupted, "x") {
+				return fmt.Errorf("status of x, holding markers no conflict records: interrupted %v, %v", st.Interrupted, err)
 			}
 			return nil
 		})(crashed)

@@ -3,7 +3,6 @@ package worktree
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -72,7 +71,11 @@ func (t *Tree) readPending() (*pendingUpdate, error) {
 	}
 	var p pendingUpdate
 	if err := json.Unmarshal(data, &p); err != nil {
-		return nil, fmt.Errorf("%s: %w", pendingFile, err)
+		// Torn by a power loss: the record is synced with the files it
+		// covers (Options.Sync) or not at all, and without Sync a power
+		// loss leaves those files torn too; nothing here can be trusted,
+		// and the next update removes it.
+		return nil, nil
 	}
 	if t.idx != nil && t.idx.Base == p.Onto {
 		return nil, nil

@@ -73,7 +73,12 @@ type Status struct {
 	// Conflicts lists the paths an update left unresolved, with their
 	// three sides; each is also a Conflicted change.
 	Conflicts []ConflictRecord
-	Stats     Stats
+	// Interrupted lists the paths an update stopped by a crash wrote
+	// conflict markers into before it could record them (pending.go);
+	// each is also a Conflicted change. Running the update again finishes
+	// it.
+	Interrupted []string
+	Stats       Stats
 	// dirs are the directory records the walk made or carried; dirsDue
 	// says Refresh is to write them.
 	dirs    []dirRecord
@@ -332,6 +337,16 @@ func (t *Tree) Status() (*Status, error) {
 	sort.Slice(st.Changes, func(i, j int) bool { return st.Changes[i].Path < st.Changes[j].Path })
 	st.Changes = t.markConflicts(st.Changes)
 	st.Conflicts = append([]ConflictRecord(nil), t.idx.Conflicts...)
+	if st.Interrupted, err = t.interrupted(); err != nil {
+		return nil, err
+	}
+	for _, p := range st.Interrupted {
+		for i := range st.Changes {
+			if st.Changes[i].Path == p {
+				st.Changes[i].Kind = Conflicted
+			}
+		}
+	}
 	st.Stats = t.stats
 	st.dirs, st.dirsDue = t.walkRecords()
 	return st, nil

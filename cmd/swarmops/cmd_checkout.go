@@ -134,8 +134,12 @@ func statusJSON(st *worktree.Status) map[string]any {
 	for i, s := range st.Skipped {
 		skipped[i] = map[string]any{"path": s.Path, "reason": s.Reason}
 	}
+	interrupted := st.Interrupted
+	if interrupted == nil {
+		interrupted = []string{}
+	}
 	return map[string]any{"base": idOrNull(st.Base), "changes": changes, "skipped": skipped, "clean": len(st.Changes) == 0,
-		"conflicts": conflictsJSON(st.Conflicts)}
+		"conflicts": conflictsJSON(st.Conflicts), "interrupted": interrupted}
 }
 
 // statusLetter is git status --short's letter for a kind.
@@ -161,6 +165,9 @@ func writeStatus(w io.Writer, st *worktree.Status) {
 	}
 	for _, s := range st.Skipped {
 		fmt.Fprintf(w, "! %s (%s)\n", s.Path, s.Reason)
+	}
+	if len(st.Interrupted) > 0 {
+		fmt.Fprintln(w, "an update stopped before it recorded its conflicts: run 'swarmops update' again to finish it")
 	}
 }
 
