@@ -254,7 +254,9 @@ func (s *Store) Undo(id OpID, agent string) (RefMove, error) {
 	t := &txn.Txn{Time: s.opts.Now().UTC(), Origin: o,
 		Moves: []refs.Move{{Name: m.Ref, Old: m.New, New: m.Old, Since: m.Seq}}}
 	if err := s.pipe.Commit(t, need); err != nil {
-		s.undoneBy(m, err)
+		if uerr := s.undoneBy(m, err); uerr != nil {
+			err = uerr
+		}
 		return RefMove{}, fmt.Errorf("undo %s: %w", m.ID(), err)
 	}
 	return RefMove{Seq: t.Seq, Ref: m.Ref, Old: m.New, New: m.Old, Time: t.Time, Origin: o, FrameMoves: 1}, nil
@@ -262,26 +264,29 @@ func (s *Store) Undo(id OpID, agent string) (RefMove, error) {
 
 // undoneBy marks err, a lost compare-and-swap of an undo of m, with the
 // frame of an undo of m made since, if there is one: an undo retried after
-// its answer was lost then says so, rather than that the ref moved.
-func (s *Store) undoneBy(m RefMove, err error) {
+// its answer was lost then says so, rather than that the ref moved. An
+// error reading the moves is returned, to take err's place (C9: a fault
+// is reported, never swallowed).
+func (s *Store) undoneBy(m RefMove, err error) error {
 	var ce *ConflictError
 	if !errors.As(err, &ce) {
-		return
+		return nil
 	}
-	sn, serr := s.Snapshot()
-	if serr != nil {
-		return
+	sn, err := s.Snapshot()
+	if err != nil {
+		return err
 	}
-	later, serr := sn.Moves(MoveQuery{After: m.Seq, Refs: []string{m.Ref}})
-	if serr != nil {
-		return
+	later, err := sn.Moves(MoveQuery{After: m.Seq, Refs: []string{m.Ref}})
+	if err != nil {
+		return err
 	}
 	for _, u := range later {
 		if u.Origin.Op == OpUndo && u.Origin.Undoes == m.Seq {
 			ce.UndoneBy = u.Seq
-			return
+			return nil
 		}
 	}
+	return nil
 }
 
 // moveOf finds the move id names.

@@ -109,7 +109,9 @@ func Import(s *core.Store, dir string, o ImportOptions) (*ImportResult, error) {
 		}
 	}
 	im := &importer{r: r, s: s, ids: map[string]core.ID{}, skipped: map[string]bool{}}
-	commits = im.known(sn, commits)
+	if commits, err = im.known(sn, commits); err != nil {
+		return nil, err
+	}
 	res.Reused = len(im.ids)
 	if im.cat, err = r.startCatFile(); err != nil {
 		return nil, err
@@ -155,13 +157,17 @@ func Import(s *core.Store, dir string, o ImportOptions) (*ImportResult, error) {
 // each as that changeset, so store to git to store keeps the ids. It
 // returns the commits left to import. Exports write every ancestor of what they write, so what is
 // left never has a parent that is neither taken out nor imported before it.
-func (im *importer) known(sn *core.Snapshot, commits [][]string) [][]string {
+func (im *importer) known(sn *core.Snapshot, commits [][]string) ([][]string, error) {
 	m := loadMap(vfs.OS(), im.r.commonDir)
 	back := make(map[string]core.ID, len(m.commits))
 	for _, cs := range m.order {
 		if _, ok := back[m.commits[cs]]; !ok {
-			if _, err := sn.Changeset(cs); err == nil {
+			_, err := sn.Changeset(cs)
+			switch {
+			case err == nil:
 				back[m.commits[cs]] = cs
+			case !errors.Is(err, core.ErrNotFound):
+				return nil, err
 			}
 		}
 	}
@@ -173,7 +179,7 @@ func (im *importer) known(sn *core.Snapshot, commits [][]string) [][]string {
 		}
 		left = append(left, c)
 	}
-	return left
+	return left, nil
 }
 
 // fastForward refuses, unless force, an import that would move an

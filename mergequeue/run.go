@@ -167,7 +167,11 @@ func (r *runner) decide(moves []core.RefUpdate, outs ...*Outcome) error {
 			core.RefUpdate{Name: entryName(PendingPrefix, r.target, o.Entry), Old: o.Change},
 			core.RefUpdate{Name: entryName(DonePrefix, r.target, o.Entry), New: rec})
 	}
-	origin := core.Origin{Agent: r.moveAgent(outs), Op: core.OpLand}
+	agent, err := r.moveAgent(outs)
+	if err != nil {
+		return err
+	}
+	origin := core.Origin{Agent: agent, Op: core.OpLand}
 	if r.o.weaken&testknobs.QueueTwoFrames != 0 && len(moves) > 0 {
 		// The canary: the outcomes are published before the move that
 		// makes them true, in a frame of their own.
@@ -182,23 +186,26 @@ func (r *runner) decide(moves []core.RefUpdate, outs ...*Outcome) error {
 // moveAgent is the agent a frame deciding outs records: Options.Agent,
 // else the one agent whose changes it decides, as a plain land records
 // its change's agent, else "merge-queue" for a batch of several agents'.
-func (r *runner) moveAgent(outs []*Outcome) string {
+func (r *runner) moveAgent(outs []*Outcome) (string, error) {
 	if r.o.Agent != "" {
-		return r.o.Agent
+		return r.o.Agent, nil
 	}
 	sn, err := r.s.Snapshot()
 	if err != nil {
-		return queueAgent
+		return "", err
 	}
 	agent := ""
 	for i, o := range outs {
 		cs, err := sn.Changeset(o.Change)
-		if err != nil || i > 0 && cs.Agent != agent {
-			return queueAgent
+		if err != nil {
+			return "", err
+		}
+		if i > 0 && cs.Agent != agent {
+			return queueAgent, nil
 		}
 		agent = cs.Agent
 	}
-	return agent
+	return agent, nil
 }
 
 // queueAgent is the agent a frame records for several agents' changes.

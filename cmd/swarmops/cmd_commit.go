@@ -329,7 +329,10 @@ func (a *app) commitDir(s *core.Store, sn *core.Snapshot, c commitFlags) error {
 	extra := map[string]any{"dir": c.dir}
 	id, n, err := a.commitChanges(s, sn, c, ps, snap.Changes)
 	if err != nil {
-		prev, ok := committedBefore(s, c, ps, snap.Changes, err)
+		prev, ok, rerr := committedBefore(s, c, ps, snap.Changes, err)
+		if rerr != nil {
+			return rerr
+		}
 		if !ok {
 			return err
 		}

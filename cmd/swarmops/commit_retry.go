@@ -15,23 +15,30 @@ import (
 // the same parents and the same changes, and the tree at its old base, so
 // every retry would fail the ref's compare-and-swap for good. That
 // changeset is returned, to be recorded as the tree's new base as the first
-// try would have.
-func committedBefore(s *core.Store, c commitFlags, ps []core.ID, changes []core.Change, err error) (core.ID, bool) {
+// try would have. An error reading the store or the tree is returned, to
+// take err's place: a fault is reported, never swallowed.
+func committedBefore(s *core.Store, c commitFlags, ps []core.ID, changes []core.Change, err error) (core.ID, bool, error) {
 	var ce *core.ConflictError
 	if !errors.As(err, &ce) || ce.Ref != c.advance || ce.Current.IsZero() || len(ps) != 1 || c.carried {
-		return core.ID{}, false
+		return core.ID{}, false, nil
 	}
-	sn, serr := s.Snapshot()
-	if serr != nil {
-		return core.ID{}, false
+	sn, err := s.Snapshot()
+	if err != nil {
+		return core.ID{}, false, err
 	}
-	cs, serr := sn.Changeset(ce.Current)
-	if serr != nil || !slices.Equal(cs.Parents, ps) {
-		return core.ID{}, false
+	cs, err := sn.Changeset(ce.Current)
+	if err != nil {
+		return core.ID{}, false, err
 	}
-	pcs, serr := sn.Diff(ps[0], ce.Current)
-	if serr != nil || len(pcs) != len(changes) {
-		return core.ID{}, false
+	if !slices.Equal(cs.Parents, ps) {
+		return core.ID{}, false, nil
+	}
+	pcs, err := sn.Diff(ps[0], ce.Current)
+	if err != nil {
+		return core.ID{}, false, err
+	}
+	if len(pcs) != len(changes) {
+		return core.ID{}, false, nil
 	}
 	want := make(map[string]objects.Entry, len(pcs))
 	for _, pc := range pcs {
@@ -40,18 +47,18 @@ func committedBefore(s *core.Store, c commitFlags, ps []core.ID, changes []core.
 	for _, ch := range changes {
 		w, ok := want[ch.Path]
 		if !ok {
-			return core.ID{}, false
+			return core.ID{}, false, nil
 		}
 		if ch.Delete {
 			if w.Mode != 0 {
-				return core.ID{}, false
+				return core.ID{}, false, nil
 			}
 			continue
 		}
 		data := ch.Data
 		if data == nil && ch.Open != nil {
-			if data, serr = ch.Open(); serr != nil {
-				return core.ID{}, false
+			if data, err = ch.Open(); err != nil {
+				return core.ID{}, false, err
 			}
 		}
 		mode := ch.Mode
@@ -59,8 +66,8 @@ func committedBefore(s *core.Store, c commitFlags, ps []core.ID, changes []core.
 			mode = objects.ModeFile
 		}
 		if w.Mode != mode || w.ID != objects.BlobID(data) {
-			return core.ID{}, false
+			return core.ID{}, false, nil
 		}
 	}
-	return ce.Current, true
+	return ce.Current, true, nil
 }
