@@ -172,6 +172,12 @@ func childPath(dir, name string) string {
 }
 
 // walkDir walks the directory dir, whose lstat is self (nil for the root).
+// It is one piece because its passes share what the listing gave: the
+// directory record is made from it before the ignore rules are read, the
+// subdirectories to enter are handed to the prefetcher in order before
+// any is walked, and the second pass visits each name with the index span
+// found once; split, each part would take half a dozen of these as
+// arguments.
 func (t *Tree) walkDir(pf *prefetcher, dir string, self fs.FileInfo, r *rules, ignored bool, fn visitFn, seen []bool, skipped *[]Skipped) error {
 	j, fis, err := pf.list(t.root, dir, func() dirJob {
 		if self == nil {

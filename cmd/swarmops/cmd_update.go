@@ -85,11 +85,7 @@ outside DIR; --sync makes them durable before the command returns.`,
 				if err != nil {
 					return treeErr("update", dir, err)
 				}
-				if len(res.Conflicts) > 0 {
-					a.updateConflicted(res, dir, rev)
-					return nil
-				}
-				a.ok(updateJSON(res, dir), func(w io.Writer) { writeUpdate(w, res, rev, id) })
+				a.updated(res, dir, rev, id)
 				return nil
 			})
 		}),
@@ -120,6 +116,15 @@ func writeUpdate(w io.Writer, res *worktree.UpdateResult, rev string, id core.ID
 	for _, c := range res.Conflicts {
 		fmt.Fprintf(w, "C %s\n", c.Path)
 	}
+}
+
+// updated reports an update onto rev (resolved to id).
+func (a *app) updated(res *worktree.UpdateResult, dir, rev string, id core.ID) {
+	if len(res.Conflicts) > 0 {
+		a.updateConflicted(res, dir, rev)
+		return
+	}
+	a.ok(updateJSON(res, dir), func(w io.Writer) { writeUpdate(w, res, rev, id) })
 }
 
 // updateConflicted reports an update that left conflicts: E_UNRESOLVED,
