@@ -3,9 +3,7 @@ package worktree
 import (
 	"encoding/json"
 	"errors"
-	"io"
 	"io/fs"
-	"os"
 	"time"
 
 	"github.com/swarmops/swarmops/core/objects"
@@ -47,7 +45,7 @@ func (t *Tree) recordPending(onto objects.ID, steps []*step) error {
 		if !st.write || !st.conflict {
 			continue
 		}
-		ours, err := t.readFile(st.s.path)
+		ours, err := t.readMeta(st.s.path)
 		if err != nil {
 			return err
 		}
@@ -108,7 +106,7 @@ func (t *Tree) undoInterrupted() error {
 	}
 	made, touched := map[string]bool{}, map[string]bool{}
 	for _, pp := range p.Paths {
-		now, err := t.readFile(pp.Path)
+		now, err := t.readMeta(pp.Path)
 		if err != nil || objects.BlobID(now) != pp.Written {
 			continue
 		}
@@ -125,14 +123,4 @@ func (t *Tree) clearPending() error {
 		return err
 	}
 	return nil
-}
-
-// readFile reads the regular file p of the tree.
-func (t *Tree) readFile(p string) ([]byte, error) {
-	f, err := t.root.OpenFile(p, os.O_RDONLY, 0)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return io.ReadAll(f)
 }

@@ -233,9 +233,9 @@ func (t *Tree) readIndex() error {
 	return nil
 }
 
-// readMeta reads the metadata file name whole, into a buffer of the size
-// its stat gives: the index is the biggest buffer a status allocates, and
-// every fresh heap page is a page fault.
+// readMeta reads the metadata file name (or any file of the tree) whole,
+// into a buffer of the size its stat gives: the index is the biggest
+// buffer a status allocates, and every fresh heap page is a page fault.
 func (t *Tree) readMeta(name string) ([]byte, error) {
 	f, err := t.root.OpenFile(name, os.O_RDONLY, 0)
 	if err != nil {
