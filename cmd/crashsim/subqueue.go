@@ -106,7 +106,7 @@ func (e *cliEnv) queueSetup(ctx context.Context, tmp string) (string, error) {
 // queuePoint copies the set-up store, crashes the gated land at call at,
 // checks what it left, lands again uncrashed and checks the result.
 func (e *cliEnv) queuePoint(ctx context.Context, tmp, base string, want []string, args func(string) []string, at int64) ([]string, bool, error) {
-	work, done, vs, err := e.crashCopy(ctx, tmp, "queue-point-", base, args, at)
+	work, done, vs, err := e.crashCopy(ctx, tmp, "queue-point-", base, args, at, 0)
 	defer os.RemoveAll(work)
 	if done || vs != nil || err != nil {
 		return vs, done, err

@@ -51,8 +51,10 @@ func (e *cliEnv) treeSweep(ctx context.Context, tmp string, stride, workers int6
 		return 0, nil, err
 	}
 	args := func(root string) []string { return []string{"update", filepath.Join(root, "wt"), "--onto", "main"} }
-	if r, err := e.run(ctx, filepath.Join(done, "store"), 0, "", args(done)...); err != nil || !r.env.OK {
-		return 0, nil, fmt.Errorf("work-tree sweep: the uncrashed update failed: %v %s", err, r.outOr())
+	// The update leaves conf.txt conflicted, so it ends E_UNRESOLVED (18)
+	// once it has done all its work: that, not 0, is its uncrashed end.
+	if r, err := e.run(ctx, filepath.Join(done, "store"), 0, "", args(done)...); err != nil || r.code != unresolvedExit {
+		return 0, nil, fmt.Errorf("work-tree sweep: the uncrashed update did not end E_UNRESOLVED: %v %s", err, r.outOr())
 	}
 	after, err := readTree(filepath.Join(done, "wt"))
 	if err != nil {
@@ -113,6 +115,10 @@ func crashEveryCall(ctx context.Context, stride, workers int64, cmd, long, part 
 	return points, violations, nil
 }
 
+// unresolvedExit is the exit status of an update that completed and left
+// conflicts (E_UNRESOLVED).
+const unresolvedExit = 18
+
 // treeSetup makes the store and the work tree the sweep crashes the
 // update on, and returns their directory and the tree's files.
 func (e *cliEnv) treeSetup(ctx context.Context, tmp string) (string, map[string]string, error) {
@@ -147,7 +153,7 @@ func (e *cliEnv) treeSetup(ctx context.Context, tmp string) (string, map[string]
 // treePoint copies the set-up tree and store, crashes the update at call
 // at, and checks what it left.
 func (e *cliEnv) treePoint(ctx context.Context, tmp, base string, before, after map[string]string, args func(string) []string, at int64) ([]string, bool, error) {
-	work, done, vs, err := e.crashCopy(ctx, tmp, "tree-point-", base, args, at)
+	work, done, vs, err := e.crashCopy(ctx, tmp, "tree-point-", base, args, at, unresolvedExit)
 	defer os.RemoveAll(work)
 	if done || vs != nil || err != nil {
 		return vs, done, err
@@ -264,10 +270,11 @@ func (r *cliResult) outOr() string {
 }
 
 // crashCopy copies base into a new directory under tmp and runs args there
-// crashed at call at: done when the command finished before that call, a
-// violation when it exited otherwise than by the crash. The caller removes
-// work (empty when it was never made) and checks what the crash left.
-func (e *cliEnv) crashCopy(ctx context.Context, tmp, prefix, base string, args func(string) []string, at int64) (work string, done bool, vs []string, err error) {
+// crashed at call at: done when the command finished before that call
+// (exit status ends, what it ends with uncrashed), a violation when it
+// exited otherwise than by the crash. The caller removes work (empty when
+// it was never made) and checks what the crash left.
+func (e *cliEnv) crashCopy(ctx context.Context, tmp, prefix, base string, args func(string) []string, at int64, ends int) (work string, done bool, vs []string, err error) {
 	if work, err = os.MkdirTemp(tmp, prefix); err != nil {
 		return "", false, nil, err
 	}
@@ -278,7 +285,7 @@ func (e *cliEnv) crashCopy(ctx context.Context, tmp, prefix, base string, args f
 	switch {
 	case err != nil:
 		return work, false, nil, err
-	case r.code == 0:
+	case r.code == ends:
 		return work, true, nil, nil
 	case r.code != faultfs.CrashExitStatus:
 		return work, false, []string{fmt.Sprintf("exited %d instead of crashing: %s", r.code, r.out)}, nil
