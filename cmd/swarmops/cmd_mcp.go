@@ -159,6 +159,7 @@ type (
 func newMCPServer(run runner, agent string, global []string) *mcp.Server {
 	ev := &refEvents{run: run, global: global}
 	s := mcp.NewServer(&mcp.Implementation{Name: "swarmops", Version: "1"}, ev.options())
+	s.AddReceivingMiddleware(argumentErrors)
 	ev.srv = s
 	orAgent := func(a string) string {
 		if a == "" {

@@ -141,6 +141,28 @@ func TestMCPArgumentsAreNeverTakenForFlags(t *testing.T) {
 	}
 }
 
+// TestMCPArgumentsTheSchemaRefusesGetTheEnvelope: a call missing a
+// required argument, or giving one of the wrong type, is refused by the
+// SDK's schema check before the tool runs; it still answers with the
+// envelope, E_USAGE, as every other failed call does.
+func TestMCPArgumentsTheSchemaRefusesGetTheEnvelope(t *testing.T) {
+	cs, _ := mcpSession(t)
+	for name, args := range map[string]map[string]any{
+		"land":    {"change": "main"},              // no onto
+		"ref_set": {"name": "main", "new": "main"}, // no expect
+		"log":     {"n": "ten"},
+	} {
+		env, ok := callTool(t, cs, name, args)
+		if ok {
+			t.Fatalf("%s %v succeeded: %v", name, args, env)
+		}
+		e := env["error"].(map[string]any)
+		if e["code"] != "E_USAGE" || e["retryable"] != false || !strings.Contains(e["message"].(string), "arguments") {
+			t.Errorf("%s %v: %v, want E_USAGE naming the arguments", name, args, e)
+		}
+	}
+}
+
 // TestMCPUpdateAndResolveTools: a work tree behind main is updated by the
 // update tool, which reports the conflict; resolve refuses the file while
 // its markers are there, and takes it once edited; the commit goes through.
