@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/swarmops/swarmops/core/internal/errs"
 	"github.com/swarmops/swarmops/core/internal/reflog"
 	"github.com/swarmops/swarmops/core/internal/txn"
 	"github.com/swarmops/swarmops/core/refs"
@@ -256,6 +257,10 @@ func (s *Store) Undo(id OpID, agent string) (RefMove, error) {
 	if err := s.pipe.Commit(t, need); err != nil {
 		if uerr := s.undoneBy(m, err); uerr != nil {
 			err = uerr
+		}
+		if errors.Is(err, ErrNotFound) {
+			return RefMove{}, fmt.Errorf("undo %s: the value it would restore, %s, is gone: gc removes what only reflog moves older than its retention name: %w",
+				m.ID(), errs.Short(m.Old), err)
 		}
 		return RefMove{}, fmt.Errorf("undo %s: %w", m.ID(), err)
 	}

@@ -271,3 +271,26 @@ func TestOpIDsParse(t *testing.T) {
 		}
 	}
 }
+
+// TestUndoOfAMoveWhoseOldValueGCRemovedSaysSo: the undo is ErrNotFound,
+// naming gc's retention as the reason, and writes nothing.
+func TestUndoOfAMoveWhoseOldValueGCRemovedSaysSo(t *testing.T) {
+	s, _ := newMem(t, core.Options{})
+	x1 := mustCommit(t, s, core.CommitRequest{Changes: []core.Change{put("f", "one")}, Advance: "r"})
+	x2 := mustCommit(t, s, core.CommitRequest{Changes: []core.Change{put("f", "two")}})
+	if err := s.UpdateRefs(core.RefUpdate{Name: "r", Old: x1, New: x2}); err != nil {
+		t.Fatal(err)
+	}
+	move := moves(t, s, core.MoveQuery{Limit: 1})[0]
+	if _, err := s.GC(core.GCOptions{Retention: 0}); err != nil {
+		t.Fatal(err)
+	}
+	n := len(moves(t, s, core.MoveQuery{}))
+	_, err := s.Undo(move.ID(), "")
+	if !errors.Is(err, core.ErrNotFound) || !strings.Contains(err.Error(), "retention") {
+		t.Fatalf("undo of a move whose old value gc removed: %v, want ErrNotFound naming the retention", err)
+	}
+	if got := len(moves(t, s, core.MoveQuery{})); got != n {
+		t.Fatalf("a refused undo wrote: %d moves, want %d", got, n)
+	}
+}
