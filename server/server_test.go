@@ -566,7 +566,7 @@ func TestBinaryRequestsRoundTripAndRefuseMalformedOnes(t *testing.T) {
 // dial and send while the server stops. Each request either runs or is
 // told it did not (NotRun: the client runs it itself); none may end with a
 // reset that leaves it unknown whether it ran, which is what a client
-// queued on the socket when the listener closed used to get.
+// queued on the socket gets if the listener closes under it.
 func TestAStoppingServerTellsEveryQueuedClientItsRequestDidNotRun(t *testing.T) {
 	for round := 0; round < 5; round++ {
 		dir := t.TempDir()
