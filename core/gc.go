@@ -11,6 +11,7 @@ import (
 	"github.com/swarmops/swarmops/core/internal/txn"
 	"github.com/swarmops/swarmops/core/internal/zblob"
 	"github.com/swarmops/swarmops/core/journal"
+	"github.com/swarmops/swarmops/core/objects"
 	"github.com/swarmops/swarmops/internal/testknobs"
 )
 
@@ -26,6 +27,7 @@ type GCReport struct {
 	Live            int      // objects reachable from the roots
 	Refs            int      // refs that were roots
 	ReflogRoots     int      // changesets kept for reflog moves inside the retention (not those an earlier gc removed)
+	FreshRoots      int      // changesets nothing reaches kept for being made inside the retention
 	Leases          []string // live leases, whose roots were kept
 	LeasedRoots     int      // changesets and objects named by live leases
 	LeasesExpired   int      // expired leases removed
@@ -46,7 +48,8 @@ const GCLockName = "GCLOCK"
 const gcCopyBytes = 1 << 20
 
 // GC removes what no ref, no reflog move inside opts.Retention and no live
-// lease reaches, and reclaims its space on disk: the journal segments
+// lease reaches, nor a changeset made inside opts.Retention, and reclaims
+// its space on disk: the journal segments
 // wholly before the checkpoint it starts with, the index records naming
 // unreachable objects, and unreachable loose objects. It runs beside
 // writers: see docs/storage.md, "Garbage collection", for the protocol
@@ -216,6 +219,43 @@ func (g *gc) mark(sn *Snapshot) error {
 	}
 	for _, id := range leased {
 		if err := g.walkAny(id); err != nil {
+			return err
+		}
+	}
+	return g.freshRoots()
+}
+
+// freshRoots marks the changesets nothing else reaches that were made
+// inside the retention window (by their time), with all they reach: a
+// commit made without a ref, about to be landed or set on one, is not
+// taken from under its agent, as git keeps unreachable objects younger
+// than gc.pruneExpire. Only the candidates the roots left unmarked are
+// read.
+func (g *gc) freshRoots() error {
+	var cands []ID
+	err := g.x0.ForEachChangeset(func(c index.CSRecord) error {
+		if !g.live[c.ID] {
+			cands = append(cands, c.ID)
+		}
+		return nil
+	})
+	if err != nil {
+		return errs.Index("gc: read index runs", err)
+	}
+	since := g.s.opts.Now().Add(-g.opts.Retention)
+	for _, id := range cands {
+		if g.live[id] {
+			continue // a fresher one's ancestor
+		}
+		cs, err := readAs(g, id, objects.KindChangeset, objects.DecodeChangeset)
+		if err != nil {
+			return err
+		}
+		if cs.Time.Before(since) {
+			continue
+		}
+		g.rep.FreshRoots++
+		if err := g.walkChangeset(id); err != nil {
 			return err
 		}
 	}

@@ -139,3 +139,32 @@ func TestGCStillReportsAMissingChangesetARootNames(t *testing.T) {
 		t.Fatalf("gc with a retained move after the last gc naming a missing changeset: %v, want ErrNotFound", err)
 	}
 }
+
+// TestGCKeepsAChangesetMadeInsideTheRetentionThatNothingReaches: a
+// commit made without a ref (to be landed or set on one next) survives a
+// gc while it is younger than the retention, and goes once it is older,
+// with what only it reached.
+func TestGCKeepsAChangesetMadeInsideTheRetentionThatNothingReaches(t *testing.T) {
+	s, clock, a, _, _ := retentionStore(t)
+	bare, err := s.Commit(CommitRequest{Parents: []ID{a}, Changes: []Change{{Path: "bare", Data: []byte("only here")}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := s.GC(GCOptions{Retention: 30 * time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !retentionHas(t, s, bare) || rep.FreshRoots != 1 {
+		t.Fatalf("a bare commit a moment old after gc: held %v, fresh roots %d; want it kept as 1", retentionHas(t, s, bare), rep.FreshRoots)
+	}
+	clock.advance(time.Hour)
+	if _, err := s.GC(GCOptions{Retention: 30 * time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	if retentionHas(t, s, bare) {
+		t.Fatal("a bare commit an hour old survived a gc with a retention of 30 minutes")
+	}
+	if !retentionHas(t, s, a) {
+		t.Fatal("main's changeset went with the bare commit")
+	}
+}

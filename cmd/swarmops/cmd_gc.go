@@ -24,15 +24,17 @@ func (a *app) gcCmd() *cobra.Command {
 		Use:   "gc [--retention DUR]",
 		Short: "Remove what no ref, no reflog move within --retention and no live lease reaches, and reclaim its disk space",
 		Long: `Remove the changesets and objects that no ref, no reflog move within the
-retention window (their old and new values) and no live lease reaches, and
+retention window (their old and new values), no live lease and no
+changeset made within the window reaches, and
 reclaim their space: the journal segments before the newest checkpoint (live
 objects in them are copied forward first), their index records, and
 unreachable loose objects. It runs beside agents that commit and land:
 a work tree holds its base with a lease (checkout, update and commit --dir
 renew it), and a commit built against the index from before the gc is
-built again. A changeset nothing holds (a commit without --advance, outside
-a work tree) goes at once: land it or set a ref to it first. --json reports
-what was kept and reclaimed, and the leases that kept objects.`,
+built again. A changeset nothing else holds (a commit without --advance,
+outside a work tree) is kept while it is younger than the retention, as
+git keeps young unreachable objects. --json reports what was kept and
+reclaimed, and the leases that kept objects.`,
 		Args: cobra.NoArgs,
 		RunE: runE(func(cmd *cobra.Command, args []string) error {
 			if retention < 0 {
@@ -52,7 +54,7 @@ what was kept and reclaimed, and the leases that kept objects.`,
 					bad = []string{}
 				}
 				data := map[string]any{"retention": retention.String(), "live": r.Live, "refs": r.Refs,
-					"reflog_roots": r.ReflogRoots, "leases": leases, "leased_roots": r.LeasedRoots,
+					"reflog_roots": r.ReflogRoots, "fresh_roots": r.FreshRoots, "leases": leases, "leased_roots": r.LeasedRoots,
 					"leases_expired": r.LeasesExpired, "leases_bad": bad, "copied": r.Copied, "copied_bytes": r.CopiedBytes,
 					"records_dropped": r.RecordsDropped, "segments_removed": r.SegmentsRemoved,
 					"loose_removed": r.LooseRemoved, "seconds": time.Since(start).Seconds()}
