@@ -233,11 +233,6 @@ func (s *Server) acceptLoop() {
 			}
 			return
 		}
-		select {
-		case <-s.stopping:
-			s.ln.SetDeadline(time.Now().Add(drainWait)) // drain the queue
-		default:
-		}
 		s.conns.Add(1)
 		go func() {
 			defer s.conns.Done()
@@ -246,8 +241,9 @@ func (s *Server) acceptLoop() {
 	}
 }
 
-// drainWait is how long a stopping server's accept queue must stay empty
-// before its listener closes.
+// drainWait is how long a stopping server goes on accepting once its
+// socket's name is gone, for a client whose connect was under way then;
+// what is queued after it drainQueue takes.
 const drainWait = 20 * time.Millisecond
 
 // Stop removes the socket, tells the connections queued on it and every
@@ -260,9 +256,8 @@ func (s *Server) Stop(grace time.Duration) error {
 	// No client connects once the socket's name is gone. One that
 	// connected already but was not accepted yet would be reset by the
 	// listener's close, and could not tell whether its request ran: the
-	// accept loop takes those until the queue stays empty for drainWait,
-	// and each is told the server is stopping, so it runs its request
-	// itself.
+	// accept loop takes those for drainWait, drainQueue what is left, and
+	// each is told the server is stopping, so it runs its request itself.
 	rmErr := os.Remove(s.sock)
 	s.ln.SetDeadline(time.Now().Add(drainWait))
 	<-s.done

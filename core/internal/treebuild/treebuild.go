@@ -305,8 +305,22 @@ func (b *Builder) apply(base objects.ID, changes []Change) (objects.ID, []object
 // kind in its own order: a directory whose files are all deleted may then
 // become a file, and a deleted file a directory, whatever order the caller
 // listed them in (a merge lists paths sorted, "d" before "d/x"). The delta
-// hash does not depend on the order.
+// hash does not depend on the order. A list already so ordered (a work
+// tree's, most change lists) is returned as it is: the commit path copies
+// nothing.
 func deletesFirst(changes []Change) []Change {
+	put := false
+	for _, c := range changes {
+		if c.Delete && put {
+			return reordered(changes)
+		}
+		put = put || !c.Delete
+	}
+	return changes
+}
+
+// reordered is changes with every deletion moved before every put.
+func reordered(changes []Change) []Change {
 	out := make([]Change, 0, len(changes))
 	for _, c := range changes {
 		if c.Delete {
