@@ -376,6 +376,10 @@ func (a *app) commitTree(sn *core.Snapshot, dir string, opts worktree.Options, c
 		return nil, nil, perr
 	}
 	switch {
+	case errors.Is(err, worktree.ErrInterrupted):
+		// Not a plain directory: adopting it would record every file the
+		// checkout had yet to write as deleted.
+		return nil, nil, treeErr("commit --dir", c.dir, err)
 	case errors.Is(err, worktree.ErrNotWorkTree):
 		if len(ps) == 0 && !c.root && !(c.advance != "" && !hasRef(sn, c.advance)) {
 			return nil, nil, usageHint(nil, nil, "commit --dir %q: no parent: give --parent REV (or --advance of an existing ref), or --root for a first changeset", c.dir)

@@ -11,6 +11,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/swarmops/swarmops/core"
+	"github.com/swarmops/swarmops/worktree"
 )
 
 // The work-tree commands as an agent uses them: check out, edit with
@@ -150,6 +151,25 @@ var _ = Describe("work trees", func() {
 			names = append(names, x.(map[string]any)["name"].(string))
 		}
 		Expect(names).To(ConsistOf(".gitignore", "keep.txt"))
+	})
+
+	It("refuses to commit a directory whose first checkout was interrupted, which would delete what it had yet to write", func() {
+		half := filepath.Join(e.root, "half")
+		e.ok("", "checkout", "main", half)
+		// A checkout killed before its index: the metadata directory is
+		// there, some files are not.
+		Expect(os.Remove(filepath.Join(half, worktree.MetaDir, "index"))).To(Succeed())
+		Expect(os.RemoveAll(filepath.Join(half, "dir"))).To(Succeed())
+		before := e.ok("", "ref", "get", "main").(map[string]any)["id"]
+		r := e.run("", "commit", "--dir", half, "--advance", "main", "-m", "agent work", "--json")
+		Expect(r.Exit).To(Equal(3), r.Stdout)
+		er := r.Err()
+		Expect(er["code"]).To(Equal("E_NOT_FOUND"))
+		Expect(er["message"]).To(ContainSubstring("interrupted"))
+		Expect(e.ok("", "ref", "get", "main").(map[string]any)["id"]).To(Equal(before))
+		// The same checkout again finishes the tree, which then commits.
+		e.ok("", "checkout", "main", half)
+		Expect(e.ok("", "status", half).(map[string]any)["clean"]).To(BeTrue())
 	})
 
 	It("refuses change-list paths into .git, the metadata directory or a store in its default place", func() {
