@@ -115,6 +115,7 @@ type plan struct {
 	writes    []change // new side present
 	obstacles []string // untracked things in the way (removed under Force)
 	conflicts []string
+	dirs      map[string]bool // the directories the writes need
 }
 
 func (t *Tree) apply(src Source, id objects.ID, empty bool) (*Result, error) {
@@ -123,6 +124,29 @@ func (t *Tree) apply(src Source, id objects.ID, empty bool) (*Result, error) {
 		return nil, err
 	}
 	defer l.Unlock()
+	if !empty {
+		// A switch that stopped left paths of its own among the base's:
+		// finishing it first makes the tree its target, from which the
+		// switch asked for is an ordinary one.
+		onto, err := t.switching()
+		if err != nil {
+			return nil, err
+		}
+		if !onto.IsZero() && onto != id {
+			if _, err := t.switchLocked(src, onto, false); err != nil {
+				return nil, fmt.Errorf("finishing the interrupted switch to %s: %w", onto.String()[:12], err)
+			}
+		}
+	}
+	res, err := t.switchLocked(src, id, empty)
+	if err == nil && made {
+		err = t.writeStorePath()
+	}
+	return res, err
+}
+
+// switchLocked is apply under the tree's lock.
+func (t *Tree) switchLocked(src Source, id objects.ID, empty bool) (*Result, error) {
 	ci, err := t.caseInsensitive()
 	if err != nil {
 		return nil, err
@@ -151,11 +175,12 @@ func (t *Tree) apply(src Source, id objects.ID, empty bool) (*Result, error) {
 			return nil, &LocalChangesError{Paths: p.conflicts}
 		}
 	}
-	res, err := t.execute(src, id, p)
-	if err == nil && made {
-		err = t.writeStorePath()
+	if !empty && len(p.removes)+len(p.writes)+len(p.obstacles) > 0 {
+		if err := t.recordSwitch(id); err != nil {
+			return nil, err
+		}
 	}
-	return res, err
+	return t.execute(src, id, p)
 }
 
 // check fills p's conflicts and obstacles by looking at every path the
@@ -165,18 +190,24 @@ func (t *Tree) check(p *plan) error {
 	for _, c := range p.removes {
 		removing[c.path] = true
 	}
+	p.dirs = map[string]bool{}
+	for _, c := range p.writes {
+		for d := path.Dir(c.path); d != "." && !p.dirs[d]; d = path.Dir(d) {
+			p.dirs[d] = true
+		}
+	}
 	for _, c := range p.removes {
 		if err := t.checkPath(p, c, removing); err != nil {
 			return err
 		}
 	}
-	dirs := map[string]bool{}
+	checked := map[string]bool{}
 	for _, c := range p.writes {
 		if err := t.checkPath(p, c, removing); err != nil {
 			return err
 		}
-		for d := path.Dir(c.path); d != "." && !dirs[d]; d = path.Dir(d) {
-			dirs[d] = true
+		for d := path.Dir(c.path); d != "." && !checked[d]; d = path.Dir(d) {
+			checked[d] = true
 			if err := t.checkDir(p, d, removing); err != nil {
 				return err
 			}
@@ -229,6 +260,12 @@ func (t *Tree) checkPath(p *plan, c change, removing map[string]bool) error {
 	case t.isStore(fi):
 		return &UnsafeTreeError{Path: c.path, Reason: "the store's directory is there"}
 	case fi.IsDir():
+		if c.new.Mode == 0 && p.dirs[c.path] {
+			// A file the new revision turns into a directory, already
+			// turned by a switch that stopped: what the directory holds is
+			// checked path by path.
+			return nil
+		}
 		if !t.onlyRemoved(c.path, removing) {
 			p.conflicts = append(p.conflicts, c.path)
 			p.obstacles = append(p.obstacles, c.path)
@@ -295,6 +332,11 @@ func (t *Tree) execute(src Source, id objects.ID, p *plan) (*Result, error) {
 	}
 	for i := len(p.removes) - 1; i >= 0; i-- {
 		c := p.removes[i]
+		if p.dirs[c.path] {
+			if fi, err := t.root.Lstat(c.path); err == nil && fi.IsDir() {
+				continue // already the directory the writes need (check)
+			}
+		}
 		err := t.root.Remove(c.path)
 		if err != nil && t.opts.Force && !errors.Is(err, fs.ErrNotExist) && !isNotDir(err) {
 			err = t.removeAll(c.path)
@@ -337,7 +379,10 @@ func (t *Tree) execute(src Source, id objects.ID, p *plan) (*Result, error) {
 	}
 	// The switch wrote every file it keeps: no marker an interrupted
 	// update left is unaccounted for any more.
-	return res, t.clearPending()
+	if err := t.clearPending(); err != nil {
+		return nil, err
+	}
+	return res, t.clearSwitch()
 }
 
 // pruneDirs removes the directories that removals left empty, deepest

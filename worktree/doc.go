@@ -159,8 +159,12 @@
 // index is the old one or the new one. With the old index, files already
 // switched have another inode, so status reports them modified; running the
 // switch again finishes it (a path that already holds the new entry is not
-// a local change). Temporary files left behind are removed by the next
-// operation.
+// a local change). Before its first write a switch records where it goes
+// (pending.go), so until its index is written status names it
+// (Status.Switching), a commit's snapshot and an update refuse the tree
+// (*SwitchError), and a switch to any other revision first finishes it:
+// the paths already switched are never taken for the agent's edits.
+// Temporary files left behind are removed by the next operation.
 //
 // Under a power loss without Options.Sync: nothing was made durable, so
 // files may hold old, new, empty or torn data, and the index may be old,

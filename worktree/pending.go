@@ -3,6 +3,7 @@ package worktree
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
 	"time"
 
@@ -120,6 +121,89 @@ func (t *Tree) undoInterrupted() error {
 // clearPending removes the record.
 func (t *Tree) clearPending() error {
 	if err := t.root.Remove(pendingFile); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return nil
+}
+
+// switchFile records a switch of a work tree, from before its first write
+// until its index is written. A switch writes the index last, so a crash
+// in between leaves the old base with some paths already switched: status
+// shows them as the agent's own changes, a commit would record them, and
+// a checkout of the old base would find nothing to do. With the record,
+// status names the switch (Status.Switching), a commit and an update
+// refuse the tree (*SwitchError), and a switch to any revision first
+// finishes the interrupted one.
+const switchFile = MetaDir + "/switch-pending"
+
+// pendingSwitch is the record: the base the switch started from and the
+// revision it was going to. It holds only while the index still names
+// From: the switch's own index write ends it, and a commit or an update,
+// which move the base only when no switch is pending, remove a record
+// a crash after that write left behind.
+type pendingSwitch struct {
+	From objects.ID `json:"from"`
+	Onto objects.ID `json:"onto"`
+}
+
+// SwitchError is a commit or an update of a work tree whose switch to
+// Onto stopped before it finished.
+type SwitchError struct {
+	Onto objects.ID
+}
+
+func (e *SwitchError) Error() string {
+	return fmt.Sprintf("worktree: a switch of the tree to %s stopped before it finished", e.Onto.String()[:12])
+}
+
+// recordSwitch writes the record of a switch to onto, before its first
+// write.
+func (t *Tree) recordSwitch(onto objects.ID) error {
+	p := pendingSwitch{From: t.idx.Base, Onto: onto}
+	return t.writeMeta(switchFile, t.opts.Sync, func(time.Time) ([]byte, error) { return json.Marshal(p) })
+}
+
+// switching returns the revision an interrupted switch was going to, or
+// the zero id when no switch is pending.
+func (t *Tree) switching() (objects.ID, error) {
+	data, err := t.readMeta(switchFile)
+	if errors.Is(err, fs.ErrNotExist) {
+		return objects.ZeroID, nil
+	}
+	if err != nil {
+		return objects.ZeroID, err
+	}
+	var p pendingSwitch
+	if json.Unmarshal(data, &p) != nil {
+		// Torn by a power loss, which the record is synced against only
+		// with Options.Sync: without it the switched files may be torn
+		// too, and status, which re-hashes every file after a power loss,
+		// shows what they hold.
+		return objects.ZeroID, nil
+	}
+	if t.idx == nil || t.idx.Base != p.From || p.Onto == p.From {
+		return objects.ZeroID, nil
+	}
+	return p.Onto, nil
+}
+
+// refuseSwitching is the check of a commit and an update: a pending
+// switch is a *SwitchError, and a record a finished one left is removed,
+// so that no later base equal to its From revives it.
+func (t *Tree) refuseSwitching() error {
+	onto, err := t.switching()
+	if err != nil {
+		return err
+	}
+	if !onto.IsZero() {
+		return &SwitchError{Onto: onto}
+	}
+	return t.clearSwitch()
+}
+
+// clearSwitch removes the record.
+func (t *Tree) clearSwitch() error {
+	if err := t.root.Remove(switchFile); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
 	return nil

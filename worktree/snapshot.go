@@ -52,6 +52,12 @@ func (t *Tree) Snapshot() (*Snapshot, error) {
 		}
 		return nil, &UnresolvedError{Paths: ps, Interrupted: true}
 	}
+	if onto, err := t.switching(); err != nil || !onto.IsZero() {
+		if err != nil {
+			return nil, err
+		}
+		return nil, &SwitchError{Onto: onto}
+	}
 	t.stats = Stats{}
 	s := &Snapshot{Parent: t.idx.Base}
 	var puts []core.Change
@@ -194,6 +200,9 @@ func (t *Tree) Record(src Source, id objects.ID, s *Snapshot) error {
 		return err
 	}
 	defer l.Unlock()
+	if err := t.refuseSwitching(); err != nil {
+		return err
+	}
 	if err := t.writeIndex(&Index{Base: id, Ref: t.idx.Ref, Entries: t.merged(removes, s.entries)}); err != nil {
 		return err
 	}

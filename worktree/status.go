@@ -78,7 +78,11 @@ type Status struct {
 	// each is also a Conflicted change. Running the update again finishes
 	// it.
 	Interrupted []string
-	Stats       Stats
+	// Switching is the revision a switch stopped by a crash was going to
+	// (pending.go), or the zero id. A switch to any revision finishes it
+	// first.
+	Switching objects.ID
+	Stats     Stats
 	// dirs are the directory records the walk made or carried; dirsDue
 	// says Refresh is to write them.
 	dirs    []dirRecord
@@ -344,6 +348,9 @@ func (t *Tree) Status() (*Status, error) {
 	st.Changes = t.markConflicts(st.Changes)
 	st.Conflicts = append([]ConflictRecord(nil), t.idx.Conflicts...)
 	if st.Interrupted, err = t.interrupted(); err != nil {
+		return nil, err
+	}
+	if st.Switching, err = t.switching(); err != nil {
 		return nil, err
 	}
 	for _, p := range st.Interrupted {

@@ -143,6 +143,9 @@ func (t *Tree) Update(src UpdateSource, onto objects.ID, label string) (*UpdateR
 		return nil, err
 	}
 	defer l.Unlock()
+	if err := t.refuseSwitching(); err != nil {
+		return nil, err
+	}
 	if err := t.undoInterrupted(); err != nil {
 		return nil, err
 	}

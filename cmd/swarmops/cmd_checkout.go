@@ -139,7 +139,7 @@ func statusJSON(st *worktree.Status) map[string]any {
 		interrupted = []string{}
 	}
 	return map[string]any{"base": idOrNull(st.Base), "changes": changes, "skipped": skipped, "clean": len(st.Changes) == 0,
-		"conflicts": conflictsJSON(st.Conflicts), "interrupted": interrupted}
+		"conflicts": conflictsJSON(st.Conflicts), "interrupted": interrupted, "switching": idOrNull(st.Switching)}
 }
 
 // statusLetter is git status --short's letter for a kind.
@@ -168,6 +168,9 @@ func writeStatus(w io.Writer, st *worktree.Status) {
 	}
 	if len(st.Interrupted) > 0 {
 		fmt.Fprintln(w, "an update stopped before it recorded its conflicts: run 'swarmops update' again to finish it")
+	}
+	if !st.Switching.IsZero() {
+		fmt.Fprintf(w, "a checkout of %s stopped before it finished: run it again to finish it\n", short(st.Switching))
 	}
 }
 
@@ -233,6 +236,7 @@ func treeErr(verb, dir string, err error) error {
 		local      *worktree.LocalChangesError
 		unsafe     *worktree.UnsafeTreeError
 		unresolved *worktree.UnresolvedError
+		switching  *worktree.SwitchError
 	)
 	prefix := dir
 	if verb != "" {
@@ -245,6 +249,10 @@ func treeErr(verb, dir string, err error) error {
 			hint: "commit them, or use --force to overwrite them"}
 	case errors.As(err, &unresolved):
 		return unresolvedErr(prefix, unresolved)
+	case errors.As(err, &switching):
+		return &cliError{kind: kindUnresolved, err: err, extra: map[string]any{"onto": switching.Onto.String()},
+			msg:  fmt.Sprintf("%s: a checkout of %s into the work tree stopped before it finished", prefix, short(switching.Onto)),
+			hint: fmt.Sprintf("run 'swarmops checkout %s %s' to finish it; a checkout of any revision finishes it first", short(switching.Onto), dir)}
 	case errors.Is(err, worktree.ErrNotConflicted):
 		return &cliError{kind: kindUsage, err: err, msg: fmt.Sprintf("%s: %s has no conflict", prefix, plainText(err)),
 			hint: "'swarmops status' lists the conflicted paths (C)"}

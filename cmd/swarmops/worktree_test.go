@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -170,6 +171,44 @@ var _ = Describe("work trees", func() {
 		// The same checkout again finishes the tree, which then commits.
 		e.ok("", "checkout", "main", half)
 		Expect(e.ok("", "status", half).(map[string]any)["clean"]).To(BeTrue())
+	})
+
+	It("names a checkout that stopped midway, refuses to commit its half, and lets a checkout of the old base put everything back", func() {
+		var puts, dels strings.Builder
+		for i := 0; i < 30; i++ {
+			fmt.Fprintf(&puts, "put d/f%02d = \"%d\\n\"\n", i, i)
+			fmt.Fprintf(&dels, "delete d/f%02d\n", i)
+		}
+		e.commit(puts.String(), "--advance", "main", "-m", "thirty")
+		gone := e.commit(dels.String(), "--parent", "main", "-m", "gone")
+		e.ok("", "checkout", "main", wt)
+		main := e.ok("", "ref", "get", "main").(map[string]any)["id"]
+		stopped := false
+		for n := 10; n < 600 && !stopped; n += 10 {
+			e.extra = []string{fmt.Sprintf("SWARMOPS_TEST_CRASH_AT=%d", n)}
+			r := e.run("", "checkout", gone, wt)
+			e.extra = nil
+			if r.Exit == 0 {
+				Fail(fmt.Sprintf("no crash point up to %d stopped the checkout midway", n))
+			}
+			Expect(r.Exit).To(Equal(kindCrashed.Exit), r.Stderr)
+			st := e.ok("", "status", wt).(map[string]any)
+			if st["switching"] == nil {
+				Expect(st["clean"]).To(BeTrue(), "crash at %d: status shows changes %v and names no checkout", n, st["changes"])
+				continue
+			}
+			stopped = true
+			Expect(st["switching"]).To(Equal(gone))
+			r = e.run("", "commit", "--dir", wt, "--advance", "main", "-m", "half", "--json")
+			Expect(r.Exit).To(Equal(kindUnresolved.Exit), r.Stdout)
+			Expect(r.Err()).To(HaveKeyWithValue("onto", gone))
+			Expect(e.ok("", "ref", "get", "main").(map[string]any)["id"]).To(Equal(main))
+		}
+		e.ok("", "checkout", "main", wt)
+		st := e.ok("", "status", wt).(map[string]any)
+		Expect(st["clean"]).To(BeTrue(), "%v", st["changes"])
+		Expect(st["switching"]).To(BeNil())
+		Expect(filepath.Join(wt, "d", "f29")).To(BeAnExistingFile())
 	})
 
 	It("refuses change-list paths into .git, the metadata directory or a store in its default place", func() {
