@@ -138,7 +138,9 @@
 // link is not read. A path in the base tree stays tracked whatever the
 // rules say. Options.NoIgnore turns the rules off. Three names are never
 // part of a tree, whatever the rules: ".git" (in any case, at any depth),
-// MetaDir (likewise) and the store's own directory.
+// MetaDir (likewise) and the store's own directory. A directory holding a
+// MetaDir of its own is another work tree (an agent's, made inside the
+// orchestrator's): the walk does not enter it and lists it in Skipped.
 //
 // # Symbolic links and special files
 //

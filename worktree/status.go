@@ -95,7 +95,8 @@ type visitFn func(p string, fi fs.FileInfo, e *IndexEntry) error
 // walk visits every file and link of the work tree that is tracked, or
 // untracked and not ignored, in path order, and returns which index
 // entries it saw. It never enters .git, the metadata directory or the
-// store's directory, nor an ignored directory holding no tracked path.
+// store's directory, nor an ignored directory holding no tracked path,
+// nor another work tree inside this one (listed in skipped).
 func (t *Tree) walk(fn visitFn, skipped *[]Skipped) ([]bool, error) {
 	r, err := t.baseRules()
 	if err != nil {
@@ -195,6 +196,12 @@ func (t *Tree) walkDir(pf *prefetcher, dir string, self fs.FileInfo, r *rules, i
 	t.stats.Stated += int64(len(fis))
 	if !j.byNames {
 		t.stats.Listed++
+	}
+	if self != nil && holdsMetaDir(fis) {
+		// Another work tree (an agent's, made inside this one): its files
+		// are its own, as git leaves an embedded repository's.
+		*skipped = append(*skipped, Skipped{Path: dir, Reason: "a work tree of its own"})
+		return nil
 	}
 	// Each lookup searches only the entries below dir.
 	lo, hi := t.idx.span(dir)
@@ -479,4 +486,15 @@ func skipReason(p string) string {
 		return "its name is not valid UTF-8, which a changeset's paths must be"
 	}
 	return strings.TrimPrefix(ValidatePath(p).Error(), "objects: bad path: ")
+}
+
+// holdsMetaDir reports whether a directory listing holds the work-tree
+// metadata directory.
+func holdsMetaDir(fis []fs.FileInfo) bool {
+	for _, fi := range fis {
+		if fi.IsDir() && fi.Name() == MetaDir {
+			return true
+		}
+	}
+	return false
 }

@@ -256,6 +256,27 @@ var _ = Describe("work trees", func() {
 		Expect(filepath.Join(out, "node_modules")).NotTo(BeAnExistingFile())
 	})
 
+	It("leaves an agent's work tree made inside another out of that tree's status and commits", func() {
+		// The hook's default place is under the cwd, which may itself be
+		// a work tree: the orchestrator's checkout.
+		r := e.run(`{"hook_event_name":"WorktreeCreate","name":"a1","cwd":"`+wt+`"}`, "hook", "worktree-create")
+		Expect(r.Exit).To(Equal(0), r.Stderr)
+		agent := strings.TrimSpace(r.Stdout)
+		Expect(agent).To(HavePrefix(wt + string(filepath.Separator)))
+		Expect(os.WriteFile(filepath.Join(agent, "wip.txt"), []byte("unfinished\n"), 0o644)).To(Succeed())
+		Expect(os.WriteFile(filepath.Join(wt, "a.txt"), []byte("edited\n"), 0o644)).To(Succeed())
+		rel, err := filepath.Rel(wt, agent)
+		Expect(err).NotTo(HaveOccurred())
+		rel = filepath.ToSlash(rel)
+		Expect(e.run("", "status", wt).Stdout).To(Equal("M a.txt\n! " + rel + " (a work tree of its own)\n"))
+		d := e.ok("", "commit", "--dir", wt, "--advance", "main", "-m", "orchestrator edit").(map[string]any)
+		ls := e.ok("", "ls", d["id"].(string)).([]any)
+		for _, x := range ls {
+			Expect(x.(map[string]any)["name"]).NotTo(Equal(".claude"))
+		}
+		Expect(e.ok("", "status", wt).(map[string]any)["clean"]).To(BeTrue())
+	})
+
 	It("hands an agent a work tree through the WorktreeCreate and WorktreeRemove hooks, losing nothing it wrote", func() {
 		r := e.run(`{"hook_event_name":"WorktreeCreate","name":"a7","cwd":"`+e.root+`"}`, "hook", "worktree-create")
 		Expect(r.Exit).To(Equal(0), r.Stderr)
