@@ -17,6 +17,7 @@ import (
 // switch the work tree DIR to REV.
 func (a *app) checkoutCmd() *cobra.Command {
 	var force, sync bool
+	var follow string
 	cmd := &cobra.Command{
 		Use:   "checkout REV DIR [--force] [--sync]",
 		Short: "Make DIR a work tree of REV, or switch the work tree DIR to REV",
@@ -54,6 +55,16 @@ reports as changed.`,
 				if hasRef(sn, args[0]) {
 					opts.Ref = args[0] // the tree follows it: update's default
 				}
+				if follow != "" {
+					if err := checkRefName(follow); err != nil {
+						return usagef("checkout --follow: %w", err)
+					}
+					if !hasRef(sn, follow) {
+						return &cliError{kind: kindNotFound, err: core.ErrNotFound, subject: map[string]any{"ref": follow},
+							msg: fmt.Sprintf("checkout --follow: no ref %q", follow)}
+					}
+					opts.Ref = follow
+				}
 				a.limitTreeMemory(false)
 				// The base is held from garbage collection before it is read.
 				if err := a.leaseTree(s, dir, id); err != nil {
@@ -73,6 +84,7 @@ reports as changed.`,
 	}
 	cmd.Flags().BoolVar(&force, "force", false, "write into a non-empty directory, or overwrite local changes in a work tree")
 	cmd.Flags().BoolVar(&sync, "sync", false, "make every file durable before returning (fsync, as git's core.fsync=all)")
+	cmd.Flags().StringVar(&follow, "follow", "", "the ref the tree follows (update's default), when REV is not that ref's name")
 	return cmd
 }
 

@@ -127,12 +127,18 @@ func (a *app) hookCreate() error {
 	// not hold (its tree was removed before that work landed): the new
 	// tree starts from it, so the agent finds its work and the tree's
 	// removal can advance the ref.
-	from, baseID, err := a.hookStart(base, "agent/"+name)
+	from, baseID, follow, err := a.hookStart(base, "agent/"+name)
 	if err != nil {
 		return err
 	}
 	sweepRetired(dir)
-	if _, err := a.sub("", "checkout", from.String(), dir); err != nil {
+	// By id, so the tree starts exactly where the ref below does; it
+	// follows the base ref, so a plain update brings what landed there.
+	co := []string{"checkout", from.String(), dir}
+	if follow {
+		co = append(co, "--follow", base)
+	}
+	if _, err := a.sub("", co...); err != nil {
 		return err
 	}
 	// The ref starts where the tree does: base is resolved once, so a
@@ -232,13 +238,14 @@ func sweepRetired(dir string) {
 // hookStart resolves base, in one snapshot with ref, and returns the
 // changeset a new tree for ref starts from: ref's when it exists and holds
 // work base lacks (base is not a descendant of it), else base's.
-func (a *app) hookStart(base, ref string) (from, baseID core.ID, err error) {
+// follow reports whether base names a ref, which the tree then follows.
+func (a *app) hookStart(base, ref string) (from, baseID core.ID, follow bool, err error) {
 	err = a.withStore(func(_ *core.Store, sn *core.Snapshot) error {
 		b, err := resolve(sn, base)
 		if err != nil {
 			return err
 		}
-		from, baseID = b, b
+		from, baseID, follow = b, b, hasRef(sn, base)
 		v, err := sn.Ref(ref)
 		if errors.Is(err, core.ErrNotFound) {
 			return nil
@@ -253,7 +260,7 @@ func (a *app) hookStart(base, ref string) (from, baseID core.ID, err error) {
 		}
 		return nil
 	})
-	return from, baseID, err
+	return from, baseID, follow, err
 }
 
 func firstOf(vs ...string) string {

@@ -277,6 +277,21 @@ var _ = Describe("work trees", func() {
 		Expect(e.ok("", "status", wt).(map[string]any)["clean"]).To(BeTrue())
 	})
 
+	It("gives a hook tree its base ref to follow, so a plain update brings what landed there", func() {
+		r := e.run(`{"name":"a2","cwd":"`+e.root+`"}`, "hook", "worktree-create")
+		Expect(r.Exit).To(Equal(0), r.Stderr)
+		agent := strings.TrimSpace(r.Stdout)
+		Expect(e.ok("", "status", agent).(map[string]any)["ref"]).To(Equal("main"))
+		e.commit("put landed.txt = \"l\\n\"\n", "--advance", "main", "-m", "landed meanwhile")
+		e.ok("", "update", agent)
+		Expect(filepath.Join(agent, "landed.txt")).To(BeAnExistingFile())
+
+		Expect(e.run("", "checkout", "main", filepath.Join(e.root, "x"), "--follow", "nowhere", "--json").Err()).
+			To(HaveKeyWithValue("code", "E_NOT_FOUND"))
+		Expect(e.run("", "checkout", "main", filepath.Join(e.root, "x"), "--follow", "a//b", "--json").Err()).
+			To(HaveKeyWithValue("code", "E_USAGE"))
+	})
+
 	It("hands an agent a work tree through the WorktreeCreate and WorktreeRemove hooks, losing nothing it wrote", func() {
 		r := e.run(`{"hook_event_name":"WorktreeCreate","name":"a7","cwd":"`+e.root+`"}`, "hook", "worktree-create")
 		Expect(r.Exit).To(Equal(0), r.Stderr)
