@@ -18,8 +18,9 @@ func (a *app) exportCmd() *cobra.Command {
 	var gitDir, prefix string
 	var force bool
 	cmd := &cobra.Command{
-		Use:   "export --git DIR [REF]... [--prefix refs/heads/swarm/] [--force]",
-		Short: "Write the history of refs (default: every ref) into git repository DIR as commits",
+		Use:        "export --git DIR [REF]... [--prefix refs/heads/swarm/] [--force]",
+		SuggestFor: []string{"git"},
+		Short:      "Write the history of refs (default: every ref) into git repository DIR as commits",
 		Long: `Write every changeset the refs reach (default: every ref) into the git
 repository DIR as commits, and set git ref PREFIX+REF to each ref's commit.
 DIR is created as a bare repository if it is missing or empty. Only
@@ -101,8 +102,9 @@ func (a *app) importCmd() *cobra.Command {
 	var gitDir, as string
 	var history, force bool
 	cmd := &cobra.Command{
-		Use:   "import --git DIR REV [--as REF] [--history] [--force]",
-		Short: "Bring git revision REV (or with --history its whole history) into the store and move a ref to it",
+		Use:        "import --git DIR REV [--as REF] [--history] [--force]",
+		SuggestFor: []string{"git"},
+		Short:      "Bring git revision REV (or with --history its whole history) into the store and move a ref to it",
 		Long: `Bring git revision REV of repository DIR into the store as changesets and
 move a store ref to the result by compare-and-swap (created if missing).
 The ref is --as REF, else the branch REV names; a tag or commit id needs

@@ -100,6 +100,8 @@ var _ = Describe("the first hour: typos", func() {
 		},
 		Entry("an unknown command", "E_USAGE", `did you mean "commit"?`, []any{"commit"}, "comit"),
 		Entry("an unknown subcommand", "E_USAGE", `did you mean "get"?`, []any{"get"}, "ref", "gte", "main"),
+		Entry("git's verbs, which are import and export here", "E_USAGE", `did you mean one of "export", "import", "init", "cat", "gc"?`,
+			[]any{"export", "import", "init", "cat", "gc"}, "git", "import"),
 		Entry("an unknown command in help", "E_USAGE", `did you mean "land"?`, []any{"land"}, "help", "lnad"),
 		Entry("an unknown flag", "E_USAGE", "did you mean --max-count?", []any{"max-count"}, "log", "--max-cont", "3"),
 		Entry("an unknown ref", "E_NOT_FOUND", `did you mean "main"?`, []any{"main"}, "ref", "get", "mian"),

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -212,7 +213,22 @@ func unknownCommand(c *cobra.Command, name string) error {
 	if c.SuggestionsMinimumDistance <= 0 {
 		c.SuggestionsMinimumDistance = 2
 	}
-	return usageHint(c.SuggestionsFor(name), quoted, "unknown command %q for %q", name, c.CommandPath())
+	return usageHint(suggestionsFor(c, name), quoted, "unknown command %q for %q", name, c.CommandPath())
+}
+
+// suggestionsFor is cobra's SuggestionsFor with the commands that name
+// name in SuggestFor (export and import for "git") first: they are what
+// was meant, not merely close in spelling.
+func suggestionsFor(c *cobra.Command, name string) []string {
+	var named, close []string
+	for _, s := range c.SuggestionsFor(name) {
+		if sub, _, err := c.Find([]string{s}); err == nil && slices.Contains(sub.SuggestFor, name) {
+			named = append(named, s)
+		} else {
+			close = append(close, s)
+		}
+	}
+	return append(named, close...)
 }
 
 // flagError says what was wrong with a flag in the user's terms: an unknown

@@ -211,6 +211,12 @@ var _ = Describe("work trees", func() {
 		Expect(filepath.Join(wt, "d", "f29")).To(BeAnExistingFile())
 	})
 
+	It("says a path under a link is under a link, not under a file", func() {
+		er := e.run("link evil = \"/x\"\nput evil/x = \"p\\n\"\n", "commit", "-F", "-", "--advance", "main", "--json").Err()
+		Expect(er["code"]).To(Equal("E_USAGE"))
+		Expect(er["message"]).To(ContainSubstring(`"evil" is a symbolic link`))
+	})
+
 	It("refuses change-list paths into .git, the metadata directory or a store in its default place", func() {
 		for _, p := range []string{".git/config", "a/.GIT/x", ".swarmops-tree/index", ".swarmops/checkpoint"} {
 			er := e.run("put "+p+" = \"x\"\n", "commit", "-F", "-", "--advance", "main", "--json").Err()

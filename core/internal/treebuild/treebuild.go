@@ -350,7 +350,11 @@ func (b *Builder) parent(root *tnode, comps []string, p string, del bool) (*tnod
 				if del {
 					return nil, fmt.Errorf("%w: path %q to delete is not in the parent", errs.ErrNotFound, p)
 				}
-				return nil, fmt.Errorf("%w: path %q: %q is a file", errs.ErrInvalid, p, strings.Join(comps[:i+1], "/"))
+				what := "a file"
+				if e.Mode == objects.ModeSymlink {
+					what = "a symbolic link"
+				}
+				return nil, fmt.Errorf("%w: path %q: %q is %s", errs.ErrInvalid, p, strings.Join(comps[:i+1], "/"), what)
 			case exists:
 				if kid, err = b.node(e.ID); err != nil {
 					return nil, err
