@@ -85,10 +85,7 @@ func TestGCAfterAShorterRetentionSkipsWhatItCollected(t *testing.T) {
 	if retentionHas(t, s, b) || retentionHas(t, s, c) {
 		t.Fatal("a gc with no retention kept changesets only hour-old moves name")
 	}
-	d, err := s.Commit(CommitRequest{Parents: []ID{a}, Changes: []Change{{Path: "d", Data: []byte("4")}}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	d := commitChanges(t, s, a, []Change{{Path: "d", Data: []byte("4")}})
 	for _, u := range []RefUpdate{{Name: "z", New: d}, {Name: "z", Old: d}} {
 		if err := s.UpdateRefs(u); err != nil {
 			t.Fatal(err)
@@ -146,10 +143,7 @@ func TestGCStillReportsAMissingChangesetARootNames(t *testing.T) {
 // with what only it reached.
 func TestGCKeepsAChangesetMadeInsideTheRetentionThatNothingReaches(t *testing.T) {
 	s, clock, a, _, _ := retentionStore(t)
-	bare, err := s.Commit(CommitRequest{Parents: []ID{a}, Changes: []Change{{Path: "bare", Data: []byte("only here")}}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	bare := commitChanges(t, s, a, []Change{{Path: "bare", Data: []byte("only here")}})
 	rep, err := s.GC(GCOptions{Retention: 30 * time.Minute})
 	if err != nil {
 		t.Fatal(err)

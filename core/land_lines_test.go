@@ -37,11 +37,7 @@ func registry(edits map[int]string) []byte {
 // commitOn commits one file at path on parent.
 func commitOn(t *testing.T, s *Store, parent ID, path string, data []byte, mode objects.Mode) ID {
 	t.Helper()
-	id, err := s.Commit(CommitRequest{Parents: []ID{parent}, Changes: []Change{{Path: path, Data: data, Mode: mode}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return id
+	return commitChanges(t, s, parent, []Change{{Path: path, Data: data, Mode: mode}})
 }
 
 // readMain reads path at main's head.
@@ -106,16 +102,13 @@ func TestLandMergesEditsOfDifferentPlacesOfOneFileByLines(t *testing.T) {
 func TestLandOfOverlappingEditsConflictsWithTheirHunks(t *testing.T) {
 	s, _ := newLandStore(t)
 	base := advanceMain(t, s, []Change{{Path: "reg.txt", Data: registry(nil)}, {Path: "other.txt", Data: []byte("o\n")}})
-	change, err := s.Commit(CommitRequest{Parents: []ID{base}, Changes: []Change{
+	change := commitChanges(t, s, base, []Change{
 		{Path: "reg.txt", Data: registry(map[int]string{5: "slot 5: agent-1"})},
 		{Path: "mine.txt", Data: []byte("m\n")},
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	})
 	advanceMain(t, s, []Change{{Path: "reg.txt", Data: registry(map[int]string{5: "slot 5: agent-2"})}})
 	before := readMain(t, s, "reg.txt")
-	_, err = s.Land(change, "main", LandOptions{})
+	_, err := s.Land(change, "main", LandOptions{})
 	var mce *MergeConflictError
 	if !errors.As(err, &mce) || !errors.Is(err, ErrConflict) {
 		t.Fatalf("land: %v; want a *MergeConflictError", err)
@@ -152,12 +145,9 @@ func TestLandKeepsWholeFileConflictsForBinaryAndDelete(t *testing.T) {
 				data = []byte("a\x00\nb\nc\n")
 			}
 			base := advanceMain(t, s, []Change{{Path: "f", Data: data}})
-			change, err := s.Commit(CommitRequest{Parents: []ID{base}, Changes: []Change{tc.mine}})
-			if err != nil {
-				t.Fatal(err)
-			}
+			change := commitChanges(t, s, base, []Change{tc.mine})
 			advanceMain(t, s, []Change{tc.other})
-			_, err = s.Land(change, "main", LandOptions{})
+			_, err := s.Land(change, "main", LandOptions{})
 			var mce *MergeConflictError
 			if !errors.As(err, &mce) || len(mce.Paths) != 1 || len(mce.Hunks) != 0 {
 				t.Fatalf("land: %v (%+v); want a whole-file conflict on f with no hunks", err, mce)
@@ -208,13 +198,10 @@ func TestMergeChangesCarriesTheOtherParentAndKeepsLocalResolutions(t *testing.T)
 	s, _ := newLandStore(t)
 	base := advanceMain(t, s, []Change{{Path: "reg.txt", Data: registry(nil)}, {Path: "c.txt", Data: []byte("c\n")}})
 	// The branch edits slot 3 of reg.txt and c.txt.
-	branch, err := s.Commit(CommitRequest{Parents: []ID{base}, Changes: []Change{
+	branch := commitChanges(t, s, base, []Change{
 		{Path: "reg.txt", Data: registry(map[int]string{3: "slot 3: branch"})},
 		{Path: "c.txt", Data: []byte("c by branch\n")},
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	})
 	// Main edits slot 9, changes c.txt too (a conflict) and adds n.txt.
 	main := advanceMain(t, s, []Change{
 		{Path: "reg.txt", Data: registry(map[int]string{9: "slot 9: main"})},

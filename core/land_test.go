@@ -41,6 +41,17 @@ func puts(prefix string, n int) []Change {
 	return out
 }
 
+// commitChanges commits changes on parent and moves no ref: a change to
+// land, or a branch to build on.
+func commitChanges(t *testing.T, s *Store, parent ID, changes []Change) ID {
+	t.Helper()
+	id, err := s.Commit(CommitRequest{Parents: []ID{parent}, Changes: changes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
 // advanceMain commits changes onto main.
 func advanceMain(t *testing.T, s *Store, changes []Change) ID {
 	t.Helper()
@@ -88,10 +99,7 @@ func TestLandAfterALostRaceRemergesOnlyWhatTheTargetGained(t *testing.T) {
 	for _, ff := range []bool{true, false} {
 		t.Run(fmt.Sprintf("first-attempt-fast-forward=%v", ff), func(t *testing.T) {
 			s, m0 := newLandStore(t)
-			change, err := s.Commit(CommitRequest{Parents: []ID{m0}, Changes: puts("mine", 5)})
-			if err != nil {
-				t.Fatal(err)
-			}
+			change := commitChanges(t, s, m0, puts("mine", 5))
 			if !ff {
 				advanceMain(t, s, puts("early", 2))
 			}
@@ -125,13 +133,10 @@ func TestLandAfterALostRaceRemergesOnlyWhatTheTargetGained(t *testing.T) {
 
 func TestLandGivesUpWithErrBusyWhenTheTargetNeverStops(t *testing.T) {
 	s, m0 := newLandStore(t)
-	change, err := s.Commit(CommitRequest{Parents: []ID{m0}, Changes: puts("mine", 1)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	change := commitChanges(t, s, m0, puts("mine", 1))
 	n := 0
 	setLandHook(t, func(int) { n++; advanceMain(t, s, puts(fmt.Sprintf("r%d-", n), 1)) })
-	_, err = s.Land(change, "main", LandOptions{MaxAttempts: 3})
+	_, err := s.Land(change, "main", LandOptions{MaxAttempts: 3})
 	if !errors.Is(err, ErrBusy) || n != 3 {
 		t.Fatalf("got %v after %d attempts, want ErrBusy after 3", err, n)
 	}
@@ -139,12 +144,9 @@ func TestLandGivesUpWithErrBusyWhenTheTargetNeverStops(t *testing.T) {
 
 func TestLandConflictListsPathsAndWritesNothing(t *testing.T) {
 	s, m0 := newLandStore(t)
-	change, err := s.Commit(CommitRequest{Parents: []ID{m0}, Changes: []Change{{Path: "base.txt", Data: []byte("mine")}, {Path: "ok", Data: []byte("1")}}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	change := commitChanges(t, s, m0, []Change{{Path: "base.txt", Data: []byte("mine")}, {Path: "ok", Data: []byte("1")}})
 	head := advanceMain(t, s, []Change{{Path: "base.txt", Data: []byte("theirs")}})
-	_, err = s.Land(change, "main", LandOptions{})
+	_, err := s.Land(change, "main", LandOptions{})
 	var mc *MergeConflictError
 	if !errors.As(err, &mc) || !slices.Equal(mc.Paths, []string{"base.txt"}) || !errors.Is(err, ErrConflict) {
 		t.Fatalf("got %v, want a merge conflict on base.txt", err)
@@ -157,14 +159,8 @@ func TestLandConflictListsPathsAndWritesNothing(t *testing.T) {
 
 func TestLandMergesAChangeWhoseBranchForkedEarlier(t *testing.T) {
 	s, m0 := newLandStore(t)
-	side, err := s.Commit(CommitRequest{Parents: []ID{m0}, Changes: puts("side", 1)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	change, err := s.Commit(CommitRequest{Parents: []ID{side}, Changes: puts("mine", 1)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	side := commitChanges(t, s, m0, puts("side", 1))
+	change := commitChanges(t, s, side, puts("mine", 1))
 	advanceMain(t, s, puts("main", 1))
 	r, err := s.Land(change, "main", LandOptions{})
 	if err != nil {
@@ -225,14 +221,8 @@ func TestRacingLandersEachLandWithinThreeAttempts(t *testing.T) {
 
 func TestLandOfABranchOfSeveralChangesetsFastForwards(t *testing.T) {
 	s, m0 := newLandStore(t)
-	c1, err := s.Commit(CommitRequest{Parents: []ID{m0}, Changes: puts("a", 1)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c2, err := s.Commit(CommitRequest{Parents: []ID{c1}, Changes: puts("b", 1)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c1 := commitChanges(t, s, m0, puts("a", 1))
+	c2 := commitChanges(t, s, c1, puts("b", 1))
 	res, err := s.Land(c2, "main", LandOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -244,14 +234,8 @@ func TestLandOfABranchOfSeveralChangesetsFastForwards(t *testing.T) {
 		t.Fatalf("main is %s, want %s", got, c2)
 	}
 	// Once main moved past the fork, the same shape merges.
-	c3, err := s.Commit(CommitRequest{Parents: []ID{m0}, Changes: puts("c", 1)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c4, err := s.Commit(CommitRequest{Parents: []ID{c3}, Changes: puts("d", 1)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c3 := commitChanges(t, s, m0, puts("c", 1))
+	c4 := commitChanges(t, s, c3, puts("d", 1))
 	res, err = s.Land(c4, "main", LandOptions{})
 	if err != nil {
 		t.Fatal(err)

@@ -150,10 +150,7 @@ func TestLandMergeReadsOnlyWhatTheChangeTouches(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	change, err := s.Commit(CommitRequest{Parents: []ID{m0}, Changes: []Change{{Path: "d7/new", Data: []byte("new")}}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	change := commitChanges(t, s, m0, []Change{{Path: "d7/new", Data: []byte("new")}})
 	head, err := s.Commit(CommitRequest{Parents: []ID{m0}, Changes: []Change{{Path: "d30/other", Data: []byte("other")}}, Advance: "main"})
 	if err != nil {
 		t.Fatal(err)

@@ -32,12 +32,9 @@ func landOneFileCase(t *testing.T, base, branch, main Change) (*Store, error) {
 	t.Helper()
 	s, _ := newLandStore(t)
 	b := advanceMain(t, s, []Change{base})
-	change, err := s.Commit(CommitRequest{Parents: []ID{b}, Changes: []Change{branch}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	change := commitChanges(t, s, b, []Change{branch})
 	advanceMain(t, s, []Change{main})
-	_, err = s.Land(change, "main", LandOptions{})
+	_, err := s.Land(change, "main", LandOptions{})
 	return s, err
 }
 

@@ -17,10 +17,7 @@ func TestOnlyALandMovesAProtectedRef(t *testing.T) {
 	if err := s.Protect("main", true); err != nil {
 		t.Fatal(err)
 	}
-	side, err := s.Commit(CommitRequest{Parents: []ID{m0}, Changes: puts("side", 1)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	side := commitChanges(t, s, m0, puts("side", 1))
 	info0, _ := s.Info()
 	refused := func(what string, err error) {
 		t.Helper()
@@ -31,7 +28,7 @@ func TestOnlyALandMovesAProtectedRef(t *testing.T) {
 	}
 	refused("ref set", s.UpdateRefs(RefUpdate{Name: "main", Old: m1, New: m0}))
 	refused("ref delete", s.UpdateRefs(RefUpdate{Name: "main", Old: m1}))
-	_, err = s.Commit(CommitRequest{Parents: []ID{m1}, Changes: puts("adv", 1), Advance: "main"})
+	_, err := s.Commit(CommitRequest{Parents: []ID{m1}, Changes: puts("adv", 1), Advance: "main"})
 	refused("commit --advance", err)
 	sn, _ := s.Snapshot()
 	last, err := sn.Moves(MoveQuery{Limit: 1})

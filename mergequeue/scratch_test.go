@@ -155,15 +155,24 @@ func TestAKeptCheckTreeHoldsExactlyEachTip(t *testing.T) {
 	check(a, map[string]string{"a.txt": "a\n", "d/b.txt": "b\n", "same.txt": "s\n"}, func(string) {})
 }
 
-// TestASweepKeepsAKeptTreeUntilItIsIdle: a kept directory no runner holds
-// stays for the next check, unless no check used it for keptIdle.
-func TestASweepKeepsAKeptTreeUntilItIsIdle(t *testing.T) {
-	tmp := t.TempDir()
-	dir, release, ok := keptScratch(tmp, "k")
+// releasedKeptScratch makes the kept directory of key in a fresh
+// temporary directory, as a check that has run and let it go leaves it:
+// tmp holds the kept directories, dir is key's.
+func releasedKeptScratch(t *testing.T, key string) (tmp, dir string) {
+	t.Helper()
+	tmp = t.TempDir()
+	dir, release, ok := keptScratch(tmp, key)
 	if !ok {
 		t.Fatal("the kept directory is held")
 	}
 	release()
+	return tmp, dir
+}
+
+// TestASweepKeepsAKeptTreeUntilItIsIdle: a kept directory no runner holds
+// stays for the next check, unless no check used it for keptIdle.
+func TestASweepKeepsAKeptTreeUntilItIsIdle(t *testing.T) {
+	tmp, dir := releasedKeptScratch(t, "k")
 	sweepScratch(tmp)
 	if _, err := os.Stat(dir); err != nil {
 		t.Fatalf("a kept directory used just now went: %v", err)
@@ -181,12 +190,7 @@ func TestASweepKeepsAKeptTreeUntilItIsIdle(t *testing.T) {
 // in its place is passed over (the check then gets a directory of its
 // own).
 func TestAKeptTreeNameSomeoneElsePlantedIsNotTaken(t *testing.T) {
-	tmp := t.TempDir()
-	dir, release, ok := keptScratch(tmp, "k")
-	if !ok {
-		t.Fatal("the kept directory is held")
-	}
-	release()
+	tmp, dir := releasedKeptScratch(t, "k")
 	os.RemoveAll(dir)
 	if err := os.Symlink(t.TempDir(), dir); err != nil {
 		t.Fatal(err)

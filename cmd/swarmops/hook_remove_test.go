@@ -18,12 +18,7 @@ func TestAHookRemovalCutShortLeavesNoPartialTree(t *testing.T) {
 	root := t.TempDir()
 	store := filepath.Join(root, "store")
 	seedStore(t, store)
-	getenv := func(k string) string {
-		if k == "SWARMOPS_STORE" {
-			return store
-		}
-		return ""
-	}
+	getenv := storeEnv(store)
 	hook := func(event string, args ...string) string {
 		t.Helper()
 		var out, errb strings.Builder

@@ -18,3 +18,14 @@ func inProcessEnv(dir string, json bool) func(string) string {
 		return ""
 	}
 }
+
+// storeEnv is an environment that names the store in dir and nothing else,
+// so the server mode is the default: through a server when one runs.
+func storeEnv(dir string) func(string) string {
+	return func(k string) string {
+		if k == "SWARMOPS_STORE" {
+			return dir
+		}
+		return ""
+	}
+}

@@ -266,12 +266,7 @@ func TestMCPAnswersAMalformedLineAndGoesOn(t *testing.T) {
 		}
 		pw.Close()
 	}()
-	st := run([]string{"mcp"}, pr, &out, &errb, func(k string) string {
-		if k == "SWARMOPS_STORE" {
-			return store
-		}
-		return ""
-	})
+	st := run([]string{"mcp"}, pr, &out, &errb, storeEnv(store))
 	if st != 0 {
 		t.Fatalf("status %d, stderr %s", st, errb.String())
 	}
@@ -331,12 +326,7 @@ func TestMCPAnswersAScriptThatClosesItsInput(t *testing.T) {
 		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"log","arguments":{"rev":"main","n":1}}}`,
 	}, "\n") + "\n"
 	var out, errb bytes.Buffer
-	st := run([]string{"mcp"}, strings.NewReader(in), &out, &errb, func(k string) string {
-		if k == "SWARMOPS_STORE" {
-			return store
-		}
-		return ""
-	})
+	st := run([]string{"mcp"}, strings.NewReader(in), &out, &errb, storeEnv(store))
 	if st != 0 {
 		t.Fatalf("status %d, stderr %s", st, errb.String())
 	}

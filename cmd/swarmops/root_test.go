@@ -153,12 +153,7 @@ func seedStore(t testing.TB, dir string) {
 		{"put a.txt = \"a\\nb\\n\"\n", "commit -F - --advance main -m two"},
 	} {
 		var out bytes.Buffer
-		getenv := func(k string) string {
-			if k == "SWARMOPS_STORE" {
-				return dir
-			}
-			return ""
-		}
+		getenv := storeEnv(dir)
 		if st := run(strings.Fields(c.args), strings.NewReader(c.stdin), &out, &out, getenv); st != 0 {
 			t.Fatalf("swarmops %s: %d %s", c.args, st, out.String())
 		}
@@ -176,12 +171,7 @@ func runLine(t *testing.T, dir, stdin string, args []string, whole bool) (string
 	}
 	var out, errb bytes.Buffer
 	a := &app{stdin: strings.NewReader(stdin), stdout: &out, stderr: &errb, start: time.Now(), cwd: dir,
-		getenv: func(k string) string {
-			if k == "SWARMOPS_STORE" {
-				return dir
-			}
-			return ""
-		}}
+		getenv: storeEnv(dir)}
 	var status int
 	var direct bool
 	if whole {

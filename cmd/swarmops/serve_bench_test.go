@@ -22,12 +22,7 @@ import (
 func serveStoreForBench(b *testing.B) string {
 	b.Helper()
 	store := filepath.Join(b.TempDir(), "store")
-	getenv := func(k string) string {
-		if k == "SWARMOPS_STORE" {
-			return store
-		}
-		return ""
-	}
+	getenv := storeEnv(store)
 	for _, c := range []struct{ stdin, args string }{{"", "init"}, {"put seed = \"0\"\n", "commit -F - --advance main"}} {
 		var out bytes.Buffer
 		if st := run(strings.Fields(c.args), strings.NewReader(c.stdin), &out, &out, getenv); st != 0 {
@@ -167,12 +162,7 @@ func BenchmarkServedCommandLine(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				getenv := func(k string) string {
-					if k == "SWARMOPS_STORE" {
-						return store
-					}
-					return ""
-				}
+				getenv := storeEnv(store)
 				var out bytes.Buffer
 				b.ReportAllocs()
 				b.ResetTimer()
