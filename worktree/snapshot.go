@@ -26,6 +26,10 @@ type Snapshot struct {
 	Skipped []Skipped
 	Stats   Stats
 	entries []IndexEntry // the stat data of each file read
+	// fresh are the tracked files read and found unchanged, with their
+	// stat data now: Record keeps it, so the next status or commit
+	// trusts them, as git's commit -a refreshes its index.
+	fresh   []IndexEntry
 	dels    []string
 	dirs    []dirRecord // as Status's
 	dirsDue bool
@@ -85,7 +89,11 @@ func (t *Tree) Snapshot() (*Snapshot, error) {
 		}
 		id := objects.BlobID(data)
 		if e != nil && e.ID == id && e.Mode == mode {
-			return nil // racy or smudged, and unchanged after all
+			// Racy or smudged, and unchanged after all.
+			if stable {
+				s.fresh = append(s.fresh, IndexEntry{Path: p, Mode: mode, ID: id, Stat: st})
+			}
+			return nil
 		}
 		puts = append(puts, core.Change{Path: p, Data: data, Mode: mode})
 		s.entries = append(s.entries, IndexEntry{Path: p, Mode: mode, ID: id, Stat: st, Smudged: !stable})
@@ -121,7 +129,11 @@ func (t *Tree) putFile(s *Snapshot, puts *[]core.Change, p string, mode objects.
 			return err
 		}
 		if e.ID == id && e.Mode == mode {
-			return nil // racy or smudged, and unchanged after all
+			// Racy or smudged, and unchanged after all.
+			if stable {
+				s.fresh = append(s.fresh, IndexEntry{Path: p, Mode: mode, ID: id, Stat: st})
+			}
+			return nil
 		}
 		ent.ID, ent.Stat, ent.Smudged = id, st, !stable
 	} else {
@@ -203,7 +215,8 @@ func (t *Tree) Record(src Source, id objects.ID, s *Snapshot) error {
 	if err := t.refuseSwitching(); err != nil {
 		return err
 	}
-	if err := t.writeIndex(&Index{Base: id, Ref: t.idx.Ref, Entries: t.merged(removes, s.entries)}); err != nil {
+	written := append(s.entries[:len(s.entries):len(s.entries)], s.fresh...)
+	if err := t.writeIndex(&Index{Base: id, Ref: t.idx.Ref, Entries: t.merged(removes, written)}); err != nil {
 		return err
 	}
 	if s.dirsDue {

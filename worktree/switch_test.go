@@ -207,3 +207,45 @@ func TestStatusReadsOnlyWhatChanged(t *testing.T) {
 		t.Fatalf("status after two edits: %+v %v, %v; want 2 read", st.Stats, kinds(st), err)
 	}
 }
+
+// TestACommitKeepsTheStatDataOfWhatItReadUnchanged: files rewritten with
+// the same bytes (a build tool, a copy, an editor's save) are read by the
+// next commit's snapshot, which finds them unchanged; the commit keeps
+// their new stat data, so the commit after it reads only what was edited
+// since, without a status in between.
+func TestACommitKeepsTheStatDataOfWhatItReadUnchanged(t *testing.T) {
+	var cs []core.Change
+	for i := 0; i < 20; i++ {
+		cs = append(cs, put(fmt.Sprintf("d%d/f%d", i%4, i), fmt.Sprint(i)))
+	}
+	f, m, tick := checkedOutInOneTick(t, cs...)
+	tick()
+	for i := 0; i < 20; i++ {
+		writeMem(t, m, fmt.Sprintf("/w/d%d/f%d", i%4, i), fmt.Sprint(i))
+	}
+	writeMem(t, m, "/w/d1/f1", "edited")
+	tick()
+	if st := snapshotStats(t, "/w", f.opts()); st.Hashed != 20 {
+		t.Fatalf("the first snapshot read %d files, want all 20", st.Hashed)
+	}
+	f.commitDir("/w", f.opts())
+	tick()
+	writeMem(t, m, "/w/d2/f6", "edited too")
+	tick()
+	if st := snapshotStats(t, "/w", f.opts()); st.Hashed != 1 {
+		t.Fatalf("the snapshot after a commit read %d files, want 1 (the one edited since)", st.Hashed)
+	}
+}
+
+// snapshotStats takes a snapshot of the work tree dir and returns its
+// counts.
+func snapshotStats(t *testing.T, dir string, o worktree.Options) worktree.Stats {
+	t.Helper()
+	wt := mustOpen(t, dir, o)
+	defer wt.Close()
+	s, err := wt.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s.Stats
+}
