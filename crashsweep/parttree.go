@@ -163,6 +163,9 @@ func treePart(_ context.Context, pc *partRun) error {
 	if err := pc.treeSweep("switch", onA, false, sw, nil); err != nil {
 		return err
 	}
+	if err := pc.backSweep(f, onA, sw); err != nil {
+		return err
+	}
 	edited, err := f.editedTree()
 	if err != nil {
 		return err
@@ -182,6 +185,40 @@ func treePart(_ context.Context, pc *partRun) error {
 		}
 	}
 	return pc.refreshSweep(f)
+}
+
+// backSweep crashes the switch sw from the tree's revision a to b at
+// every call, then checks out a again: the tree must hold exactly a's
+// files with nothing to report. The paths the stopped switch had already
+// written are its, not the agent's: a checkout of the old base that took
+// them for local changes, or found nothing to do, leaves them for the
+// next commit to record.
+func (pc *partRun) backSweep(f *treeFixture, onA *faultfs.MemFS, sw func(vfs.FS) error) error {
+	want, err := TreeFiles(onA, treeDir)
+	if err != nil {
+		return err
+	}
+	const name = "switch, then back"
+	return pc.everyCall(name, onA, sw, func(at int64, m *faultfs.MemFS) error {
+		pc.rep.States++
+		fsys := m.CrashClone(faultfs.ProcessCrash, 0)
+		wt, err := worktree.Open(treeDir, pc.treeOpts(fsys, false))
+		if err != nil {
+			return pc.violation("tree", name, at, "process", "the tree does not open: %v", err)
+		}
+		defer wt.Close()
+		if _, err := wt.Switch(f.sn, f.a); err != nil {
+			return pc.violation("tree", name, at, "process", "the checkout of the old base failed: %v", err)
+		}
+		if msg := NeitherOldNorNew(fsys, want, want); msg != "" {
+			return pc.violation("tree", name, at, "process", "after the checkout of the old base: %s", msg)
+		}
+		st, err := wt.Status()
+		if err != nil || len(st.Changes) > 0 || st.Base != f.a {
+			return pc.violation("tree", name, at, "process", "after the checkout of the old base: status %v, %v", st, err)
+		}
+		return nil
+	})
 }
 
 // refreshSweep crashes a status that writes what it found (the index's
