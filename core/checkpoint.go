@@ -70,7 +70,9 @@ func (s *Store) checkpointWithin(timeout time.Duration, force bool) (busy bool, 
 		}
 		return false, errs.IO("checkpoint lock", err)
 	}
-	err = s.checkpointLocked(force)
+	if err = s.checkDir(); err == nil {
+		err = s.checkpointLocked(force)
+	}
 	if uerr := l.Unlock(); uerr != nil && err == nil {
 		err = errs.IO("checkpoint unlock", uerr)
 	}

@@ -39,6 +39,11 @@ var (
 	// ErrEmpty: a commit with RefuseEmpty would leave its parent's tree as
 	// it is; nothing was written.
 	ErrEmpty = errs.ErrEmpty
+	// ErrMoved: the store's directory was moved, removed or replaced by
+	// another while this handle had it open; nothing was written. The
+	// handle's files no longer all belong to the directory at its path, so
+	// it refuses to write; reopen the store by its path.
+	ErrMoved = errs.ErrMoved
 	// ErrCrashed is a simulated crash (tests only).
 	ErrCrashed = errs.ErrCrashed
 )

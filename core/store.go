@@ -1,7 +1,9 @@
 package core
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"path"
 	"sync"
 	"sync/atomic"
@@ -32,8 +34,16 @@ import (
 // it; the order in which they may be taken is the lock-order table of the
 // package documentation.
 type Store struct {
-	dir  string
-	fs   vfs.FS
+	dir string
+	// dirID is the identity of the directory dir named when the store
+	// was opened (dirKnown: the filesystem gives one). Files are reached
+	// by path, but the state file stays open: if dir is moved or replaced
+	// meanwhile, a frame appended by path would land in another directory
+	// while the end it publishes lands here, so writes check it first
+	// (checkDir).
+	dirID    vfs.Inode
+	dirKnown bool
+	fs       vfs.FS
 	opts Options
 	id   journal.StoreID
 	key  journal.Key
@@ -132,11 +142,13 @@ func newStore(dir string, o Options, id journal.StoreID) *Store {
 	s.view.reader = journal.NewReader(s.jcfg)
 	s.state = state.New(o.FS, path.Join(dir, "state"), s.key)
 	s.writer = writelock.New(writelock.Config{FS: o.FS, Dir: dir, Timeout: o.LockTimeout, RetryPlace: o.RetryPlace,
-		CatchUp: s.catchUpUnlocked, Closed: &s.closed, SkipWaiter: o.weaken&testknobs.QueueSkipWaiter != 0})
+		CatchUp: s.catchUpUnlocked, Closed: &s.closed, SkipWaiter: o.weaken&testknobs.QueueSkipWaiter != 0,
+		Check: s.checkDir})
 	s.compactor = compact.New(compact.Config{FS: o.FS, Dir: dir, Store: id, LockTimeout: o.LockTimeout, Install: s.installRuns})
 	s.sched = ckpt.NewScheduler(ckpt.SchedulerConfig{Inline: o.InlineCheckpoint, Background: s.background,
 		Due: s.checkpointDue, Known: s.ckptNext, Write: func() error { return s.checkpointNow(false) },
 		Compact: s.compactor.Loop})
+	s.noteDir()
 	s.pipe = pipeline.New(pipeline.Config{Env: (*pipeEnv)(s), Lock: s.writer,
 		AckBeforeSync: o.weaken&testknobs.AckBeforeSync != 0, Background: s.background,
 		CASIfExists: o.weaken&testknobs.CASIfExists != 0})
@@ -271,4 +283,32 @@ func (s *Store) landLock(ref string) *lockorder.Mutex[lockorder.Land] {
 		s.lands.by[ref] = m
 	}
 	return m
+}
+
+// noteDir records the identity of the store's directory, if the
+// filesystem gives one.
+func (s *Store) noteDir() {
+	if fi, err := s.fs.Stat(s.dir); err == nil {
+		s.dirID, s.dirKnown = vfs.InodeOf(fi)
+	}
+}
+
+// checkDir fails with ErrMoved when the store's path no longer names the
+// directory it named at open. It runs before every section under LOCK
+// and before a checkpoint is written: each would write by path.
+func (s *Store) checkDir() error {
+	if !s.dirKnown {
+		return nil
+	}
+	fi, err := s.fs.Stat(s.dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("%w: %s no longer exists", ErrMoved, s.dir)
+	}
+	if err != nil {
+		return errs.IO("stat "+s.dir, err)
+	}
+	if id, ok := vfs.InodeOf(fi); ok && (id.Dev != s.dirID.Dev || id.Ino != s.dirID.Ino) {
+		return fmt.Errorf("%w: %s is another directory now", ErrMoved, s.dir)
+	}
+	return nil
 }

@@ -43,7 +43,7 @@ var (
 	kindExists     = errorKind{"E_EXISTS", 10, false, "init found a store or other files in the directory"}
 	kindNotStore   = errorKind{"E_NOT_STORE", 11, false, "the store directory is not a SwarmOps store"}
 	kindRepaired   = errorKind{"E_REPAIRED", 12, false, "recover cut a torn tail (unacknowledged bytes); the store is consistent now"}
-	kindGone       = errorKind{"E_UNAVAILABLE", 13, true, "the store's server went away during the command (it may or may not have taken effect; look, then run it again), or SWARMOPS_SERVER=required and none runs"}
+	kindGone       = errorKind{"E_UNAVAILABLE", 13, true, "the store's server went away during the command (it may or may not have taken effect; look, then run it again), or SWARMOPS_SERVER=required and none runs, or the store's directory was moved or replaced while it was open (nothing was written; run it again)"}
 	kindRunning    = errorKind{"E_SERVER_RUNNING", 14, false, "serve found another server running for the store (\"pid\")"}
 	kindEmpty      = errorKind{"E_EMPTY", 15, false, "commit found nothing to record (--allow-empty records it anyway)"}
 	kindUnsafe     = errorKind{"E_UNSAFE", 16, false, "a path would leave the work tree, go through a symbolic link, or name .git, .swarmops-tree or the store (\"path\")"}
@@ -125,7 +125,7 @@ func usageHint(suggestions []string, show func(string) string, format string, ar
 // says what was wrong.
 var layerNames = []error{core.ErrConflict, core.ErrNotFound, core.ErrAmbiguous, core.ErrCorrupt,
 	core.ErrInvalid, core.ErrNoSpace, core.ErrIO, core.ErrExist, core.ErrNotStore, core.ErrClosed,
-	core.ErrBusy, core.ErrCrashed, core.ErrProtected, core.ErrReadOnly, objects.ErrBadID, objects.ErrBadPath, objects.ErrBadPrefix,
+	core.ErrBusy, core.ErrCrashed, core.ErrProtected, core.ErrReadOnly, core.ErrMoved, objects.ErrBadID, objects.ErrBadPath, objects.ErrBadPrefix,
 	objects.ErrMalformed, objects.ErrInvalid, worktree.ErrLocalChanges, worktree.ErrUnsafeTree,
 	worktree.ErrReservedPath, worktree.ErrNotWorkTree, worktree.ErrNotEmpty, worktree.ErrIndexCorrupt,
 	worktree.ErrSpecialFile, worktree.ErrBaseMismatch, worktree.ErrUnresolved, worktree.ErrNotConflicted, mergequeue.ErrCheckFailed}
@@ -252,6 +252,9 @@ func classify(err error) *cliError {
 	case errors.As(err, &recovery):
 		out.kind = kindReadOnly
 		out.hint = "run swarmops recover as a user who can write the store (recovery after a crash or power loss writes); then reads work without write access"
+	case errors.Is(err, core.ErrMoved):
+		out.kind = kindGone
+		out.hint = "the store's path now names another directory, or none: run the command again, which opens whatever the path names now"
 	case errors.Is(err, core.ErrReadOnly):
 		out.kind = kindReadOnly
 		out.hint = "commands that only read (log, show, cat, ls, diff, ref get, ref list, op log, verify, info) work; to write, run as a user who can write the store, on a writable mount"

@@ -36,6 +36,7 @@ var (
 	ErrProtected = errors.New("core: protected ref")
 	ErrReadOnly  = errors.New("core: store not writable")
 	ErrEmpty     = errors.New("core: nothing to commit")
+	ErrMoved     = errors.New("core: store directory moved")
 	ErrCrashed   = vfs.ErrCrashed
 )
 

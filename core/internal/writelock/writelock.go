@@ -45,6 +45,9 @@ type Config struct {
 	// SkipWaiter is the test-only canary testknobs.QueueSkipWaiter
 	// (lockq.Queue.SkipWaiter).
 	SkipWaiter bool
+	// Check, if set, is asked once LOCK is held, before the section
+	// runs; its error fails the section unrun.
+	Check func() error
 }
 
 // Lock is one store handle's writer lock. It is safe for concurrent use.
@@ -56,6 +59,7 @@ type Lock struct {
 	timeout    time.Duration
 	retryPlace time.Duration
 	catchUp    func() error
+	check      func() error
 	closed     *atomic.Bool
 
 	// hold is the state of Hold: held is set while one goroutine keeps
@@ -83,7 +87,7 @@ type Lock struct {
 func New(c Config) *Lock {
 	l := &Lock{fs: c.FS, dir: c.Dir, lockPath: path.Join(c.Dir, LockName),
 		queue: lockq.New(c.FS, path.Join(c.Dir, QueueDir)), timeout: c.Timeout,
-		retryPlace: c.RetryPlace, catchUp: c.CatchUp, closed: c.Closed}
+		retryPlace: c.RetryPlace, catchUp: c.CatchUp, check: c.Check, closed: c.Closed}
 	l.queue.SkipWaiter = c.SkipWaiter
 	return l
 }
@@ -152,7 +156,7 @@ func (l *Lock) WithIf(fn func() error, needed func() bool, lookahead bool, moves
 		} else if idle {
 			fl, err := l.fs.Lock(l.lockPath, 0)
 			if err == nil {
-				ferr := fn()
+				ferr := l.run(fn)
 				if uerr := fl.Unlock(); uerr != nil && ferr == nil {
 					ferr = errs.IO("writer unlock", uerr)
 				}
@@ -197,7 +201,7 @@ func (l *Lock) WithIf(fn func() error, needed func() bool, lookahead bool, moves
 		t.Leave()
 		return l.lockErr(err)
 	}
-	ferr := fn()
+	ferr := l.run(fn)
 	uerr := fl.Unlock()
 	// A ticket that fails to leave cleanly is cleared by the next waiter,
 	// which takes its flock once this process lets go of it; only the
@@ -207,6 +211,16 @@ func (l *Lock) WithIf(fn func() error, needed func() bool, lookahead bool, moves
 		ferr = errs.IO("writer unlock", uerr)
 	}
 	return ferr
+}
+
+// run runs fn, a section under LOCK, once Config.Check allows it.
+func (l *Lock) run(fn func() error) error {
+	if l.check != nil {
+		if err := l.check(); err != nil {
+			return err
+		}
+	}
+	return fn()
 }
 
 // keepPlace keeps t, a ticket whose transactions all lost their
