@@ -43,7 +43,8 @@ type Store struct {
 	// (checkDir).
 	dirID    vfs.Inode
 	dirKnown bool
-	fs       vfs.FS
+
+	fs   vfs.FS
 	opts Options
 	id   journal.StoreID
 	key  journal.Key
