@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -61,6 +62,12 @@ type Config struct {
 	// PeerUID is the uid a peer must have; nil means the server's own
 	// (os.Getuid). Tests set it to check the refusal.
 	PeerUID *uint32
+	// WatchEvery is how often the server checks that its socket and lock
+	// still stand at their paths (0: every second). One removed or
+	// replaced (the socket deleted by hand, the store directory moved
+	// away) leaves the server unreachable or serving another directory's
+	// path: it stops, and Wait returns ErrLost.
+	WatchEvery time.Duration
 
 	// weaken holds the test-only canaries of the server
 	// (internal/testknobs.ServerCanaries), set only through
@@ -83,7 +90,13 @@ type Server struct {
 	conns    sync.WaitGroup
 	done     chan struct{}
 	acceptEr error
+	sockInfo os.FileInfo // what bindSocket left at sock
+	lost     atomic.Bool // the watch found the socket or lock gone
 }
+
+// ErrLost is Wait's answer when the server stopped because its socket or
+// lock no longer stood at its path.
+var ErrLost = errors.New("server: its socket or lock was removed or replaced, or the store directory moved")
 
 // Start takes the store's server lock, binds the socket and starts
 // serving. It fails with ErrRunning (naming the pid) when another server
@@ -107,8 +120,47 @@ func Start(cfg Config) (*Server, error) {
 		lock.Close()
 		return nil, err
 	}
+	if s.sockInfo, err = os.Stat(s.sock); err != nil {
+		s.ln.Close()
+		lock.Close()
+		return nil, fmt.Errorf("server socket: %w", err)
+	}
 	go s.acceptLoop()
+	go s.watch()
 	return s, nil
+}
+
+// watch checks, until the server stops, that the socket and the lock
+// still stand at their paths; when one does not, it ends the accept loop
+// (Wait returns ErrLost) for the owner to Stop the server.
+func (s *Server) watch() {
+	every := s.cfg.WatchEvery
+	if every <= 0 {
+		every = time.Second
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stopping:
+			return
+		case <-t.C:
+		}
+		if s.ownsSocket() && sameFile(s.lock, filepath.Join(s.cfg.Dir, LockName)) {
+			continue
+		}
+		s.logf("the socket or lock at %s was removed or replaced, or the directory moved: stopping", s.cfg.Dir)
+		s.lost.Store(true)
+		s.ln.Close()
+		return
+	}
+}
+
+// ownsSocket reports whether the socket path still names the socket this
+// server bound.
+func (s *Server) ownsSocket() bool {
+	fi, err := os.Stat(s.sock)
+	return err == nil && os.SameFile(fi, s.sockInfo)
 }
 
 // takeLock flocks path for the life of the server and records its pid in
@@ -258,7 +310,12 @@ func (s *Server) Stop(grace time.Duration) error {
 	// listener's close, and could not tell whether its request ran: the
 	// accept loop takes those for drainWait, drainQueue what is left, and
 	// each is told the server is stopping, so it runs its request itself.
-	rmErr := os.Remove(s.sock)
+	// A path that names something else now (the directory moved away
+	// and another store's server took the old path) is left alone.
+	var rmErr error
+	if s.ownsSocket() {
+		rmErr = os.Remove(s.sock)
+	}
 	s.ln.SetDeadline(time.Now().Add(drainWait))
 	<-s.done
 	s.drainQueue()
@@ -276,7 +333,9 @@ func (s *Server) Stop(grace time.Duration) error {
 	}
 	// The lock file goes last, while still locked: a server that opened
 	// it meanwhile finds it unlinked once it gets the lock (takeLock).
-	os.Remove(filepath.Join(s.cfg.Dir, LockName))
+	if lp := filepath.Join(s.cfg.Dir, LockName); sameFile(s.lock, lp) {
+		os.Remove(lp)
+	}
 	s.lock.Close()
 	return err
 }
@@ -319,6 +378,9 @@ func (s *Server) drainQueue() {
 // error that stopped it, if it was not Stop.
 func (s *Server) Wait() error {
 	<-s.done
+	if s.lost.Load() {
+		return ErrLost
+	}
 	return s.acceptEr
 }
 

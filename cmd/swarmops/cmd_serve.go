@@ -96,19 +96,27 @@ func (a *app) serve(grace time.Duration, cpuprofile string) error {
 		return fmt.Errorf("serve: %w", err)
 	}
 	stop := make(chan os.Signal, 1)
-	signal.Notify(stop, syscall.SIGINT, syscall.SIGTERM)
+	// A hangup (the terminal that started it closed) stops it as cleanly
+	// as SIGTERM: socket and lock removed, running requests finished.
+	signal.Notify(stop, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	defer signal.Stop(stop)
 	// Ready: the one envelope (or line) of this command goes out now, so
 	// whoever started the server can wait for it.
 	a.ok(map[string]any{"store": dir, "socket": srv.Socket(), "pid": os.Getpid()},
 		lines(fmt.Sprintf("serving %s on %s (pid %d)", dir, srv.Socket(), os.Getpid())))
 	a.flush()
+	var lost error
 	select {
 	case <-stop:
-	case <-waitCh(srv):
+	case lost = <-waitCh(srv):
 	}
 	if err := srv.Stop(grace); err != nil {
 		fmt.Fprintf(a.stderr, "swarmops serve: %v\n", err)
+	}
+	if errors.Is(lost, server.ErrLost) {
+		return &cliError{kind: kindGone, err: lost,
+			msg:  fmt.Sprintf("serve %s: the socket or lock was removed or replaced, or the store directory moved: the server stopped", dir),
+			hint: "start it again where the store is now; its clients meanwhile run their commands themselves"}
 	}
 	return nil
 }

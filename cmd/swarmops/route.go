@@ -253,6 +253,13 @@ func isTerminal(w io.Writer) bool {
 // client found the server through the store's own socket, so this is a
 // guard against a moved or replaced directory, not a path a user takes.
 func (a *app) sameStore() error {
+	if now, err := os.Stat(a.sharedDir); a.sharedInfo != nil && (err != nil || !os.SameFile(a.sharedInfo, now)) {
+		// The server's store was moved away (its socket with it) or
+		// removed: what the server would read by path is another store's.
+		return &cliError{kind: kindGone, err: errors.New("store moved"),
+			msg:  fmt.Sprintf("this server's store %s was moved or removed while it ran; the server stops", a.sharedDir),
+			hint: "run the command again: it opens whatever its store path names now"}
+	}
 	got, err := os.Stat(a.storeDir())
 	if a.sharedInfo == nil || err != nil || !os.SameFile(a.sharedInfo, got) {
 		return &cliError{kind: kindUsage, err: errors.New("wrong store"),
