@@ -334,7 +334,14 @@ func (a *app) commitDir(s *core.Store, sn *core.Snapshot, c commitFlags) error {
 			return rerr
 		}
 		if !ok {
-			return err
+			// What was skipped may be why nothing was left to commit
+			// (E_EMPTY): the failure says so as a success would.
+			ce := classify(err)
+			if ce.extra == nil {
+				ce.extra = map[string]any{}
+			}
+			a.reportSkipped(snap, ce.extra)
+			return ce
 		}
 		id, n, extra["committed_before"] = prev, len(snap.Changes), true
 	}

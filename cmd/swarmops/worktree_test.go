@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -209,6 +210,15 @@ var _ = Describe("work trees", func() {
 		Expect(st["clean"]).To(BeTrue(), "%v", st["changes"])
 		Expect(st["switching"]).To(BeNil())
 		Expect(filepath.Join(wt, "d", "f29")).To(BeAnExistingFile())
+	})
+
+	It("names the files it skipped when they leave nothing to commit", func() {
+		Expect(syscall.Mkfifo(filepath.Join(wt, "pipe"), 0o644)).To(Succeed())
+		r := e.run("", "commit", "--dir", wt, "--advance", "main", "-m", "x", "--json")
+		Expect(r.Exit).To(Equal(kindEmpty.Exit), r.Stdout)
+		Expect(r.Err()["skipped"]).To(ConsistOf(HaveKeyWithValue("path", "pipe")))
+		r = e.run("", "commit", "--dir", wt, "--advance", "main", "-m", "x")
+		Expect(r.Stderr).To(ContainSubstring(`warning: skipped "pipe"`))
 	})
 
 	It("says a path under a link is under a link, not under a file", func() {
