@@ -144,9 +144,14 @@ func (cl *Client) run(req *Request, stdin io.Reader, stdout, stderr io.Writer) (
 	}
 	var sending chan struct{} // closed when sendStdin is done
 	keep = true
+	stall := watchStall(cl.dir, c)
+	defer stall.end()
 	for {
 		t, p, err := readFrame(cl.br)
 		if err != nil {
+			if stall.end() {
+				return 0, false, fmt.Errorf("%w: %w for %v", ErrGone, ErrStalled, stallLimit)
+			}
 			if errors.Is(err, ErrProtocol) {
 				return 0, false, err
 			}
