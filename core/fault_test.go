@@ -2,7 +2,9 @@ package core_test
 
 import (
 	"errors"
+	"github.com/spf13/afero"
 	"testing"
+	"time"
 
 	"github.com/swarmops/swarmops/core"
 	"github.com/swarmops/swarmops/faultfs"
@@ -165,5 +167,30 @@ func TestCheckpointErrorsAreSurfaced(t *testing.T) {
 	in := faultfs.NewInjecting(m, faultfs.MustParseRule("op=rename,path=*/checkpoint.tmp,nth=1,err=eio"))
 	if _, err := core.Recover("/s", core.Options{FS: in}); !errors.Is(err, core.ErrIO) || !in.Check(err) {
 		t.Fatalf("Recover over a failed checkpoint rename: got %v, want ErrIO carrying the injected fault", err)
+	}
+}
+
+// TestALeaseThatFailsToWriteLeavesNoFile: a full disk while a lease is
+// written leaves no partial temporary file in leases/, which gc, reading
+// only installed leases, would never remove.
+func TestALeaseThatFailsToWriteLeavesNoFile(t *testing.T) {
+	m := faultfs.NewMem()
+	s0, err := core.Create("/s", core.Options{FS: m})
+	if err != nil {
+		t.Fatal(err)
+	}
+	head := mustCommit(t, s0, core.CommitRequest{Changes: []core.Change{put("a", "1")}, Advance: "main"})
+	s0.Close()
+	in := faultfs.NewInjecting(m, faultfs.MustParseRule("op=write,path=*/leases/.tmp-*,nth=1,err=enospc"))
+	s := mustOpen(t, "/s", core.Options{FS: in})
+	if err := s.Lease("tree", []core.ID{head}, time.Hour); !errors.Is(err, core.ErrIO) && !errors.Is(err, core.ErrNoSpace) {
+		t.Fatalf("lease on a full disk: %v", err)
+	}
+	fis, err := afero.ReadDir(m, "/s/leases")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, fi := range fis {
+		t.Errorf("left in leases/: %s", fi.Name())
 	}
 }

@@ -60,6 +60,8 @@ func (s *Store) Lease(name string, roots []ID, ttl time.Duration) error {
 	}
 	tmp := path.Join(dir, fmt.Sprintf(".tmp-%s-%d", name, time.Now().UnixNano()))
 	if err := writeFile(s.fs, tmp, b); err != nil {
+		// A full disk leaves a partial file gc never looks at.
+		_ = s.fs.Remove(tmp)
 		return errs.IO("write lease", err)
 	}
 	if err := s.fs.Rename(tmp, path.Join(dir, name)); err != nil {

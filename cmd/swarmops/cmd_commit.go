@@ -69,7 +69,10 @@ not exist yet. A commit that changes nothing is refused (E_EMPTY) unless
 			if err := c.check(); err != nil {
 				return err
 			}
-			c.agent = a.agentFlag(cmd, c.agent)
+			var err error
+			if c.agent, err = a.agentFlag(cmd, c.agent); err != nil {
+				return err
+			}
 			// The change list is read and checked before the store is
 			// opened: a bad list writes nothing and needs no store.
 			var changes []core.Change

@@ -18,12 +18,24 @@ import (
 const agentEnv = "SWARMOPS_AGENT"
 
 // agentFlag returns the value of cmd's --agent, or $SWARMOPS_AGENT when the
-// flag is not given.
-func (a *app) agentFlag(cmd *cobra.Command, agent string) string {
-	if cmd.Flags().Changed("agent") {
-		return agent
+// flag is not given. A name that is not UTF-8 or holds a control
+// character is E_USAGE: it is recorded, and printed back by log and op
+// log, where a newline or an escape sequence would forge lines or drive
+// the reader's terminal.
+func (a *app) agentFlag(cmd *cobra.Command, agent string) (string, error) {
+	from := "--agent"
+	if !cmd.Flags().Changed("agent") {
+		agent, from = a.getenv(agentEnv), agentEnv
 	}
-	return a.getenv(agentEnv)
+	if !utf8.ValidString(agent) {
+		return "", usagef("%s %q is not UTF-8", from, agent)
+	}
+	for _, r := range agent {
+		if unicode.IsControl(r) {
+			return "", usagef("%s %q holds the control character %U", from, agent, r)
+		}
+	}
+	return agent, nil
 }
 
 // opCmd is `swarmops op`: the operation log.
@@ -105,7 +117,10 @@ sequence number of its last move when the value is the same). --agent
 			if err != nil {
 				return usagef("undo: %w", err)
 			}
-			agent = a.agentFlag(cmd, agent)
+			agent, err := a.agentFlag(cmd, agent)
+			if err != nil {
+				return err
+			}
 			return a.withStore(func(s *core.Store, _ *core.Snapshot) error {
 				u, err := s.Undo(id, agent)
 				if err != nil {

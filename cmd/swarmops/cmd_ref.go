@@ -62,7 +62,11 @@ func (a *app) refSetCmd() *cobra.Command {
 			if !cmd.Flags().Changed("expect") {
 				return usagef("ref set: --expect OLD is required (use ref create for a new ref)")
 			}
-			return a.refUpdate("set", args[0], expect, args[1], a.agentFlag(cmd, agent))
+			agent, err := a.agentFlag(cmd, agent)
+			if err != nil {
+				return err
+			}
+			return a.refUpdate("set", args[0], expect, args[1], agent)
 		}),
 	}
 	set.Flags().StringVar(&expect, "expect", "", "the value the ref must have now")
@@ -78,7 +82,11 @@ func (a *app) refCreateCmd() *cobra.Command {
 		Short: "Create a ref; E_CONFLICT if it exists",
 		Args:  cobra.ExactArgs(2),
 		RunE: runE(func(cmd *cobra.Command, args []string) error {
-			return a.refUpdate("create", args[0], "", args[1], a.agentFlag(cmd, agent))
+			agent, err := a.agentFlag(cmd, agent)
+			if err != nil {
+				return err
+			}
+			return a.refUpdate("create", args[0], "", args[1], agent)
 		}),
 	}
 	agentFlagVar(create, &agent)
@@ -93,7 +101,11 @@ func (a *app) refDeleteCmd() *cobra.Command {
 		Short: "Delete a ref (at OLD if given, else at the value read now)",
 		Args:  cobra.ExactArgs(1),
 		RunE: runE(func(cmd *cobra.Command, args []string) error {
-			return a.refUpdate("delete", args[0], expect, "", a.agentFlag(cmd, agent))
+			agent, err := a.agentFlag(cmd, agent)
+			if err != nil {
+				return err
+			}
+			return a.refUpdate("delete", args[0], expect, "", agent)
 		}),
 	}
 	del.Flags().StringVar(&expect, "expect", "", "the value the ref must have now")

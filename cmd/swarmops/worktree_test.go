@@ -221,6 +221,18 @@ var _ = Describe("work trees", func() {
 		Expect(r.Stderr).To(ContainSubstring(`warning: skipped "pipe"`))
 	})
 
+	It("refuses an agent name that would forge a line or drive a terminal where log prints it", func() {
+		er := e.run("put x = \"1\"\n", "commit", "-F", "-", "--advance", "main", "--agent", "a\nb", "--json").Err()
+		Expect(er["code"]).To(Equal("E_USAGE"))
+		Expect(er["message"]).To(ContainSubstring("--agent"))
+		e.extra = []string{"SWARMOPS_AGENT=\x1b[31mred"}
+		er = e.run("", "ref", "create", "other", "main", "--json").Err()
+		e.extra = nil
+		Expect(er["code"]).To(Equal("E_USAGE"))
+		Expect(er["message"]).To(ContainSubstring("SWARMOPS_AGENT"))
+		Expect(e.run("", "ref", "get", "other", "--json").Err()["code"]).To(Equal("E_NOT_FOUND"))
+	})
+
 	It("says a path under a link is under a link, not under a file", func() {
 		er := e.run("link evil = \"/x\"\nput evil/x = \"p\\n\"\n", "commit", "-F", "-", "--advance", "main", "--json").Err()
 		Expect(er["code"]).To(Equal("E_USAGE"))
