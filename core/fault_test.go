@@ -2,9 +2,10 @@ package core_test
 
 import (
 	"errors"
-	"github.com/spf13/afero"
 	"testing"
 	"time"
+
+	"github.com/spf13/afero"
 
 	"github.com/swarmops/swarmops/core"
 	"github.com/swarmops/swarmops/faultfs"
