@@ -125,10 +125,24 @@ func gitFailed(args []string, err error, stderr string) error {
 		}
 	}
 	msg := strings.TrimSpace(stderr)
-	if msg == "" {
-		return fmt.Errorf("%w: %w: %s: %w", core.ErrIO, ErrGitFailed, name, err)
+	kind := core.ErrIO
+	if strings.Contains(msg, "No space left on device") {
+		kind = core.ErrNoSpace
 	}
-	return fmt.Errorf("%w: %w: %s: %w: %s", core.ErrIO, ErrGitFailed, name, err, msg)
+	if msg == "" {
+		return fmt.Errorf("%w: %w: %s: %w", kind, ErrGitFailed, name, err)
+	}
+	return fmt.Errorf("%w: %w: %s: %w: %s", kind, ErrGitFailed, name, err, msg)
+}
+
+// leftovers lists the names in dir, which held none before.
+func leftovers(dir string) []string {
+	ents, _ := os.ReadDir(dir)
+	names := make([]string, len(ents))
+	for i, e := range ents {
+		names[i] = e.Name()
+	}
+	return names
 }
 
 // limitedBuffer keeps the first max bytes written to it and drops the
@@ -211,6 +225,16 @@ func openOrInit(dir string) (r *repo, created bool, err error) {
 		var errOut bytes.Buffer
 		cmd.Stderr = &limitedBuffer{max: stderrLimit, b: &errOut}
 		if err := cmd.Run(); err != nil {
+			// A half-made repository (a full disk) would make the retry
+			// find files but no repository: what init left goes, and dir
+			// is as it was, missing or empty.
+			if rerr == nil {
+				for _, e := range leftovers(dir) {
+					os.RemoveAll(filepath.Join(dir, e))
+				}
+			} else {
+				os.RemoveAll(dir)
+			}
 			return nil, false, gitFailed([]string{"init"}, err, errOut.String())
 		}
 		created = true
