@@ -149,7 +149,7 @@ func TestSubprocessSweepPasses(t *testing.T) {
 // TestSchedReplaysAFailingSeed: a scheduler seed that fails prints the
 // line that replays it, and that line fails the same way.
 func TestSchedReplaysAFailingSeed(t *testing.T) {
-	code, out := runCLI(t, "--sched", "--seed", "1", "--sched-seeds", "40", "--canary", "queue-skip-waiter")
+	code, out := runCLI(t, "--sched", "--seed", "1", "--sched-seeds", "100", "--canary", "queue-skip-waiter")
 	if code != exitViolation {
 		t.Fatalf("exit %d, want %d\n%s", code, exitViolation, out)
 	}

@@ -173,10 +173,10 @@ func statusLetter(k worktree.Kind) string {
 
 func writeStatus(w io.Writer, st *worktree.Status) {
 	for _, c := range st.Changes {
-		fmt.Fprintf(w, "%s %s\n", statusLetter(c.Kind), c.Path)
+		fmt.Fprintf(w, "%s %s\n", statusLetter(c.Kind), quotePath(c.Path))
 	}
 	for _, s := range st.Skipped {
-		fmt.Fprintf(w, "! %s (%s)\n", s.Path, s.Reason)
+		fmt.Fprintf(w, "! %s (%s)\n", quotePath(s.Path), s.Reason)
 	}
 	if len(st.Interrupted) > 0 {
 		fmt.Fprintln(w, "an update stopped before it recorded its conflicts: run 'swarmops update' again to finish it")

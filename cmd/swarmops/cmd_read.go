@@ -224,7 +224,7 @@ func (a *app) lsCmd() *cobra.Command {
 				if e.Mode == objects.ModeDir {
 					suffix = "/"
 				}
-				return fmt.Sprintf("%06o %s %s%s", uint32(e.Mode), e.ID, e.Name, suffix)
+				return fmt.Sprintf("%06o %s %s%s", uint32(e.Mode), e.ID, quotePath(e.Name), suffix)
 			})
 			return nil
 		})
@@ -424,7 +424,7 @@ func entryJSON(e objects.Entry) map[string]any {
 // writeDiff prints path changes as A/M/D lines.
 func writeDiff(w io.Writer, pcs []core.PathChange) {
 	for _, pc := range pcs {
-		fmt.Fprintf(w, "%s %s\n", map[string]string{"add": "A", "modify": "M", "delete": "D"}[pc.Op], pc.Path)
+		fmt.Fprintf(w, "%s %s\n", map[string]string{"add": "A", "modify": "M", "delete": "D"}[pc.Op], quotePath(pc.Path))
 	}
 }
 

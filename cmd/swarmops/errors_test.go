@@ -191,3 +191,22 @@ func TestCheckRefNameNamesTheCharacter(t *testing.T) {
 		}
 	}
 }
+
+// TestQuotePathKeepsOneNameOnOneLine: text output prints a name as it is
+// unless it holds what would split a line, drive a terminal or be
+// misread (git quotes the same names).
+func TestQuotePathKeepsOneNameOnOneLine(t *testing.T) {
+	for in, want := range map[string]string{
+		"plain.txt":        "plain.txt",
+		"with space/ü.txt": "with space/ü.txt",
+		"a\nb":             `"a\nb"`,
+		"\x1b[31mred":      `"\x1b[31mred"`,
+		`q"uote`:           `"q\"uote"`,
+		"bad\xffbyte":      `"bad\xffbyte"`,
+		`back\slash`:       `"back\\slash"`,
+	} {
+		if got := quotePath(in); got != want {
+			t.Errorf("quotePath(%q) = %s, want %s", in, got, want)
+		}
+	}
+}

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
@@ -270,3 +272,19 @@ func idText(id core.ID) string {
 
 // fmtTime renders a time as RFC 3339 UTC with nanoseconds.
 func fmtTime(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
+
+// quotePath is p as text output prints it: as it is, or, when it holds a
+// control character, a quote, a backslash or bytes that are not UTF-8,
+// quoted as a Go string, as git quotes such names, so that one name is
+// one line and cannot drive the reader's terminal.
+func quotePath(p string) string {
+	if !utf8.ValidString(p) {
+		return strconv.Quote(p)
+	}
+	for _, r := range p {
+		if r < 0x20 || r == 0x7f || r == '"' || r == '\\' || (r >= 0x80 && !unicode.IsPrint(r)) {
+			return strconv.Quote(p)
+		}
+	}
+	return p
+}
