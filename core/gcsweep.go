@@ -377,6 +377,11 @@ func (g *gc) resurrectNow(cur *ckpt.Checkpoint, late []index.ObjRecord, lateCS m
 // of x0, which the installed checkpoint no longer names.
 func (g *gc) sweep() error {
 	s := g.s
+	// It deletes by path: never in a directory that took the store's
+	// place since the last check under the lock.
+	if err := s.checkDir(); err != nil {
+		return err
+	}
 	segs, err := s.jcfg.Segments()
 	if err != nil {
 		return errs.IO("gc: list journal", err)

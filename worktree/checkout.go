@@ -116,6 +116,18 @@ type plan struct {
 	obstacles []string // untracked things in the way (removed under Force)
 	conflicts []string
 	dirs      map[string]bool // the directories the writes need
+	files     map[string]bool // the paths the writes make
+}
+
+// fileAbove reports whether a write makes a file or link at a directory
+// above q.
+func (p *plan) fileAbove(q string) bool {
+	for d := path.Dir(q); d != "."; d = path.Dir(d) {
+		if p.files[d] {
+			return true
+		}
+	}
+	return false
 }
 
 func (t *Tree) apply(src Source, id objects.ID, empty bool) (*Result, error) {
@@ -133,20 +145,33 @@ func (t *Tree) apply(src Source, id objects.ID, empty bool) (*Result, error) {
 			return nil, err
 		}
 		if !onto.IsZero() && onto != id {
-			if _, err := t.switchLocked(src, onto, false); err != nil {
-				return nil, fmt.Errorf("finishing the interrupted switch to %s: %w", onto.String()[:12], err)
+			if _, err := t.switchLocked(src, onto, false, objects.ZeroID); err != nil {
+				if !t.opts.Force {
+					return nil, fmt.Errorf("finishing the interrupted switch to %s (--force goes where it was asked without it): %w", onto.String()[:12], err)
+				}
+				// A switch that cannot be finished (it failed on
+				// something of onto's) would hold the tree for ever:
+				// forced, the switch asked for also rewrites every path
+				// the stopped one may have touched.
+				res, err := t.switchLocked(src, id, false, onto)
+				if err == nil && made {
+					err = t.writeStorePath()
+				}
+				return res, err
 			}
 		}
 	}
-	res, err := t.switchLocked(src, id, empty)
+	res, err := t.switchLocked(src, id, empty, objects.ZeroID)
 	if err == nil && made {
 		err = t.writeStorePath()
 	}
 	return res, err
 }
 
-// switchLocked is apply under the tree's lock.
-func (t *Tree) switchLocked(src Source, id objects.ID, empty bool) (*Result, error) {
+// switchLocked is apply under the tree's lock. stopped, when not zero, is
+// the target of a switch that stopped and could not be finished: each
+// path it would have changed is written back to id's entry too.
+func (t *Tree) switchLocked(src Source, id objects.ID, empty bool, stopped objects.ID) (*Result, error) {
 	ci, err := t.caseInsensitive()
 	if err != nil {
 		return nil, err
@@ -154,6 +179,23 @@ func (t *Tree) switchLocked(src Source, id objects.ID, empty bool) (*Result, err
 	chs, err := t.changesBetween(src, t.idx.Base, id, ci)
 	if err != nil {
 		return nil, err
+	}
+	if !stopped.IsZero() {
+		half, err := t.changesBetween(src, t.idx.Base, stopped, ci)
+		if err != nil {
+			return nil, err
+		}
+		in := make(map[string]bool, len(chs))
+		for _, c := range chs {
+			in[c.path] = true
+		}
+		for _, c := range half {
+			if !in[c.path] {
+				// Not changed between the base and id: id holds the
+				// base's entry there.
+				chs = append(chs, change{path: c.path, old: c.new, new: c.old})
+			}
+		}
 	}
 	sort.Slice(chs, func(i, j int) bool { return chs[i].path < chs[j].path })
 	p := &plan{}
@@ -190,8 +232,9 @@ func (t *Tree) check(p *plan) error {
 	for _, c := range p.removes {
 		removing[c.path] = true
 	}
-	p.dirs = map[string]bool{}
+	p.dirs, p.files = map[string]bool{}, map[string]bool{}
 	for _, c := range p.writes {
+		p.files[c.path] = true
 		for d := path.Dir(c.path); d != "." && !p.dirs[d]; d = path.Dir(d) {
 			p.dirs[d] = true
 		}
@@ -251,6 +294,12 @@ func (t *Tree) checkPath(p *plan, c change, removing map[string]bool) error {
 		}
 		return nil
 	case isNotDir(err):
+		if c.new.Mode == 0 && p.fileAbove(c.path) {
+			// A directory the new revision turns into a file, already
+			// turned by a switch that stopped: the file is checked as a
+			// write of its own.
+			return nil
+		}
 		if c.old.Mode != 0 {
 			p.conflicts = append(p.conflicts, c.path) // a tracked directory was replaced
 		}

@@ -157,10 +157,13 @@ func (e *SwitchError) Error() string {
 }
 
 // recordSwitch writes the record of a switch to onto, before its first
-// write.
+// write. It is synced even without Options.Sync: after a power loss the
+// files the switch renamed into place may be there while a record that
+// was not synced is empty, and status, which then reads every file, would
+// show them as the agent's edits with nothing to say a switch stopped.
 func (t *Tree) recordSwitch(onto objects.ID) error {
 	p := pendingSwitch{From: t.idx.Base, Onto: onto}
-	return t.writeMeta(switchFile, t.opts.Sync, func(time.Time) ([]byte, error) { return json.Marshal(p) })
+	return t.writeMeta(switchFile, true, func(time.Time) ([]byte, error) { return json.Marshal(p) })
 }
 
 // switching returns the revision an interrupted switch was going to, or
@@ -175,10 +178,8 @@ func (t *Tree) switching() (objects.ID, error) {
 	}
 	var p pendingSwitch
 	if json.Unmarshal(data, &p) != nil {
-		// Torn by a power loss, which the record is synced against only
-		// with Options.Sync: without it the switched files may be torn
-		// too, and status, which re-hashes every file after a power loss,
-		// shows what they hold.
+		// Synced before the switch wrote anything (recordSwitch), so only
+		// a crash while it was written tears it: nothing was switched.
 		return objects.ZeroID, nil
 	}
 	if t.idx == nil || t.idx.Base != p.From || p.Onto == p.From {

@@ -197,9 +197,11 @@ func (t *Tree) walkDir(pf *prefetcher, dir string, self fs.FileInfo, r *rules, i
 	if !j.byNames {
 		t.stats.Listed++
 	}
-	if self != nil && holdsMetaDir(fis) {
+	if self != nil && holdsMetaDir(fis) && !t.idx.hasUnder(dir) {
 		// Another work tree (an agent's, made inside this one): its files
-		// are its own, as git leaves an embedded repository's.
+		// are its own, as git leaves an embedded repository's. One over
+		// paths this tree tracks is walked as before: skipped, they would
+		// read as deleted.
 		*skipped = append(*skipped, Skipped{Path: dir, Reason: "a work tree of its own"})
 		return nil
 	}

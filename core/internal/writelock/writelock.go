@@ -143,7 +143,7 @@ func (l *Lock) WithIf(fn func() error, needed func() bool, lookahead bool, moves
 		// Hold's holder keeps the lock for this process:
 		// critical sections run under it one at a time.
 		defer l.hold.mu.Unlock()
-		return fn()
+		return l.run(fn)
 	}
 	l.hold.mu.Unlock()
 	deadline := time.Now().Add(l.timeout)
