@@ -9,14 +9,15 @@ import (
 	"github.com/swarmops/swarmops/core"
 )
 
-// TestAnInitThatRanOutOfSpaceLeavesTheDirectoryAsItWas: git init on a
+// TestAnInitThatRanOutOfSpaceTakesAwayWhatItMade: git init on a
 // full disk leaves a half-made repository, which the retry took for a
 // directory of someone else's files (E_USAGE, to be removed by hand). The
-// export answers E_NO_SPACE and leaves the directory missing or empty, as
-// it found it. A git that fails as a full disk makes it fail.
-func TestAnInitThatRanOutOfSpaceLeavesTheDirectoryAsItWas(t *testing.T) {
+// export answers E_NO_SPACE and takes away what init made, and only that.
+// A git that fails as a full disk makes it fail.
+func TestAnInitThatRanOutOfSpaceTakesAwayWhatItMade(t *testing.T) {
 	bin := t.TempDir()
-	fake := "#!/bin/sh\nfor a; do d=$a; done\nmkdir -p \"$d/objects\" && echo half > \"$d/description\"\n" +
+	// It also plays a process that put a file of its own there meanwhile.
+	fake := "#!/bin/sh\nfor a; do d=$a; done\nmkdir -p \"$d/objects\" && echo half > \"$d/description\" && echo mine > \"$d/theirs\"\n" +
 		"echo \"error: unable to write file: No space left on device\" >&2\nexit 128\n"
 	if err := os.WriteFile(filepath.Join(bin, "git"), []byte(fake), 0o755); err != nil {
 		t.Fatal(err)
@@ -33,11 +34,8 @@ func TestAnInitThatRanOutOfSpaceLeavesTheDirectoryAsItWas(t *testing.T) {
 			t.Fatalf("%s: %v, want ErrNoSpace", dir, err)
 		}
 		ents, rerr := os.ReadDir(dir)
-		if dir == empty && (rerr != nil || len(ents) != 0) {
-			t.Fatalf("%s holds %v after the failed init (%v)", dir, ents, rerr)
-		}
-		if dir != empty && !errors.Is(rerr, os.ErrNotExist) {
-			t.Fatalf("%s exists after the failed init: %v", dir, ents)
+		if rerr != nil || len(ents) != 1 || ents[0].Name() != "theirs" {
+			t.Fatalf("%s holds %v after the failed init (%v), want only the file another process put there", dir, ents, rerr)
 		}
 	}
 }

@@ -135,15 +135,9 @@ func gitFailed(args []string, err error, stderr string) error {
 	return fmt.Errorf("%w: %w: %s: %w: %s", kind, ErrGitFailed, name, err, msg)
 }
 
-// leftovers lists the names in dir, which held none before.
-func leftovers(dir string) []string {
-	ents, _ := os.ReadDir(dir)
-	names := make([]string, len(ents))
-	for i, e := range ents {
-		names[i] = e.Name()
-	}
-	return names
-}
+// initNames are what git init --bare makes in its directory: all a
+// failed init can have left there.
+var initNames = []string{"HEAD", "config", "description", "hooks", "info", "objects", "refs", "branches"}
 
 // limitedBuffer keeps the first max bytes written to it and drops the
 // rest, so a chatty git cannot grow memory without bound.
@@ -228,12 +222,11 @@ func openOrInit(dir string) (r *repo, created bool, err error) {
 			// A half-made repository (a full disk) would make the retry
 			// find files but no repository: what init left goes, and dir
 			// is as it was, missing or empty.
-			if rerr == nil {
-				for _, e := range leftovers(dir) {
-					os.RemoveAll(filepath.Join(dir, e))
-				}
-			} else {
-				os.RemoveAll(dir)
+			for _, name := range initNames {
+				os.RemoveAll(filepath.Join(dir, name))
+			}
+			if rerr != nil {
+				os.Remove(dir) // only if nothing else came meanwhile
 			}
 			return nil, false, gitFailed([]string{"init"}, err, errOut.String())
 		}

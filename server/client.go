@@ -144,7 +144,7 @@ func (cl *Client) run(req *Request, stdin io.Reader, stdout, stderr io.Writer) (
 	}
 	var sending chan struct{} // closed when sendStdin is done
 	keep = true
-	stall := watchStall(cl.dir, c)
+	stall := watchStall(c)
 	defer stall.end()
 	for {
 		t, p, err := readFrame(cl.br)
@@ -183,6 +183,9 @@ func (cl *Client) run(req *Request, stdin io.Reader, stdout, stderr io.Writer) (
 					// frames would precede the next request.
 					keep = false
 				}
+			}
+			if stall.end() {
+				keep = false // the watch shut the connection down as the answer came
 			}
 			return m.Status, keep, nil
 		case fError:

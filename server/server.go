@@ -92,6 +92,11 @@ type Server struct {
 	acceptEr error
 	sockInfo os.FileInfo // what bindSocket left at sock
 	lost     atomic.Bool // the watch found the socket or lock gone
+	// ending serializes the watch's closing of the listener with Stop:
+	// once Stop has begun, the watch leaves the listener to it (its
+	// drain tells queued clients the server stops; a close would reset
+	// them).
+	ending sync.Mutex
 }
 
 // ErrLost is Wait's answer when the server stopped because its socket or
@@ -149,9 +154,15 @@ func (s *Server) watch() {
 		if s.ownsSocket() && sameFile(s.lock, filepath.Join(s.cfg.Dir, LockName)) {
 			continue
 		}
-		s.logf("the socket or lock at %s was removed or replaced, or the directory moved: stopping", s.cfg.Dir)
-		s.lost.Store(true)
-		s.ln.Close()
+		s.ending.Lock()
+		select {
+		case <-s.stopping:
+		default:
+			s.logf("the socket or lock at %s was removed or replaced, or the directory moved: stopping", s.cfg.Dir)
+			s.lost.Store(true)
+			s.ln.Close()
+		}
+		s.ending.Unlock()
 		return
 	}
 }
@@ -304,7 +315,9 @@ const drainWait = 20 * time.Millisecond
 // The socket goes before the lock, so a client never finds a socket whose
 // server is gone while the lock is free to be taken by a new one.
 func (s *Server) Stop(grace time.Duration) error {
+	s.ending.Lock()
 	s.stopOnce.Do(func() { close(s.stopping) })
+	s.ending.Unlock()
 	// No client connects once the socket's name is gone. One that
 	// connected already but was not accepted yet would be reset by the
 	// listener's close, and could not tell whether its request ran: the

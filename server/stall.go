@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"os"
-	"path/filepath"
 	"strconv"
 	"sync"
 	"time"
@@ -27,16 +26,10 @@ var (
 	stallLimit = 10 * time.Second
 )
 
-// processStopped reports whether the server of the store in dir is a
-// stopped process, by the pid in its lock file. A pid it cannot read or
-// look up (another pid namespace) counts as running.
-var processStopped = func(dir string) bool {
-	b, err := os.ReadFile(filepath.Join(dir, LockName))
-	if err != nil {
-		return false
-	}
-	pid, err := strconv.Atoi(string(bytes.TrimSpace(b)))
-	if err != nil || pid <= 0 {
+// processStopped reports whether process pid, the server, is stopped.
+// A pid it cannot look up counts as running.
+var processStopped = func(pid int) bool {
+	if pid <= 0 {
 		return false
 	}
 	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
@@ -48,14 +41,32 @@ var processStopped = func(dir string) bool {
 	if i < 0 || i+2 >= len(stat) {
 		return false
 	}
-	return stat[i+2] == 'T' || stat[i+2] == 't'
+	return stat[i+2] == 'T'
+}
+
+// peerPID returns the pid of the process at the other end of conn, as
+// this process's pid namespace sees it (SO_PEERCRED; 0 when it cannot
+// see it), so that a server in another namespace is never taken for an
+// unrelated local process.
+func peerPID(conn *os.File) int {
+	rc, err := conn.SyscallConn()
+	if err != nil {
+		return 0
+	}
+	pid := 0
+	rc.Control(func(fd uintptr) {
+		if cred, err := unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED); err == nil {
+			pid = int(cred.Pid)
+		}
+	})
+	return pid
 }
 
 // stallWatch ends a client's wait for a server process that stays stopped:
 // it shuts the connection down, which ends the blocked read.
 type stallWatch struct {
 	mu      sync.Mutex
-	dir     string
+	pid     int // the server's, looked up at the first check (-1: not yet)
 	conn    *os.File
 	t       *time.Timer
 	stopped time.Duration
@@ -64,8 +75,8 @@ type stallWatch struct {
 }
 
 // watchStall starts watching for the request just sent on conn.
-func watchStall(dir string, conn *os.File) *stallWatch {
-	w := &stallWatch{dir: dir, conn: conn}
+func watchStall(conn *os.File) *stallWatch {
+	w := &stallWatch{pid: -1, conn: conn}
 	w.t = time.AfterFunc(stallCheck, w.check)
 	return w
 }
@@ -76,7 +87,10 @@ func (w *stallWatch) check() {
 	if w.done {
 		return
 	}
-	if processStopped(w.dir) {
+	if w.pid < 0 {
+		w.pid = peerPID(w.conn)
+	}
+	if processStopped(w.pid) {
 		w.stopped += stallCheck
 	} else {
 		w.stopped = 0

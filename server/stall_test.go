@@ -3,13 +3,14 @@ package server
 import (
 	"errors"
 	"io"
+	"os"
 	"testing"
 	"time"
 )
 
 // stallFor sets the stall watch to check every 5 ms, give up after 30 ms,
 // and see the server's process as stopped when stopped says so.
-func stallFor(t *testing.T, stopped func(string) bool) {
+func stallFor(t *testing.T, stopped func(int) bool) {
 	check, limit, was := stallCheck, stallLimit, processStopped
 	stallCheck, stallLimit, processStopped = 5*time.Millisecond, 30*time.Millisecond, stopped
 	t.Cleanup(func() { stallCheck, stallLimit, processStopped = check, limit, was })
@@ -22,7 +23,7 @@ func TestAClientGivesUpOnAStoppedServer(t *testing.T) {
 	release := make(chan struct{})
 	defer close(release)
 	s := start(t, t.TempDir(), func(inv *Invocation) int { <-release; return 0 })
-	stallFor(t, func(string) bool { return true })
+	stallFor(t, func(int) bool { return true })
 	done := make(chan error, 1)
 	go func() {
 		_, err := Run(s.cfg.Dir, &Request{Cwd: "/"}, nil, io.Discard, io.Discard)
@@ -42,21 +43,26 @@ func TestAClientGivesUpOnAStoppedServer(t *testing.T) {
 // than the stall limit on a server that is not stopped is waited for.
 func TestAClientWaitsForARunningServerHoweverLong(t *testing.T) {
 	s := start(t, t.TempDir(), func(inv *Invocation) int { time.Sleep(150 * time.Millisecond); return 7 })
-	stallFor(t, func(string) bool { return false })
+	stallFor(t, func(int) bool { return false })
 	st, err := Run(s.cfg.Dir, &Request{Cwd: "/"}, nil, io.Discard, io.Discard)
 	if err != nil || st != 7 {
 		t.Fatalf("Run: %d %v, want 7", st, err)
 	}
 }
 
-// TestProcessStoppedReadsTheServersState: the running test process is not
-// stopped, and a lock file naming no process counts as running.
+// TestProcessStoppedReadsTheServersState: the server's pid comes from the
+// connection, and a running process does not read as stopped.
 func TestProcessStoppedReadsTheServersState(t *testing.T) {
 	s := start(t, t.TempDir(), echo)
-	if processStopped(s.cfg.Dir) {
-		t.Fatal("a running server reads as stopped")
+	c, err := Dial(s.cfg.Dir)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if processStopped(t.TempDir()) {
-		t.Fatal("a directory without a server reads as stopped")
+	defer c.Close()
+	if pid := peerPID(c.c); pid != os.Getpid() {
+		t.Fatalf("peer pid %d, want this process's %d (the server runs in it)", pid, os.Getpid())
+	}
+	if processStopped(os.Getpid()) || processStopped(0) {
+		t.Fatal("a running process, or none, reads as stopped")
 	}
 }

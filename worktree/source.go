@@ -126,15 +126,23 @@ func (t *Tree) hashFile(p string) (id objects.ID, st Stat, stable bool, err erro
 // target, with its mode and stat data (stable as for hashFile).
 func (t *Tree) readWork(p string, mode objects.Mode) (data []byte, st Stat, stable bool, err error) {
 	if mode == objects.ModeSymlink {
+		// The stat before and after the readlink: a link replaced in
+		// between is not stable, so its stat data never vouches for the
+		// target read.
+		before, err := t.root.Lstat(p)
+		if err != nil {
+			return nil, st, false, err
+		}
 		target, err := t.root.Readlink(p)
 		if err != nil {
 			return nil, st, false, err
 		}
-		fi, err := t.root.Lstat(p)
+		after, err := t.root.Lstat(p)
 		if err != nil {
 			return nil, st, false, err
 		}
-		return []byte(target), statOf(fi), true, nil
+		st = statOf(before)
+		return []byte(target), st, st == statOf(after), nil
 	}
 	st, stable, err = t.readStable(p, func(f io.Reader, size int64) (int64, error) {
 		b, err := readAll(f, size)
