@@ -67,7 +67,13 @@ reports as changed.`,
 				}
 				a.limitTreeMemory(false)
 				// The base is held from garbage collection before it is read.
-				if err := a.leaseTree(s, dir, id); err != nil {
+				if err := a.leaseTree(s, dir, id); errors.Is(err, core.ErrReadOnly) {
+					// A reader may look at a revision in a tree of its
+					// own; without a lease, a writer's gc may take the
+					// base away, which a tree that cannot commit here
+					// loses nothing by.
+					fmt.Fprintf(a.stderr, "swarmops: warning: the store is read-only: the tree holds no lease, and gc may collect its base\n")
+				} else if err != nil {
 					return err
 				}
 				res, err := worktree.Checkout(sn, id, a.path(dir), opts)
@@ -198,7 +204,9 @@ func (a *app) treeOptions() (worktree.Options, error) {
 	if err != nil {
 		return worktree.Options{}, err
 	}
-	fsys, err := a.crashFS()
+	// The crash knob reaches the tree's files too; the read-only one is
+	// the store's alone.
+	fsys, err := crashAtFS(a.getenv)
 	if err != nil {
 		return worktree.Options{}, err
 	}

@@ -41,6 +41,13 @@ var _ = Describe("a store without write access", func() {
 				e.ok("", args...)
 			}
 			Expect(e.ok("", "ref", "get", "main")).To(HaveKeyWithValue("id", m2))
+			// A reader checks a revision out into a tree of its own; the
+			// tree holds no lease, and says so.
+			tree := filepath.Join(e.root, "look-"+errno)
+			r := e.run("", "checkout", "main", tree)
+			Expect(r.Exit).To(Equal(0), r.Stderr)
+			Expect(r.Stderr).To(ContainSubstring("read-only"))
+			Expect(filepath.Join(tree, "a.txt")).To(BeAnExistingFile())
 			for _, args := range [][]string{
 				{"commit", "-F", "-", "--parent", "main", "--advance", "main"},
 				{"ref", "set", "main", m1, "--expect", "main"},
