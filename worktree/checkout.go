@@ -124,19 +124,19 @@ func (t *Tree) apply(src Source, id objects.ID, empty bool) (*Result, error) {
 			return nil, err
 		}
 		if !onto.IsZero() && onto != id {
-			if _, err := t.switchLocked(src, onto, false, objects.ZeroID); err != nil {
-				if !t.opts.Force {
-					return nil, fmt.Errorf("finishing the interrupted switch to %s (--force goes where it was asked without it): %w", onto.String()[:12], err)
-				}
-				// A switch that cannot be finished (it failed on
-				// something of onto's) would hold the tree for ever:
-				// forced, the switch asked for also rewrites every path
-				// the stopped one may have touched.
+			// Forced, the switch asked for also rewrites every path the
+			// stopped one may have touched, without finishing it: one that
+			// cannot be finished (it failed on something of onto's, or on
+			// a full disk) would otherwise hold the tree for ever.
+			if t.opts.Force {
 				res, err := t.switchLocked(src, id, false, onto)
 				if err == nil && made {
 					err = t.writeStorePath()
 				}
 				return res, err
+			}
+			if _, err := t.switchLocked(src, onto, false, objects.ZeroID); err != nil {
+				return nil, fmt.Errorf("finishing the interrupted switch to %s (--force goes where it was asked without it): %w", onto.String()[:12], err)
 			}
 		}
 	}
@@ -159,20 +159,37 @@ func (t *Tree) switchLocked(src Source, id objects.ID, empty bool, stopped objec
 	if err != nil {
 		return nil, err
 	}
+	in := make(map[string]bool, len(chs))
+	for _, c := range chs {
+		in[c.path] = true
+	}
 	if !stopped.IsZero() {
 		half, err := t.changesBetween(src, t.idx.Base, stopped, ci)
 		if err != nil {
 			return nil, err
 		}
-		in := make(map[string]bool, len(chs))
-		for _, c := range chs {
-			in[c.path] = true
-		}
 		for _, c := range half {
 			if !in[c.path] {
 				// Not changed between the base and id: id holds the
 				// base's entry there.
+				in[c.path] = true
 				chs = append(chs, change{path: c.path, old: c.new, new: c.old})
+			}
+		}
+	}
+	if t.opts.Force && !empty {
+		// Forced, a switch leaves every tracked path as id has it, as
+		// git's checkout -f does: also those it would not change, which
+		// hold local edits, an update's half-written merge or its
+		// markers. Untracked files stay.
+		st, err := t.Status()
+		if err != nil {
+			return nil, err
+		}
+		for _, c := range st.Changes {
+			if c.Kind != Added && !in[c.Path] {
+				in[c.Path] = true
+				chs = append(chs, change{path: c.Path, old: c.New, new: c.Old})
 			}
 		}
 	}
@@ -367,17 +384,18 @@ func (t *Tree) place(p string, mode objects.Mode, data []byte, made, touched map
 	} else {
 		err = t.writeFile(tmp, data, mode == objects.ModeExec)
 	}
-	if err != nil {
-		return Stat{}, err
-	}
-	err = t.root.Rename(tmp, p)
-	if err != nil && t.opts.Force {
-		if rerr := t.removeAll(p); rerr != nil {
-			return Stat{}, rerr
-		}
+	if err == nil {
 		err = t.root.Rename(tmp, p)
+		if err != nil && t.opts.Force {
+			if err = t.removeAll(p); err == nil {
+				err = t.root.Rename(tmp, p)
+			}
+		}
 	}
 	if err != nil {
+		// A partial file left in tmp would hold the space a full disk
+		// needs for the next attempt.
+		t.root.Remove(tmp)
 		return Stat{}, err
 	}
 	touched[path.Dir(p)] = true

@@ -197,13 +197,16 @@ func (t *Tree) walkDir(pf *prefetcher, dir string, self fs.FileInfo, r *rules, i
 	if !j.byNames {
 		t.stats.Listed++
 	}
-	if self != nil && holdsMetaDir(fis) && !t.idx.hasUnder(dir) {
+	if self != nil && holdsMetaDir(fis) {
 		// Another work tree (an agent's, made inside this one): its files
-		// are its own, as git leaves an embedded repository's. One over
-		// paths this tree tracks is walked as before: skipped, they would
-		// read as deleted.
+		// are its own, as git leaves an embedded repository's. Paths this
+		// tree tracks below it stay tracked (skipped, they would read as
+		// deleted), but nothing untracked there is this tree's.
 		*skipped = append(*skipped, Skipped{Path: dir, Reason: "a work tree of its own"})
-		return nil
+		if !t.idx.hasUnder(dir) {
+			return nil
+		}
+		ignored = true
 	}
 	// Each lookup searches only the entries below dir.
 	lo, hi := t.idx.span(dir)

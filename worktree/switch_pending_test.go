@@ -3,7 +3,10 @@ package worktree_test
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
+
+	"github.com/spf13/afero"
 
 	"github.com/swarmops/swarmops/core/objects"
 	"github.com/swarmops/swarmops/core/vfs"
@@ -106,9 +109,10 @@ func checkCleanAt(t *testing.T, fsys vfs.FS, base objects.ID, where string) {
 }
 
 // TestANestedWorkTreeOverTrackedPathsKeepsThemTracked: a directory that
-// holds a metadata directory of its own is another work tree, left out of
-// this one's status and commits, unless this tree tracks paths below it:
-// skipped, those would read as deleted and a commit would delete them.
+// holds a metadata directory of its own is another work tree: listed as
+// skipped, and nothing untracked in it is this tree's. Paths this tree
+// tracks below it stay tracked: skipped, they would read as deleted and a
+// commit would delete them.
 func TestANestedWorkTreeOverTrackedPathsKeepsThemTracked(t *testing.T) {
 	f, m := memFixture(t)
 	a := f.commit(objects.ZeroID, put("top", "1"), put("pkg/x.go", "x"), put("pkg/sub/y.go", "y"))
@@ -119,15 +123,18 @@ func TestANestedWorkTreeOverTrackedPathsKeepsThemTracked(t *testing.T) {
 		}
 	}
 	writeMem(t, m, "/w/agent/wip", "unfinished")
+	writeMem(t, m, "/w/pkg/wip", "unfinished too")
+	writeMem(t, m, "/w/pkg/x.go", "edited")
 	wt := mustOpen(t, "/w", f.opts())
 	defer wt.Close()
 	st, err := wt.Status()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(st.Changes) != 0 || len(st.Skipped) != 1 || st.Skipped[0].Path != "agent" {
-		t.Fatalf("status: changes %v, skipped %v; want none, and agent skipped", kinds(st), st.Skipped)
+	if !eq(kinds(st), []string{"pkg/x.go:modified"}) || len(st.Skipped) != 2 || st.Skipped[0].Path != "agent" || st.Skipped[1].Path != "pkg" {
+		t.Fatalf("status: changes %v, skipped %v; want pkg/x.go modified, and agent and pkg skipped", kinds(st), st.Skipped)
 	}
+	writeMem(t, m, "/w/pkg/x.go", "x")
 	s, err := wt.Snapshot()
 	if err != nil || len(s.Changes) != 0 {
 		t.Fatalf("snapshot: %v %v; want no change", s.Changes, err)
@@ -164,4 +171,106 @@ func TestASwitchThatCannotBeFinishedYieldsToForce(t *testing.T) {
 		t.Fatal(msg)
 	}
 	checkCleanAt(t, m, a, "after the forced switch back")
+}
+
+// TestAForcedCheckoutOfTheBaseAfterACrashedUpdateGivesTheBase: an update
+// crashed at any call leaves the tree on its old base with files it
+// already wrote, markers among them. A forced checkout of that base must
+// leave exactly the base's files, as git's checkout -f does, markers and
+// half merges gone; it found nothing to change, dropped the update's
+// record, and the next commit took the markers for an edit. Untracked
+// files stay, as with git.
+func TestAForcedCheckoutOfTheBaseAfterACrashedUpdateGivesTheBase(t *testing.T) {
+	f, m, b := updateRevisions(t)
+	sn := f.snap()
+	base := mustOpen(t, "/w", worktree.Options{FS: m, StoreDir: "/s"}).Base()
+	want := files(t, sn, base)
+	run := treeOp(worktree.Options{StoreDir: "/s"}, func(wt *worktree.Tree) error {
+		_, err := wt.Update(sn, b, "")
+		return err
+	})
+	_, total := countCalls(t, m, run)
+	forced := worktree.Options{StoreDir: "/s", Force: true}
+	for n := int64(1); n < total; n++ {
+		mm, _ := crashedAt(m, n, run)
+		crashed := mm.CrashClone(faultfs.ProcessCrash, 0)
+		at := fmt.Sprintf("crash at call %d of %d, then a forced checkout of the base", n, total)
+		var on objects.ID
+		err := treeOp(forced, func(wt *worktree.Tree) error {
+			on = wt.Base()
+			_, err := wt.Switch(sn, base)
+			return err
+		})(crashed)
+		if err != nil {
+			t.Fatalf("%s: %v", at, err)
+		}
+		if on != base {
+			continue // the update's index was written: the tree moved
+		}
+		got := treeFiles(t, crashed, "/w")
+		for p := range got {
+			// Untracked files stay, as git's checkout -f leaves them:
+			// the agent's own (n), and what the update added before it
+			// stopped. None holds markers.
+			if _, tracked := want[p]; !tracked {
+				if strings.Contains(got[p], "<<<<<<<") {
+					t.Fatalf("%s: %s holds markers", at, p)
+				}
+				delete(got, p)
+			}
+		}
+		if d := diffMaps(got, want); d != "" {
+			t.Fatalf("%s: %s", at, d)
+		}
+		checkCleanAtExceptUntracked(t, crashed, base, at)
+	}
+}
+
+// checkCleanAtExceptUntracked is checkCleanAt for a tree that may hold
+// untracked files.
+func checkCleanAtExceptUntracked(t *testing.T, fsys vfs.FS, base objects.ID, where string) {
+	t.Helper()
+	err := treeOp(worktree.Options{StoreDir: "/s"}, func(wt *worktree.Tree) error {
+		st, err := wt.Status()
+		if err != nil {
+			return err
+		}
+		for _, c := range st.Changes {
+			if c.Kind != worktree.Added {
+				return fmt.Errorf("status: %v", kinds(st))
+			}
+		}
+		if st.Base != base || len(st.Interrupted) > 0 {
+			return fmt.Errorf("status: base %v, interrupted %v", st.Base, st.Interrupted)
+		}
+		return nil
+	})(fsys)
+	if err != nil {
+		t.Fatalf("%s: %v", where, err)
+	}
+}
+
+// TestAWriteThatFailsLeavesNoTemporaryFile: a file that fails to write on
+// a full disk is removed from the metadata tmp directory, which would
+// otherwise hold the space the next attempt needs.
+func TestAWriteThatFailsLeavesNoTemporaryFile(t *testing.T) {
+	f, m := memFixture(t)
+	a := f.commit(objects.ZeroID, put("a", "1"))
+	b := f.commit(a, put("a", "2"), put("b", "big"), put("c", "3"))
+	f.checkout(a, "/w")
+	in := faultfs.NewInjecting(m, faultfs.MustParseRule("op=write,path=/w/"+worktree.MetaDir+"/tmp/*,nth=2,err=enospc"))
+	err := onTree("/w", worktree.Options{FS: in, StoreDir: "/s"}, func(wt *worktree.Tree) error {
+		_, err := wt.Switch(f.snap(), b)
+		return err
+	})
+	if err == nil {
+		t.Fatal("the switch succeeded on a full disk")
+	}
+	fis, err := afero.ReadDir(m, "/w/"+worktree.MetaDir+"/tmp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, fi := range fis {
+		t.Errorf("left in tmp: %s (%d bytes)", fi.Name(), fi.Size())
+	}
 }

@@ -421,13 +421,6 @@ func entryJSON(e objects.Entry) map[string]any {
 	return map[string]any{"mode": fmt.Sprintf("%06o", uint32(e.Mode)), "id": e.ID.String()}
 }
 
-// writeDiff prints path changes as A/M/D lines.
-func writeDiff(w io.Writer, pcs []core.PathChange) {
-	for _, pc := range pcs {
-		fmt.Fprintf(w, "%s %s\n", map[string]string{"add": "A", "modify": "M", "delete": "D"}[pc.Op], quotePath(pc.Path))
-	}
-}
-
 // diffFromParent lists the changes of cs against its first parent.
 func diffFromParent(sn *core.Snapshot, id core.ID, cs *objects.Changeset) ([]core.PathChange, error) {
 	if len(cs.Parents) > 0 {

@@ -114,7 +114,7 @@ func writeUpdate(w io.Writer, res *worktree.UpdateResult, rev string, id core.ID
 	fmt.Fprintf(w, "updated onto %s (%s): %d files written, %d removed, %d merged by lines\n",
 		rev, short(res.Changeset), res.Written, res.Removed, len(res.Merged))
 	for _, c := range res.Conflicts {
-		fmt.Fprintf(w, "C %s\n", c.Path)
+		fmt.Fprintf(w, "C %s\n", quotePath(c.Path))
 	}
 }
 
@@ -139,7 +139,7 @@ func (a *app) updateConflicted(res *worktree.UpdateResult, dir, rev string) {
 		writeUpdate(a.stdout, res, rev, res.Changeset)
 	}
 	a.fail = &cliError{kind: kindUnresolved,
-		err:     fmt.Errorf("update onto %s left %d conflicts in %s", rev, len(paths), strings.Join(paths, ", ")),
+		err:     fmt.Errorf("update onto %s left %d conflicts in %s", rev, len(paths), quotedList(paths)),
 		hint:    "edit each file to what it should hold, then 'swarmops resolve PATH...' (or --all) and commit",
 		extra:   map[string]any{"paths": paths},
 		subject: updateJSON(res, dir)}
@@ -259,16 +259,16 @@ func treePaths(root, from string, args []string) ([]string, error) {
 func unresolvedErr(prefix string, ue *worktree.UnresolvedError) error {
 	ce := &cliError{kind: kindUnresolved, err: ue, extra: map[string]any{"paths": ue.Paths}}
 	if ue.Interrupted {
-		ce.msg = fmt.Sprintf("%s: an update of the work tree stopped before it recorded the conflicts it wrote into %s", prefix, strings.Join(ue.Paths, ", "))
+		ce.msg = fmt.Sprintf("%s: an update of the work tree stopped before it recorded the conflicts it wrote into %s", prefix, quotedList(ue.Paths))
 		ce.hint = "run 'swarmops update' again to finish it (it first puts back what those files held), or 'swarmops checkout REV DIR --force' to drop the tree's changes"
 		return ce
 	}
 	if ue.Markers {
-		ce.msg = fmt.Sprintf("%s: conflict markers are still in %s", prefix, strings.Join(ue.Paths, ", "))
+		ce.msg = fmt.Sprintf("%s: conflict markers are still in %s", prefix, quotedList(ue.Paths))
 		ce.hint = "edit them until no <<<<<<<, ||||||| or >>>>>>> line is left, or use --force to resolve them as they are"
 		return ce
 	}
-	ce.msg = fmt.Sprintf("%s: the work tree has unresolved conflicts in %s", prefix, strings.Join(ue.Paths, ", "))
+	ce.msg = fmt.Sprintf("%s: the work tree has unresolved conflicts in %s", prefix, quotedList(ue.Paths))
 	ce.hint = "edit each file to what it should hold, then 'swarmops resolve PATH...' (or --all); 'swarmops status' lists them"
 	return ce
 }

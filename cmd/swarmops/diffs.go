@@ -160,7 +160,7 @@ func writeDiffs(w io.Writer, fds []fileDiff, f diffFormat) {
 	switch {
 	case f.nameStatus:
 		for _, d := range fds {
-			fmt.Fprintf(w, "%s\t%s\n", opLetter[d.pc.Op], d.pc.Path)
+			fmt.Fprintf(w, "%s\t%s\n", opLetter[d.pc.Op], quotePath(d.pc.Path))
 		}
 	case f.stat:
 		writeStat(w, fds)
@@ -175,15 +175,16 @@ func writeDiffs(w io.Writer, fds []fileDiff, f diffFormat) {
 func writeStat(w io.Writer, fds []fileDiff) {
 	width := 0
 	for _, d := range fds {
-		width = max(width, len(d.pc.Path))
+		width = max(width, len(quotePath(d.pc.Path)))
 	}
 	var add, del int
 	for _, d := range fds {
+		p := quotePath(d.pc.Path)
 		if d.fd.Binary {
-			fmt.Fprintf(w, " %-*s | Bin\n", width, d.pc.Path)
+			fmt.Fprintf(w, " %-*s | Bin\n", width, p)
 			continue
 		}
-		fmt.Fprintf(w, " %-*s | %d %s%s\n", width, d.pc.Path, d.added+d.deleted,
+		fmt.Fprintf(w, " %-*s | %d %s%s\n", width, p, d.added+d.deleted,
 			strings.Repeat("+", min(d.added, 40)), strings.Repeat("-", min(d.deleted, 40)))
 		add, del = add+d.added, del+d.deleted
 	}
@@ -192,8 +193,10 @@ func writeStat(w io.Writer, fds []fileDiff) {
 
 // writePatch prints one path's change the way git diff does.
 func writePatch(w io.Writer, d fileDiff) {
-	p := d.pc.Path
-	fmt.Fprintf(w, "diff --git a/%s b/%s\n", p, p)
+	// Names git would quote are quoted whole, prefix included, as git
+	// does ("a/new\nline").
+	a, b := quotePath("a/"+d.pc.Path), quotePath("b/"+d.pc.Path)
+	fmt.Fprintf(w, "diff --git %s %s\n", a, b)
 	switch d.pc.Op {
 	case "add":
 		fmt.Fprintf(w, "new file mode %06o\n", uint32(d.pc.New.Mode))
@@ -205,13 +208,13 @@ func writePatch(w io.Writer, d fileDiff) {
 		}
 	}
 	if d.fd.Binary {
-		fmt.Fprintf(w, "Binary files a/%s and b/%s differ\n", p, p)
+		fmt.Fprintf(w, "Binary files %s and %s differ\n", a, b)
 		return
 	}
 	if len(d.fd.Hunks) == 0 {
 		return
 	}
-	from, to := "a/"+p, "b/"+p
+	from, to := a, b
 	if d.pc.Op == "add" {
 		from = "/dev/null"
 	}

@@ -257,7 +257,7 @@ func classify(err error) *cliError {
 		out.hint = "the store's path now names another directory, or none: run the command again, which opens whatever the path names now"
 	case errors.Is(err, core.ErrReadOnly):
 		out.kind = kindReadOnly
-		out.hint = "commands that only read (log, show, cat, ls, diff, ref get, ref list, op log, verify, info) work; to write, run as a user who can write the store, on a writable mount"
+		out.hint = "commands that only read (log, show, cat, ls, diff, ref get, ref list, op log, verify, info) work, and checkout into a directory of yours; to write, run as a user who can write the store, on a writable mount"
 	case errors.Is(err, core.ErrIO), errors.Is(err, core.ErrClosed):
 		out.kind = kindIO
 	case errors.Is(err, syscall.ENOSPC):

@@ -6,6 +6,7 @@ import (
 	"io"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -287,4 +288,13 @@ func quotePath(p string) string {
 		}
 	}
 	return p
+}
+
+// quotedList is paths for a message, each as quotePath prints it.
+func quotedList(paths []string) string {
+	q := make([]string, len(paths))
+	for i, p := range paths {
+		q[i] = quotePath(p)
+	}
+	return strings.Join(q, ", ")
 }

@@ -233,6 +233,22 @@ var _ = Describe("work trees", func() {
 		Expect(e.run("", "ref", "get", "other", "--json").Err()["code"]).To(Equal("E_NOT_FOUND"))
 	})
 
+	It("prints a name with a newline or an escape quoted in status, ls and diff, and as it is in JSON", func() {
+		odd := "new\nline\x1b[31m"
+		Expect(os.WriteFile(filepath.Join(wt, odd), []byte("x\n"), 0o644)).To(Succeed())
+		q := `"new\nline\x1b[31m"`
+		Expect(e.run("", "status", wt).Stdout).To(Equal("A " + q + "\n"))
+		Expect(e.run("", "diff", "--work", wt, "--name-status").Stdout).To(Equal("A\t" + q + "\n"))
+		Expect(e.run("", "diff", "--work", wt).Stdout).To(HavePrefix(`diff --git "a/new\nline\x1b[31m" "b/new\nline\x1b[31m"` + "\n"))
+		d := e.ok("", "commit", "--dir", wt, "--advance", "main", "-m", "odd").(map[string]any)
+		Expect(e.run("", "ls", d["id"].(string)).Stdout).To(ContainSubstring(" " + q + "\n"))
+		names := []any{}
+		for _, x := range e.ok("", "ls", d["id"].(string)).([]any) {
+			names = append(names, x.(map[string]any)["name"])
+		}
+		Expect(names).To(ContainElement(odd))
+	})
+
 	It("says a path under a link is under a link, not under a file", func() {
 		er := e.run("link evil = \"/x\"\nput evil/x = \"p\\n\"\n", "commit", "-F", "-", "--advance", "main", "--json").Err()
 		Expect(er["code"]).To(Equal("E_USAGE"))
