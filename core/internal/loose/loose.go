@@ -14,7 +14,6 @@
 package loose
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -25,6 +24,7 @@ import (
 	"time"
 
 	"github.com/klauspost/compress/zstd"
+	"github.com/spf13/afero"
 
 	"github.com/swarmops/swarmops/core/internal/errs"
 	"github.com/swarmops/swarmops/core/internal/txn"
@@ -59,7 +59,7 @@ func Write(fsys vfs.FS, storeDir string, objs []txn.Obj, skipDirSync bool) error
 		if err != nil {
 			return errs.IO("create loose object temp", err)
 		}
-		_, werr := f.WriteAt(Encode(o.Data), 0)
+		werr := writeEncoded(f, o.Data)
 		if werr == nil {
 			werr = vfs.Datasync(f)
 		}
@@ -110,6 +110,54 @@ var encoder = sync.OnceValue(func() *zstd.Encoder {
 	return e
 })
 
+// streamAbove is the size from which a loose object is compressed into
+// its file as a stream: EncodeAll would hold a second copy of it, as big
+// as the object when it does not compress (a 200 MB file took 720 MB).
+const streamAbove = 16 << 20
+
+// writeEncoded writes what Encode returns for data into the new, empty
+// file f, without a second copy of a big object.
+func writeEncoded(f afero.File, data []byte) error {
+	if len(data) < streamAbove {
+		_, err := f.WriteAt(Encode(data), 0)
+		return err
+	}
+	w := &countingWriter{w: f}
+	zw, err := zstd.NewWriter(w, zstd.WithEncoderLevel(zstd.SpeedDefault), zstd.WithEncoderConcurrency(1),
+		zstd.WithWindowSize(maxWindow), zstd.WithLowerEncoderMem(true))
+	if err != nil {
+		return err
+	}
+	if _, err := zw.Write(data); err != nil {
+		zw.Close()
+		return err
+	}
+	if err := zw.Close(); err != nil {
+		return err
+	}
+	if w.n < int64(len(data)) {
+		return nil
+	}
+	// Not smaller: the object as it is, which the file's size then says.
+	if err := f.Truncate(0); err != nil {
+		return err
+	}
+	_, err = f.WriteAt(data, 0)
+	return err
+}
+
+// countingWriter counts what passes through it.
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
+}
+
 // Encode returns what a loose object file holding data holds: a zstd frame
 // of data when that is smaller, else data.
 func Encode(data []byte) []byte {
@@ -146,22 +194,40 @@ func Read(fsys vfs.FS, file string, data []byte) error {
 		}
 		return nil
 	}
-	z := make([]byte, st.Size())
-	if err := vfs.ReadFull(f, z, 0); err != nil {
-		return errs.IO("read "+file, err)
-	}
-	if err := decode(z, data); err != nil {
-		return errs.Corrupt(file, 0, "loose object of %d bytes does not decompress to %d: %v", len(z), len(data), err)
+	// Decoded from the file as a stream: a second copy of a big object
+	// would double what a checkout of it holds.
+	r := &readErr{r: io.NewSectionReader(f, 0, st.Size())}
+	if err := decode(r, data); err != nil {
+		if r.err != nil {
+			return errs.IO("read "+file, r.err)
+		}
+		return errs.Corrupt(file, 0, "loose object of %d bytes does not decompress to %d: %v", st.Size(), len(data), err)
 	}
 	return nil
 }
 
-// decode fills data with what the zstd frame z decodes to, which must be
-// exactly len(data) bytes. Reading into data and then looking for one byte
-// more bounds what damaged input can make it decode, whatever its header
-// claims.
-func decode(z, data []byte) error {
-	d, err := zstd.NewReader(bytes.NewReader(z), zstd.WithDecoderConcurrency(1), zstd.WithDecoderLowmem(true),
+// readErr keeps the error of a read that failed other than at the end,
+// so a failed read is told from damaged bytes whatever the decoder makes
+// of it.
+type readErr struct {
+	r   io.Reader
+	err error
+}
+
+func (e *readErr) Read(p []byte) (int, error) {
+	n, err := e.r.Read(p)
+	if err != nil && err != io.EOF && e.err == nil {
+		e.err = err
+	}
+	return n, err
+}
+
+// decode fills data with what the zstd frame read from z decodes to, which
+// must be exactly len(data) bytes. Reading into data and then looking for
+// one byte more bounds what damaged input can make it decode, whatever its
+// header claims.
+func decode(z io.Reader, data []byte) error {
+	d, err := zstd.NewReader(z, zstd.WithDecoderConcurrency(1), zstd.WithDecoderLowmem(true),
 		zstd.WithDecoderMaxWindow(maxWindow))
 	if err != nil {
 		return err

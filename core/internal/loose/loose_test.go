@@ -5,9 +5,11 @@ import (
 	"errors"
 	"math/rand/v2"
 	"os"
+	"runtime"
 	"testing"
 
 	"github.com/swarmops/swarmops/core/internal/errs"
+	"github.com/swarmops/swarmops/core/vfs"
 	"github.com/swarmops/swarmops/faultfs"
 )
 
@@ -106,4 +108,64 @@ func TestDamagedLooseFilesAreCorruptNeverAPanic(t *testing.T) {
 	if err := Read(m, "/x", got); !errors.Is(err, errs.ErrCorrupt) {
 		t.Fatalf("a file longer than the object: %v; want ErrCorrupt", err)
 	}
+}
+
+// TestABigObjectIsWrittenWithoutASecondCopy: objects from streamAbove on
+// are compressed into their file as a stream, stored compressed when that
+// pays and as they are when not, and read back exactly; writing a 32 MiB
+// object allocates a small part of its size (EncodeAll allocated at least
+// as much again, which made a 200 MB commit take 720 MB), and so does
+// reading it.
+func TestABigObjectIsWrittenWithoutASecondCopy(t *testing.T) {
+	// The OS, not the memory filesystem, whose files are heap.
+	m := vfs.OS()
+	dir := t.TempDir()
+	for _, c := range []struct {
+		name   string
+		data   []byte
+		packed bool
+	}{{"text", text(32 << 20), true}, {"noise", noise(32 << 20), false}} {
+		name := dir + "/" + c.name
+		f, err := m.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+		if err != nil {
+			t.Fatal(err)
+		}
+		alloc := allocated(func() {
+			if err := writeEncoded(f, c.data); err != nil {
+				t.Fatal(err)
+			}
+		})
+		f.Close()
+		if alloc > len(c.data)/3 {
+			t.Errorf("%s: writing %d bytes allocated %d", c.name, len(c.data), alloc)
+		}
+		st, err := m.Stat(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if packed := st.Size() < int64(len(c.data)); packed != c.packed {
+			t.Fatalf("%s: %d bytes stored as %d; want compressed: %v", c.name, len(c.data), st.Size(), c.packed)
+		}
+		got := make([]byte, len(c.data))
+		alloc = allocated(func() {
+			if err := Read(m, name, got); err != nil {
+				t.Fatal(err)
+			}
+		})
+		if !bytes.Equal(got, c.data) {
+			t.Fatalf("%s: read back differs", c.name)
+		}
+		if alloc > len(c.data)/3 {
+			t.Errorf("%s: reading %d bytes allocated %d", c.name, len(c.data), alloc)
+		}
+	}
+}
+
+// allocated returns the bytes fn allocated on the heap.
+func allocated(fn func()) int {
+	var a, b runtime.MemStats
+	runtime.ReadMemStats(&a)
+	fn()
+	runtime.ReadMemStats(&b)
+	return int(b.TotalAlloc - a.TotalAlloc)
 }
