@@ -136,7 +136,7 @@ func (t *Tree) apply(src Source, id objects.ID, empty bool) (*Result, error) {
 				return res, err
 			}
 			if _, err := t.switchLocked(src, onto, false, objects.ZeroID); err != nil {
-				return nil, fmt.Errorf("finishing the interrupted switch to %s (--force goes where it was asked without it): %w", onto.String()[:12], err)
+				return nil, &FinishError{Onto: onto, Err: err}
 			}
 		}
 	}

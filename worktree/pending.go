@@ -156,6 +156,22 @@ func (e *SwitchError) Error() string {
 	return fmt.Sprintf("worktree: a switch of the tree to %s stopped before it finished", e.Onto.String()[:12])
 }
 
+// FinishError is a switch refused because the switch to Onto that stopped
+// before it could not be finished first (Err: local changes in its way,
+// or what it failed on). A commit is refused too (*SwitchError): a forced
+// switch is the way on.
+type FinishError struct {
+	Onto objects.ID
+	Err  error
+}
+
+func (e *FinishError) Error() string {
+	return fmt.Sprintf("worktree: finishing the switch to %s that stopped: %v", e.Onto.String()[:12], e.Err)
+}
+
+// Unwrap returns Err.
+func (e *FinishError) Unwrap() error { return e.Err }
+
 // recordSwitch writes the record of a switch to onto, before its first
 // write. It is synced even without Options.Sync: after a power loss the
 // files the switch renamed into place may be there while a record that

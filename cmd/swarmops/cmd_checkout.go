@@ -262,7 +262,15 @@ func treeErr(verb, dir string, err error) error {
 	if verb != "" {
 		prefix = verb + " " + dir
 	}
+	var finish *worktree.FinishError
 	switch {
+	case errors.As(err, &finish) && errors.As(err, &local):
+		// Commit, the usual way out, is refused while a switch is
+		// pending: the edits have to be moved aside.
+		return &cliError{kind: kindConflict, err: err, extra: map[string]any{"paths": local.Paths, "onto": finish.Onto.String()},
+			msg: fmt.Sprintf("%s: local changes are in the way of finishing the checkout of %s that stopped midway", prefix, short(finish.Onto)),
+			hint: "copy them aside, then check out with --force (every tracked path then holds the revision's content); " +
+				"a commit is refused until the stopped checkout is finished"}
 	case errors.As(err, &local):
 		return &cliError{kind: kindConflict, err: err, extra: map[string]any{"paths": local.Paths},
 			msg:  fmt.Sprintf("%s: local changes would be overwritten", prefix),

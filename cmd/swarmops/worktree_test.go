@@ -204,8 +204,15 @@ var _ = Describe("work trees", func() {
 			Expect(r.Exit).To(Equal(kindUnresolved.Exit), r.Stdout)
 			Expect(r.Err()).To(HaveKeyWithValue("onto", gone))
 			Expect(e.ok("", "ref", "get", "main").(map[string]any)["id"]).To(Equal(main))
+			// An edit in the way of finishing it: the hint cannot be to
+			// commit, which is refused.
+			Expect(os.WriteFile(filepath.Join(wt, "d", "f29"), []byte("edited\n"), 0o644)).To(Succeed())
+			er := e.run("", "checkout", "main", wt, "--json").Err()
+			Expect(er).To(SatisfyAll(HaveKeyWithValue("code", "E_CONFLICT"), HaveKeyWithValue("onto", gone),
+				HaveKeyWithValue("hint", ContainSubstring("--force"))))
+			Expect(er["hint"]).NotTo(HavePrefix("commit"))
 		}
-		e.ok("", "checkout", "main", wt)
+		e.ok("", "checkout", "main", wt, "--force")
 		st := e.ok("", "status", wt).(map[string]any)
 		Expect(st["clean"]).To(BeTrue(), "%v", st["changes"])
 		Expect(st["switching"]).To(BeNil())
