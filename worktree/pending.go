@@ -119,8 +119,11 @@ func (t *Tree) undoInterrupted() error {
 }
 
 // clearPending removes the record.
-func (t *Tree) clearPending() error {
-	if err := t.root.Remove(pendingFile); err != nil && !errors.Is(err, fs.ErrNotExist) {
+func (t *Tree) clearPending() error { return t.removeMeta(pendingFile) }
+
+// removeMeta removes the metadata file name, if it is there.
+func (t *Tree) removeMeta(name string) error {
+	if err := t.root.Remove(name); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
 	return nil
@@ -185,43 +188,45 @@ func (t *Tree) recordSwitch(onto objects.ID) error {
 // switching returns the revision an interrupted switch was going to, or
 // the zero id when no switch is pending.
 func (t *Tree) switching() (objects.ID, error) {
+	onto, _, err := t.readSwitch()
+	return onto, err
+}
+
+// readSwitch is switching, and whether a record is there at all (one a
+// finished or torn switch left too).
+func (t *Tree) readSwitch() (onto objects.ID, present bool, err error) {
 	data, err := t.readMeta(switchFile)
 	if errors.Is(err, fs.ErrNotExist) {
-		return objects.ZeroID, nil
+		return objects.ZeroID, false, nil
 	}
 	if err != nil {
-		return objects.ZeroID, err
+		return objects.ZeroID, false, err
 	}
 	var p pendingSwitch
 	if json.Unmarshal(data, &p) != nil {
 		// Synced before the switch wrote anything (recordSwitch), so only
 		// a crash while it was written tears it: nothing was switched.
-		return objects.ZeroID, nil
+		return objects.ZeroID, true, nil
 	}
 	if t.idx == nil || t.idx.Base != p.From || p.Onto == p.From {
-		return objects.ZeroID, nil
+		return objects.ZeroID, true, nil
 	}
-	return p.Onto, nil
+	return p.Onto, true, nil
 }
 
 // refuseSwitching is the check of a commit and an update: a pending
-// switch is a *SwitchError, and a record a finished one left is removed,
-// so that no later base equal to its From revives it.
+// switch is a *SwitchError, and a record a finished or torn one left is
+// removed, so that no later base equal to its From revives it.
 func (t *Tree) refuseSwitching() error {
-	onto, err := t.switching()
-	if err != nil {
+	onto, present, err := t.readSwitch()
+	switch {
+	case err != nil || !present:
 		return err
-	}
-	if !onto.IsZero() {
+	case !onto.IsZero():
 		return &SwitchError{Onto: onto}
 	}
 	return t.clearSwitch()
 }
 
 // clearSwitch removes the record.
-func (t *Tree) clearSwitch() error {
-	if err := t.root.Remove(switchFile); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return err
-	}
-	return nil
-}
+func (t *Tree) clearSwitch() error { return t.removeMeta(switchFile) }

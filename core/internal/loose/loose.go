@@ -102,17 +102,20 @@ const maxWindow = 8 << 20
 // not twice the window: it lives as long as the process, and a commit's
 // memory is bounded by its chunk (core.Options.CommitChunkBytes) plus it.
 var encoder = sync.OnceValue(func() *zstd.Encoder {
-	e, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedDefault), zstd.WithEncoderConcurrency(1),
-		zstd.WithWindowSize(maxWindow), zstd.WithLowerEncoderMem(true))
+	e, err := zstd.NewWriter(nil, encoderOptions...)
 	if err != nil {
 		panic(fmt.Sprintf("loose: zstd encoder with constant options: %v", err))
 	}
 	return e
 })
 
+// encoderOptions are those of every loose object's compression.
+var encoderOptions = []zstd.EOption{zstd.WithEncoderLevel(zstd.SpeedDefault), zstd.WithEncoderConcurrency(1),
+	zstd.WithWindowSize(maxWindow), zstd.WithLowerEncoderMem(true)}
+
 // streamAbove is the size from which a loose object is compressed into
 // its file as a stream: EncodeAll would hold a second copy of it, as big
-// as the object when it does not compress (a 200 MB file took 720 MB).
+// as the object when it does not compress.
 const streamAbove = 16 << 20
 
 // writeEncoded writes what Encode returns for data into the new, empty
@@ -123,8 +126,7 @@ func writeEncoded(f afero.File, data []byte) error {
 		return err
 	}
 	w := &countingWriter{w: f}
-	zw, err := zstd.NewWriter(w, zstd.WithEncoderLevel(zstd.SpeedDefault), zstd.WithEncoderConcurrency(1),
-		zstd.WithWindowSize(maxWindow), zstd.WithLowerEncoderMem(true))
+	zw, err := zstd.NewWriter(w, encoderOptions...)
 	if err != nil {
 		return err
 	}
